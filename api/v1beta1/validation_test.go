@@ -1,0 +1,111 @@
+package v1beta1_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/internal/testenv"
+)
+
+// TestAdmission sends pools and advertisements to a real kube-apiserver and checks that
+// the CRD schema's rules accept the good ones and refuse the bad ones with a message
+// naming the field and the bad value.
+func TestAdmission(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "herald-system"}}); err != nil {
+		t.Fatal(err)
+	}
+	pool := func(name string, spec heraldv1.IPAddressPoolSpec) *heraldv1.IPAddressPool {
+		return &heraldv1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "herald-system"}, Spec: spec}
+	}
+	addrs := func(a ...string) heraldv1.IPAddressPoolSpec {
+		s := heraldv1.IPAddressPoolSpec{}
+		for _, x := range a {
+			s.Addresses = append(s.Addresses, heraldv1.AddressRange(x))
+		}
+		return s
+	}
+	cases := []struct {
+		name string
+		spec heraldv1.IPAddressPoolSpec
+		// want lists substrings of the error; empty means the pool must be accepted.
+		want []string
+	}{
+		{"walkthrough range", addrs("172.18.255.200-172.18.255.250"), nil},
+		{"cidrs of both families", addrs("192.168.10.0/24", "fc00:f853:ccd:e799::/124"), nil},
+		{"range with spaces", addrs("10.0.0.1 - 10.0.0.9"), nil},
+		{"v6 range", addrs("fc00::1-fc00::ff"), nil},
+		{"v6 range across the compressed groups", addrs("2001:db8::ffff-2001:db8:0:0:1::"), nil},
+		{"single-address range", addrs("10.1.1.1-10.1.1.1"), nil},
+		{"host bits in a cidr", addrs("192.168.1.7/24"), nil},
+		{"malformed cidr", addrs("10.0.0.300/24"), []string{"spec.addresses[0]", `"10.0.0.300/24" is neither a CIDR`}},
+		{"bare address", addrs("10.0.0.1"), []string{"spec.addresses[0]", `"10.0.0.1" is neither`}},
+		{"malformed range", addrs("192.168.10.0/24", "10.0.0.1-banana"), []string{"spec.addresses[1]", `"10.0.0.1-banana" is neither`}},
+		{"three dashes", addrs("10.0.0.1-10.0.0.2-10.0.0.3"), []string{"spec.addresses[0]", "is neither"}},
+		{"start after end v4", addrs("10.0.0.9-10.0.0.1"), []string{"spec.addresses[0]", `range "10.0.0.9-10.0.0.1" starts after it ends`}},
+		{"start after end by octet width", addrs("10.0.0.100-10.0.0.20"), []string{`range "10.0.0.100-10.0.0.20" starts after it ends`}},
+		{"start after end v6", addrs("fc00::ff-fc00::1"), []string{`range "fc00::ff-fc00::1" starts after it ends`}},
+		{"start after end v6 compressed", addrs("2001:db8:0:0:1::-2001:db8::ffff"), []string{"starts after it ends"}},
+		{"mixed families", addrs("10.0.0.1-fc00::1"), []string{"spec.addresses[0]", `range "10.0.0.1-fc00::1" mixes IPv4 and IPv6`}},
+		{"empty addresses", heraldv1.IPAddressPoolSpec{Addresses: []heraldv1.AddressRange{}}, []string{"spec.addresses", "at least 1"}},
+		{"empty entry", addrs(""), []string{"spec.addresses[0]"}},
+		{"negative priority", heraldv1.IPAddressPoolSpec{Addresses: addrs("10.0.0.0/30").Addresses,
+			AllocateTo: &heraldv1.ServiceAllocation{Priority: -1}}, []string{"spec.serviceAllocation.priority", "-1", "greater than or equal to 0"}},
+		{"duplicate namespaces", heraldv1.IPAddressPoolSpec{Addresses: addrs("10.0.0.0/30").Addresses,
+			AllocateTo: &heraldv1.ServiceAllocation{Namespaces: []string{"a", "b", "a"}}}, []string{"spec.serviceAllocation.namespaces[2]", `Duplicate value: "a"`}},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pool("p"+strings.Repeat("x", i), tc.spec)
+			err := env.Client.Create(ctx, p)
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("refused a valid pool: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("accepted an invalid pool %v", tc.spec.Addresses)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+
+	t.Run("defaults", func(t *testing.T) {
+		p := pool("defaults", addrs("10.9.0.0/29"))
+		if err := env.Client.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		if p.Spec.AutoAssign == nil || !*p.Spec.AutoAssign {
+			t.Errorf("autoAssign defaulted to %v, want true", p.Spec.AutoAssign)
+		}
+	})
+	t.Run("metallb yaml fields", func(t *testing.T) {
+		p := pool("metallb", addrs("10.8.0.0/29"))
+		p.Spec.AutoAssign = ptr.To(false)
+		p.Spec.AvoidBuggyIPs = true
+		p.Spec.AllocateTo = &heraldv1.ServiceAllocation{Priority: 50, Namespaces: []string{"ns1"},
+			NamespaceSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"team": "a"}}},
+			ServiceSelectors:   []metav1.LabelSelector{{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"web"}}}}}}
+		if err := env.Client.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		adv := &heraldv1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Name: "adv", Namespace: "herald-system"},
+			Spec: heraldv1.L2AdvertisementSpec{IPAddressPools: []string{"metallb"}, Interfaces: []string{"eth0"},
+				NodeSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"kubernetes.io/hostname": "worker"}}}}}
+		if err := env.Client.Create(ctx, adv); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
