@@ -15,6 +15,10 @@ import (
 	"herald.dev/herald/internal/scheme"
 )
 
+// ServiceCIDRs are the API server's ClusterIP ranges: both families, so dual-stack
+// Services can be tested.
+const ServiceCIDRs = "10.96.0.0/16,fd00:10:96::/108"
+
 // Env is a running control plane.
 type Env struct {
 	Config *rest.Config
@@ -47,6 +51,8 @@ func Start(tb testing.TB) *Env {
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: assets,
 	}
+	// Dual-stack Service CIDRs, large enough for thousands of Services.
+	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", ServiceCIDRs)
 	cfg, err := env.Start()
 	if err != nil {
 		tb.Fatalf("starting kube-apiserver and etcd: %v", err)

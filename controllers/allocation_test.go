@@ -1,0 +1,230 @@
+package controllers_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	heraldv1 "herald.dev/herald/api/v1beta1"
+)
+
+// The walkthrough: a fresh pool hands out its addresses in order, each Service gets an
+// Event, the pool annotation and the pool's status follow.
+func TestAllocateInOrderWithEventsAndStatus(t *testing.T) {
+	h := newHarness(t)
+	h.pool("default", nil, "172.18.255.200-172.18.255.250")
+	h.startController(defaultOptions())
+	for i, name := range []string{"svc1", "svc2", "svc3"} {
+		h.service(name, nil)
+		want := fmt.Sprintf("172.18.255.%d", 200+i)
+		h.waitIPs(name, want)
+		h.waitEvent("default", name, "IPAllocated", want)
+		if got := h.getService(name).Annotations[heraldv1.AnnotationAllocatedFromPool]; got != "default" {
+			t.Errorf("%s: %s=%q, want default", name, heraldv1.AnnotationAllocatedFromPool, got)
+		}
+	}
+	h.eventually("pool status counts", func() string {
+		st := h.getPool("default").Status
+		if st.InUse == 3 && st.Available == 48 && st.AssignedIPv4 == 3 && st.AvailableIPv4 == 48 {
+			return ""
+		}
+		return fmt.Sprintf("status %+v", st)
+	})
+	p := h.getPool("default")
+	if c := meta.FindStatusCondition(p.Status.Conditions, heraldv1.ConditionReady); c == nil || c.Status != "True" {
+		t.Errorf("Ready condition = %+v, want True", c)
+	}
+	if !strings.Contains(strings.Join(p.Finalizers, ","), heraldv1.PoolFinalizer) {
+		t.Errorf("pool in use lacks finalizer %s: %v", heraldv1.PoolFinalizer, p.Finalizers)
+	}
+}
+
+// Requests: spec.loadBalancerIP, the loadBalancerIPs annotation, the pool annotation,
+// autoAssign=false, and an IP outside every pool (Warning, no IP, others unaffected).
+func TestRequestedIPsAndPools(t *testing.T) {
+	h := newHarness(t)
+	h.pool("default", nil, "10.0.1.0/29")
+	h.pool("manual", func(p *heraldv1.IPAddressPool) { p.Spec.AutoAssign = ptr.To(false) }, "10.0.2.0/29")
+	h.startController(defaultOptions())
+
+	h.service("by-spec", func(s *corev1.Service) { s.Spec.LoadBalancerIP = "10.0.1.5" })
+	h.service("by-annotation", func(s *corev1.Service) {
+		s.Annotations = map[string]string{heraldv1.AnnotationLoadBalancerIPs: "10.0.2.3"}
+	})
+	h.service("by-pool", func(s *corev1.Service) {
+		s.Annotations = map[string]string{heraldv1.AnnotationAddressPool: "manual"}
+	})
+	h.service("outside", func(s *corev1.Service) {
+		s.Annotations = map[string]string{heraldv1.AnnotationLoadBalancerIPs: "192.0.2.1"}
+	})
+	h.service("auto", nil)
+	h.waitIPs("by-spec", "10.0.1.5")
+	h.waitIPs("by-annotation", "10.0.2.3")
+	h.waitIPs("by-pool", "10.0.2.0")
+	h.waitIPs("auto", "10.0.1.0")
+	h.waitEvent("default", "outside", "AllocationFailed", "192.0.2.1")
+	h.stayNoIP("outside", time.Second)
+
+	// Changing the request is the Service asking: it moves.
+	h.update(h.getService("by-spec"), func() {})
+	svc := h.getService("by-spec")
+	h.update(svc, func() { svc.Spec.LoadBalancerIP = "10.0.1.6" })
+	h.waitIPs("by-spec", "10.0.1.6")
+	// Asking for an IP another Service holds, without a sharing key, fails and says who.
+	h.service("taker", func(s *corev1.Service) { s.Spec.LoadBalancerIP = "10.0.1.6" })
+	h.waitEvent("default", "taker", "AllocationFailed", "default/by-spec")
+	h.waitIPs("by-spec", "10.0.1.6")
+}
+
+// Sharing: same key and disjoint ports share one IP; overlapping ports or a different
+// traffic policy do not.
+func TestSharing(t *testing.T) {
+	h := newHarness(t)
+	h.pool("default", nil, "10.0.3.0/29")
+	h.startController(defaultOptions())
+	shared := func(port int32, etp corev1.ServiceExternalTrafficPolicy) func(*corev1.Service) {
+		return func(s *corev1.Service) {
+			s.Annotations = map[string]string{heraldv1.AnnotationAllowSharedIP: "web"}
+			s.Spec.Selector = map[string]string{"app": "web"}
+			s.Spec.Ports[0].Port = port
+			s.Spec.ExternalTrafficPolicy = etp
+		}
+	}
+	h.service("http", shared(80, corev1.ServiceExternalTrafficPolicyCluster))
+	ip := h.waitAnyIP("http", 1)[0]
+	h.service("https", shared(443, corev1.ServiceExternalTrafficPolicyCluster))
+	h.waitIPs("https", ip)
+	h.service("http-again", shared(80, corev1.ServiceExternalTrafficPolicyCluster))
+	if got := h.waitAnyIP("http-again", 1)[0]; got == ip {
+		t.Errorf("http-again shares %s although port 80 is taken there", ip)
+	}
+	h.service("local", shared(8443, corev1.ServiceExternalTrafficPolicyLocal))
+	if got := h.waitAnyIP("local", 1)[0]; got == ip {
+		t.Errorf("a Local Service shares %s with Cluster ones", ip)
+	}
+	// Asking for the shared IP with a conflicting port is refused with the reason.
+	h.service("clash", func(s *corev1.Service) {
+		shared(443, corev1.ServiceExternalTrafficPolicyCluster)(s)
+		s.Spec.LoadBalancerIP = ip
+	})
+	h.waitEvent("default", "clash", "AllocationFailed", "443")
+	// The IP stays while one sharer holds it.
+	h.delete(h.getService("http"))
+	h.service("late", nil)
+	if got := h.waitAnyIP("late", 1)[0]; got == ip {
+		t.Errorf("late got %s, still held by https", ip)
+	}
+	h.waitIPs("https", ip)
+	h.eventually("pool counts the shared IP once", func() string {
+		if st := h.getPool("default").Status; st.InUse != 4 {
+			return fmt.Sprintf("inUse %d, want 4 (https, http-again, local, late)", st.InUse)
+		}
+		return ""
+	})
+}
+
+// Dual-stack from ipFamilyPolicy: both families from one pool.
+func TestDualStack(t *testing.T) {
+	h := newHarness(t)
+	h.pool("v4only", nil, "10.0.4.0/30")
+	h.pool("dual", nil, "10.0.5.0/30", "fd00:5::/126")
+	h.startController(defaultOptions())
+	require := corev1.IPFamilyPolicyRequireDualStack
+	prefer := corev1.IPFamilyPolicyPreferDualStack
+	h.service("both", func(s *corev1.Service) {
+		s.Spec.IPFamilyPolicy = &require
+		s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+	})
+	h.waitIPs("both", "10.0.5.0", "fd00:5::")
+	h.service("v6first", func(s *corev1.Service) {
+		s.Spec.IPFamilyPolicy = &prefer
+		s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol, corev1.IPv4Protocol}
+	})
+	h.waitIPs("v6first", "fd00:5::1", "10.0.5.1")
+	h.service("v6", func(s *corev1.Service) {
+		s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv6Protocol}
+	})
+	h.waitIPs("v6", "fd00:5::2")
+	h.service("v4", nil)
+	// Without serviceAllocation, pools are tried by name: "dual" before "v4only".
+	h.waitIPs("v4", "10.0.5.2")
+}
+
+// Services of another loadBalancerClass are ignored; herald's own class is served.
+func TestLoadBalancerClass(t *testing.T) {
+	h := newHarness(t)
+	h.pool("default", nil, "10.0.6.0/29")
+	h.startController(defaultOptions())
+	h.service("other", func(s *corev1.Service) { s.Spec.LoadBalancerClass = ptr.To("example.com/other") })
+	h.service("ours", func(s *corev1.Service) { s.Spec.LoadBalancerClass = ptr.To("herald.dev/lb") })
+	h.service("unclassed", nil)
+	h.waitAnyIP("ours", 1)
+	h.waitAnyIP("unclassed", 1)
+	h.stayNoIP("other", time.Second)
+	if ev := h.events("default", "other", "AllocationFailed"); len(ev) > 0 {
+		t.Errorf("a Service of another class got events: %v", ev)
+	}
+}
+
+// Exhaustion: the Service waits with a Warning and gets the IP freed by a deletion
+// without anyone touching it; a type change releases too.
+func TestExhaustionThenRelease(t *testing.T) {
+	h := newHarness(t)
+	h.pool("small", nil, "10.0.7.0/31")
+	h.startController(defaultOptions())
+	h.service("a", nil)
+	h.waitIPs("a", "10.0.7.0")
+	h.service("b", nil)
+	h.waitIPs("b", "10.0.7.1")
+	h.service("c", nil)
+	h.waitEvent("default", "c", "AllocationFailed", "no available IPs")
+	h.stayNoIP("c", 500*time.Millisecond)
+
+	h.delete(h.getService("a"))
+	h.waitIPs("c", "10.0.7.0")
+
+	b := h.getService("b")
+	h.update(b, func() { b.Spec.Type = corev1.ServiceTypeClusterIP; b.Spec.Ports[0].NodePort = 0 })
+	h.waitIPs("b")
+	h.waitEvent("default", "b", "IPReleased", "10.0.7.1")
+	if _, ok := h.getService("b").Annotations[heraldv1.AnnotationAllocatedFromPool]; ok {
+		t.Errorf("ClusterIP Service keeps the pool annotation")
+	}
+	h.service("d", nil)
+	h.waitIPs("d", "10.0.7.1")
+}
+
+// serviceAllocation: namespaces, namespace selectors, service selectors and priority.
+func TestServiceAllocation(t *testing.T) {
+	h := newHarness(t)
+	h.pool("general", nil, "10.0.8.0/30")
+	h.pool("team-a-low", func(p *heraldv1.IPAddressPool) {
+		p.Spec.AllocateTo = &heraldv1.ServiceAllocation{Priority: 20, Namespaces: []string{"team-a"}}
+	}, "10.0.9.0/30")
+	h.pool("team-a-high", func(p *heraldv1.IPAddressPool) {
+		p.Spec.AllocateTo = &heraldv1.ServiceAllocation{Priority: 10,
+			NamespaceSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"team": "team-a"}}}}
+	}, "10.0.10.0/30")
+	h.pool("web-only", func(p *heraldv1.IPAddressPool) {
+		p.Spec.AllocateTo = &heraldv1.ServiceAllocation{
+			ServiceSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"tier": "web"}}}}
+	}, "10.0.11.0/30")
+	h.startController(defaultOptions())
+	h.service("team-a/api", nil)
+	h.waitIPs("team-a/api", "10.0.10.0")
+	h.service("team-b/api", nil)
+	h.waitIPs("team-b/api", "10.0.8.0")
+	h.service("team-b/web", func(s *corev1.Service) { s.Labels = map[string]string{"tier": "web"} })
+	h.waitIPs("team-b/web", "10.0.11.0")
+	// A restricted pool refuses an explicit request from a Service it does not match.
+	h.service("team-b/sneaky", func(s *corev1.Service) {
+		s.Annotations = map[string]string{heraldv1.AnnotationAddressPool: "team-a-high"}
+	})
+	h.waitEvent("team-b", "sneaky", "AllocationFailed", "team-a-high")
+}

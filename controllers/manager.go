@@ -1,0 +1,69 @@
+package controllers
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/internal/scheme"
+)
+
+// ManagerOptions configure the controller process: reconcilers, endpoints and leader
+// election. The binary and the tests build the manager the same way.
+type ManagerOptions struct {
+	Options
+	MetricsAddr   string // "0" disables the endpoint
+	ProbeAddr     string // "" or "0" disables it
+	LeaderElect   bool
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+	// SeveralInProcess allows more than one manager in a process (tests run replicas
+	// side by side); controller names are otherwise checked for uniqueness.
+	SeveralInProcess bool
+}
+
+// NewManager returns a manager running herald's reconcilers. Only one replica at a
+// time reconciles when LeaderElect is set, so two controllers never fight over a
+// Service's IP.
+func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme.New(),
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        o.ProbeAddr,
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionID:              "herald-controller",
+		LeaderElectionNamespace:       o.Namespace,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &o.LeaseDuration,
+		RenewDeadline:                 &o.RenewDeadline,
+		RetryPeriod:                   &o.RetryPeriod,
+		Controller:                    config.Controller{SkipNameValidation: &o.SeveralInProcess},
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			// herald's objects count only in its own namespace.
+			&heraldv1.IPAddressPool{}:   {Namespaces: map[string]cache.Config{o.Namespace: {}}},
+			&heraldv1.L2Advertisement{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},
+		}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := Setup(mgr, o.Options); err != nil {
+		return nil, fmt.Errorf("setting up reconcilers: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}

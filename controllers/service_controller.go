@@ -1,0 +1,222 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/controllers/ipam"
+)
+
+// Event reasons on Services.
+const (
+	ReasonIPAllocated      = "IPAllocated"
+	ReasonAllocationFailed = "AllocationFailed"
+	ReasonIPReleased       = "IPReleased"
+)
+
+// ServiceReconciler gives LoadBalancer Services their external IPs and takes them back
+// when a Service is deleted, changes type or asks for other addresses.
+type ServiceReconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+	State    *Allocations
+	// LBClass is the loadBalancerClass herald serves besides Services with no class.
+	LBClass string
+}
+
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=services/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// serves says whether herald is responsible for svc: its class is unset or herald's.
+// Services of other classes are ignored entirely.
+func (r *ServiceReconciler) serves(svc *corev1.Service) bool {
+	c := svc.Spec.LoadBalancerClass
+	return c == nil || (r.LBClass != "" && *c == r.LBClass)
+}
+
+func (r *ServiceReconciler) servesLoadBalancer(svc *corev1.Service) bool {
+	return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && r.serves(svc)
+}
+
+// Reconcile brings one Service's external IPs in line with what it asks for.
+func (r *ServiceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var svc corev1.Service
+	err := r.Get(ctx, req.NamespacedName, &svc)
+	if apierrors.IsNotFound(err) {
+		r.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("service %s: %w", req.NamespacedName, err)
+	}
+	if !r.serves(&svc) {
+		r.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		released := r.forget(req.NamespacedName)
+		return ctrl.Result{}, r.clearStatus(ctx, &svc, released)
+	}
+	return ctrl.Result{}, r.allocate(ctx, &svc)
+}
+
+// forget releases whatever key held and wakes the Services waiting for an address.
+func (r *ServiceReconciler) forget(key types.NamespacedName) []netip.Addr {
+	s := r.State
+	s.mu.Lock()
+	released := s.alloc.Release(key.String())
+	delete(s.pending, key)
+	delete(s.duplicates, key)
+	s.mu.Unlock()
+	if len(released) > 0 {
+		allocationsTotal.WithLabelValues("released").Add(float64(len(released)))
+		s.retryPending()
+		s.refreshAllPools()
+	}
+	return released
+}
+
+func (r *ServiceReconciler) allocate(ctx context.Context, svc *corev1.Service) error {
+	key := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
+	view, parseErr := serviceFromAPI(svc, namespaceLabelsFunc(ctx, r.Client)(svc.Namespace))
+
+	s := r.State
+	s.mu.Lock()
+	if err := s.ensureLoaded(ctx, r.Client, r.servesLoadBalancer); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	if parseErr != nil {
+		// A malformed request is not a request: keep what the Service holds.
+		s.pending[key] = true
+		s.mu.Unlock()
+		r.warn(svc, parseErr)
+		return nil
+	}
+	duplicate, wasDuplicate := s.duplicates[key]
+	delete(s.duplicates, key)
+	res, allocErr := s.alloc.Allocate(view)
+	if allocErr != nil {
+		s.pending[key] = true
+	} else {
+		delete(s.pending, key)
+	}
+	s.mu.Unlock()
+
+	if allocErr != nil {
+		allocationsTotal.WithLabelValues("failed").Inc()
+		if wasDuplicate {
+			allocErr = fmt.Errorf("its IP is held by an older Service (%s), and %w", duplicate, allocErr)
+		}
+		r.warn(svc, allocErr)
+		if len(res.IPs) == 0 {
+			// It asked for something we cannot give and gave up what it held, or its
+			// status showed an IP an older Service holds.
+			if len(ingressIPs(svc)) > 0 {
+				s.refreshAllPools()
+			}
+			return r.clearStatus(ctx, svc, ingressIPs(svc))
+		}
+	}
+	if res.Changed || wasDuplicate {
+		s.refreshAllPools()
+		if res.Changed && len(ingressIPs(svc)) > 0 {
+			s.retryPending() // moving to other addresses freed the old ones
+		}
+	}
+	if slices.Equal(ingressIPs(svc), res.IPs) && svc.Annotations[heraldv1.AnnotationAllocatedFromPool] == res.Pool {
+		return nil
+	}
+	if err := r.writeAllocation(ctx, svc, res); err != nil {
+		return err
+	}
+	if allocErr != nil {
+		return nil // the warning is out; what it holds is written
+	}
+	allocationsTotal.WithLabelValues("allocated").Inc()
+	note := fmt.Sprintf("Assigned IP %s from pool %q", ipList(res.IPs), res.Pool)
+	if wasDuplicate {
+		note += fmt.Sprintf(" (its previous IP was also held by an older Service: %s)", duplicate)
+	}
+	r.Recorder.Eventf(svc, nil, corev1.EventTypeNormal, ReasonIPAllocated, "Allocate", note)
+	log.FromContext(ctx).V(1).Info("allocated", "ips", res.IPs, "pool", res.Pool)
+	return nil
+}
+
+func (r *ServiceReconciler) warn(svc *corev1.Service, err error) {
+	note := err.Error()
+	if errors.Is(err, ipam.ErrNoAvailableIPs) {
+		note += "; the Service keeps running and gets an IP as soon as one is free"
+	}
+	r.Recorder.Eventf(svc, nil, corev1.EventTypeWarning, ReasonAllocationFailed, "Allocate", note)
+}
+
+// writeAllocation records the pool in an annotation and the IPs in the status.
+func (r *ServiceReconciler) writeAllocation(ctx context.Context, svc *corev1.Service, res ipam.Result) error {
+	if svc.Annotations[heraldv1.AnnotationAllocatedFromPool] != res.Pool {
+		orig := svc.DeepCopy()
+		if svc.Annotations == nil {
+			svc.Annotations = map[string]string{}
+		}
+		svc.Annotations[heraldv1.AnnotationAllocatedFromPool] = res.Pool
+		if res.Pool == "" {
+			delete(svc.Annotations, heraldv1.AnnotationAllocatedFromPool)
+		}
+		if err := r.Patch(ctx, svc, client.MergeFrom(orig)); err != nil {
+			return fmt.Errorf("service %s/%s: recording pool: %w", svc.Namespace, svc.Name, err)
+		}
+	}
+	orig := svc.DeepCopy()
+	svc.Status.LoadBalancer.Ingress = make([]corev1.LoadBalancerIngress, len(res.IPs))
+	for i, ip := range res.IPs {
+		svc.Status.LoadBalancer.Ingress[i] = corev1.LoadBalancerIngress{IP: ip.String()}
+	}
+	if err := r.Status().Patch(ctx, svc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("service %s/%s: writing status: %w", svc.Namespace, svc.Name, err)
+	}
+	return nil
+}
+
+// clearStatus removes the external IPs and the pool annotation herald wrote.
+func (r *ServiceReconciler) clearStatus(ctx context.Context, svc *corev1.Service, released []netip.Addr) error {
+	_, annotated := svc.Annotations[heraldv1.AnnotationAllocatedFromPool]
+	if len(released) == 0 && !annotated {
+		return nil // nothing of ours to clear
+	}
+	if len(svc.Status.LoadBalancer.Ingress) > 0 {
+		orig := svc.DeepCopy()
+		svc.Status.LoadBalancer.Ingress = nil
+		if err := r.Status().Patch(ctx, svc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return fmt.Errorf("service %s/%s: clearing status: %w", svc.Namespace, svc.Name, err)
+		}
+	}
+	if annotated {
+		orig := svc.DeepCopy()
+		delete(svc.Annotations, heraldv1.AnnotationAllocatedFromPool)
+		if err := r.Patch(ctx, svc, client.MergeFrom(orig)); err != nil {
+			return fmt.Errorf("service %s/%s: removing pool annotation: %w", svc.Namespace, svc.Name, err)
+		}
+	}
+	if len(released) > 0 {
+		r.Recorder.Eventf(svc, nil, corev1.EventTypeNormal, ReasonIPReleased, "Release", "Released IP %s", ipList(released))
+	}
+	return nil
+}
+
+func ipList(ips []netip.Addr) string {
+	return fmt.Sprint(ips)
+}

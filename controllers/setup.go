@@ -1,0 +1,73 @@
+package controllers
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	heraldv1 "herald.dev/herald/api/v1beta1"
+)
+
+// Options configure the controller's reconcilers.
+type Options struct {
+	// Namespace holds herald's IPAddressPools; pools elsewhere are ignored.
+	Namespace string
+	// LBClass is served besides Services with no loadBalancerClass.
+	LBClass string
+	// ServiceWorkers is the number of Services reconciled at once.
+	ServiceWorkers int
+}
+
+// Setup registers the Service and pool reconcilers with mgr.
+func Setup(mgr ctrl.Manager, opts Options) error {
+	state := NewAllocations(opts.Namespace)
+	svcs := &ServiceReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("herald-controller"),
+		State:    state,
+		LBClass:  opts.LBClass,
+	}
+	pools := &PoolReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("herald-controller"),
+		State:    state,
+		Served:   svcs.servesLoadBalancer,
+	}
+	workers := max(opts.ServiceWorkers, 1)
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named("service").
+		For(&corev1.Service{}).
+		WatchesRawSource(source.Channel(state.retryServices, &handler.EnqueueRequestForObject{})).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(state.pendingIn)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Complete(svcs)
+	if err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("ipaddresspool").
+		For(&heraldv1.IPAddressPool{}).
+		WatchesRawSource(source.Channel(state.refreshPools, &handler.EnqueueRequestForObject{})).
+		Complete(pools)
+}
+
+// pendingIn maps a Namespace change (its labels may now match a pool's
+// namespaceSelectors) to the Services in it that wait for an address.
+func (a *Allocations) pendingIn(_ context.Context, ns client.Object) []reconcile.Request {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var reqs []reconcile.Request
+	for k := range a.pending {
+		if k.Namespace == ns.GetName() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName(k)})
+		}
+	}
+	return reqs
+}

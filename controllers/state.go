@@ -1,0 +1,188 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/controllers/ipam"
+)
+
+// Allocations is the controller's one allocation state, shared by the Service and pool
+// reconcilers. The allocator is not safe for concurrent use, so every call goes through
+// the mutex. Nothing is served before load has rebuilt the state from the Services'
+// status, so a pending Service can never take an address another Service holds.
+type Allocations struct {
+	mu        sync.Mutex
+	alloc     *ipam.Allocator
+	loaded    bool
+	poolsSeen string // fingerprint of the pool specs last given to SetPools
+	poolNames []string
+	problems  map[string]string // pool → why it gives no addresses (reason: message)
+	// pending Services could not get an address; they are retried whenever an address
+	// may have become free (release, pool change).
+	pending map[types.NamespacedName]bool
+	// duplicates are Services whose status IP another, older Service holds (found at load).
+	duplicates map[types.NamespacedName]string
+
+	// retryServices and refreshPools feed the reconcilers through source.Channel.
+	retryServices chan event.GenericEvent
+	refreshPools  chan event.GenericEvent
+	namespace     string
+}
+
+// NewAllocations returns an empty state for pools in namespace.
+func NewAllocations(namespace string) *Allocations {
+	return &Allocations{
+		alloc:         ipam.New(),
+		problems:      map[string]string{},
+		pending:       map[types.NamespacedName]bool{},
+		duplicates:    map[types.NamespacedName]string{},
+		retryServices: make(chan event.GenericEvent, 4096),
+		refreshPools:  make(chan event.GenericEvent, 1024),
+		namespace:     namespace,
+	}
+}
+
+// servedFunc says whether herald serves a Service (its type and class).
+type servedFunc func(*corev1.Service) bool
+
+// ensureLoaded rebuilds the allocations from every served Service's status, oldest
+// Service first, so that of two Services showing the same IP the older keeps it.
+// Must be called with mu held.
+func (a *Allocations) ensureLoaded(ctx context.Context, c client.Reader, served servedFunc) error {
+	if a.loaded {
+		return nil
+	}
+	if _, err := a.syncPools(ctx, c); err != nil {
+		return err
+	}
+	var svcs corev1.ServiceList
+	if err := c.List(ctx, &svcs); err != nil {
+		return fmt.Errorf("listing Services to rebuild allocations: %w", err)
+	}
+	holding := make([]*corev1.Service, 0, len(svcs.Items))
+	for i := range svcs.Items {
+		s := &svcs.Items[i]
+		if served(s) && len(ingressIPs(s)) > 0 {
+			holding = append(holding, s)
+		}
+	}
+	sort.Slice(holding, func(i, j int) bool { return olderThan(holding[i], holding[j]) })
+	nsLabels := namespaceLabelsFunc(ctx, c)
+	for _, s := range holding {
+		key := types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
+		view, err := serviceFromAPI(s, nsLabels(s.Namespace))
+		if err != nil {
+			// A bad annotation does not void the IP the Service already holds.
+			view.RequestedIPs = nil
+		}
+		if err := a.alloc.Restore(view, ingressIPs(s), s.Annotations[heraldv1.AnnotationAllocatedFromPool]); err != nil {
+			a.duplicates[key] = err.Error()
+		}
+	}
+	a.loaded = true
+	return nil
+}
+
+// olderThan orders Services by creation, then by namespace/name, so every controller
+// resolves a duplicate the same way.
+func olderThan(x, y *corev1.Service) bool {
+	if !x.CreationTimestamp.Equal(&y.CreationTimestamp) {
+		return x.CreationTimestamp.Before(&y.CreationTimestamp)
+	}
+	if x.Namespace != y.Namespace {
+		return x.Namespace < y.Namespace
+	}
+	return x.Name < y.Name
+}
+
+// syncPools gives the allocator the current pools when their specs changed, and
+// reports whether they did. Must be called with mu held.
+func (a *Allocations) syncPools(ctx context.Context, c client.Reader) (bool, error) {
+	var list heraldv1.IPAddressPoolList
+	if err := c.List(ctx, &list, client.InNamespace(a.namespace)); err != nil {
+		return false, fmt.Errorf("listing IPAddressPools: %w", err)
+	}
+	fp := poolFingerprint(list.Items)
+	if a.loaded && fp == a.poolsSeen {
+		return false, nil
+	}
+	problems := map[string]string{}
+	pools := make([]ipam.Pool, 0, len(list.Items))
+	for i := range list.Items {
+		p, err := poolFromAPI(&list.Items[i])
+		if err != nil {
+			problems[list.Items[i].Name] = "InvalidAddresses: " + err.Error()
+			continue
+		}
+		pools = append(pools, p)
+	}
+	for _, pr := range a.alloc.SetPools(pools) {
+		problems[pr.Pool] = pr.Reason + ": " + pr.Message
+	}
+	a.problems = problems
+	a.poolsSeen = fp
+	a.poolNames = a.poolNames[:0]
+	for _, p := range list.Items {
+		a.poolNames = append(a.poolNames, p.Name)
+	}
+	return true, nil
+}
+
+func poolFingerprint(pools []heraldv1.IPAddressPool) string {
+	keys := make([]string, len(pools))
+	for i, p := range pools {
+		keys[i] = fmt.Sprintf("%s/%s/%d/%t", p.Name, p.UID, p.Generation, p.DeletionTimestamp != nil)
+	}
+	sort.Strings(keys)
+	return fmt.Sprint(keys)
+}
+
+// namespaceLabelsFunc looks namespaces up lazily; a missing namespace has no labels.
+func namespaceLabelsFunc(ctx context.Context, c client.Reader) func(string) map[string]string {
+	cache := map[string]map[string]string{}
+	return func(name string) map[string]string {
+		if l, ok := cache[name]; ok {
+			return l
+		}
+		var ns corev1.Namespace
+		if err := c.Get(ctx, types.NamespacedName{Name: name}, &ns); err == nil {
+			cache[name] = ns.Labels
+		}
+		return cache[name]
+	}
+}
+
+// retryPending asks the Service reconciler to look again at every Service waiting for
+// an address. Must be called without mu held (the channel may block briefly).
+func (a *Allocations) retryPending() {
+	a.mu.Lock()
+	keys := make([]types.NamespacedName, 0, len(a.pending))
+	for k := range a.pending {
+		keys = append(keys, k)
+	}
+	a.mu.Unlock()
+	for _, k := range keys {
+		a.retryServices <- event.GenericEvent{Object: &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}}
+	}
+}
+
+// refreshAllPools asks the pool reconciler to rewrite every pool's status and
+// finalizer; its work queue folds repeated requests into one. Must be called without mu.
+func (a *Allocations) refreshAllPools() {
+	a.mu.Lock()
+	names := append([]string(nil), a.poolNames...)
+	a.mu.Unlock()
+	for _, n := range names {
+		a.refreshPools <- event.GenericEvent{Object: &heraldv1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Namespace: a.namespace, Name: n}}}
+	}
+}

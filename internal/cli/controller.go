@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"herald.dev/herald/controllers"
+)
+
+// ControllerConfig holds the controller's flags; the defaults suit a cluster install.
+type ControllerConfig struct {
+	Kubeconfig     string
+	Namespace      string
+	LBClass        string
+	MetricsAddr    string
+	ProbeAddr      string
+	LeaderElect    bool
+	LeaseDuration  time.Duration
+	RenewDeadline  time.Duration
+	RetryPeriod    time.Duration
+	QPS            float32
+	Burst          int
+	ServiceWorkers int
+	Verbosity      int
+}
+
+// DefaultControllerConfig returns the documented defaults.
+func DefaultControllerConfig() ControllerConfig {
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = "herald-system"
+	}
+	return ControllerConfig{
+		Namespace:      ns,
+		MetricsAddr:    ":7472",
+		ProbeAddr:      ":7473",
+		LeaderElect:    true,
+		LeaseDuration:  15 * time.Second,
+		RenewDeadline:  10 * time.Second,
+		RetryPeriod:    2 * time.Second,
+		QPS:            100,
+		Burst:          200,
+		ServiceWorkers: 4,
+	}
+}
+
+func newControllerCommand() *cobra.Command {
+	cfg := DefaultControllerConfig()
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Allocate external IPs to LoadBalancer Services from IPAddressPools",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return RunController(ctrl.SetupSignalHandler(), cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Kubeconfig, "kubeconfig", cfg.Kubeconfig, "kubeconfig file (default: in-cluster config, then $KUBECONFIG)")
+	f.StringVar(&cfg.Namespace, "namespace", cfg.Namespace, "namespace of herald's IPAddressPools and leader-election lease (default: $POD_NAMESPACE or herald-system)")
+	f.StringVar(&cfg.LBClass, "lb-class", cfg.LBClass, "loadBalancerClass served besides Services without a class; Services of other classes are ignored")
+	f.StringVar(&cfg.MetricsAddr, "metrics-bind-address", cfg.MetricsAddr, "address of the Prometheus metrics endpoint (plain HTTP); 0 disables it")
+	f.StringVar(&cfg.ProbeAddr, "health-probe-bind-address", cfg.ProbeAddr, "address of /healthz and /readyz")
+	f.BoolVar(&cfg.LeaderElect, "leader-elect", cfg.LeaderElect, "elect one active replica through a Lease, so replicas never fight over Services")
+	f.DurationVar(&cfg.LeaseDuration, "leader-elect-lease-duration", cfg.LeaseDuration, "how long a lost leader's lease blocks the others")
+	f.DurationVar(&cfg.RenewDeadline, "leader-elect-renew-deadline", cfg.RenewDeadline, "how long the leader retries renewing before it gives up")
+	f.DurationVar(&cfg.RetryPeriod, "leader-elect-retry-period", cfg.RetryPeriod, "interval between tries to acquire or renew the lease")
+	f.Float32Var(&cfg.QPS, "kube-api-qps", cfg.QPS, "requests per second to the API server")
+	f.IntVar(&cfg.Burst, "kube-api-burst", cfg.Burst, "burst of requests to the API server")
+	f.IntVar(&cfg.ServiceWorkers, "service-workers", cfg.ServiceWorkers, "Services reconciled concurrently")
+	f.IntVarP(&cfg.Verbosity, "v", "v", cfg.Verbosity, "log verbosity (0 quiet, 1 each allocation, 2+ debug)")
+	return cmd
+}
+
+// RunController runs the controller until ctx ends.
+func RunController(ctx context.Context, cfg ControllerConfig) error {
+	ctrl.SetLogger(zap.New(zap.UseDevMode(false), zap.Level(zapLevel(cfg.Verbosity))))
+	restCfg, err := restConfig(cfg.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	restCfg.QPS, restCfg.Burst = cfg.QPS, cfg.Burst
+	restCfg.UserAgent = "herald-controller"
+
+	mgr, err := controllers.NewManager(restCfg, controllers.ManagerOptions{
+		Options: controllers.Options{
+			Namespace: cfg.Namespace, LBClass: cfg.LBClass, ServiceWorkers: cfg.ServiceWorkers,
+		},
+		MetricsAddr:   cfg.MetricsAddr,
+		ProbeAddr:     cfg.ProbeAddr,
+		LeaderElect:   cfg.LeaderElect,
+		LeaseDuration: cfg.LeaseDuration,
+		RenewDeadline: cfg.RenewDeadline,
+		RetryPeriod:   cfg.RetryPeriod,
+	})
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// restConfig loads --kubeconfig, else the in-cluster config, else $KUBECONFIG.
+func restConfig(path string) (*rest.Config, error) {
+	if path == "" {
+		return ctrlconfig.GetConfig()
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// zapLevel maps -v to zap's level: higher verbosity, lower (more verbose) level.
+func zapLevel(v int) zapcore.Level {
+	return zapcore.Level(-v)
+}
