@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -218,5 +219,9 @@ func (r *ServiceReconciler) clearStatus(ctx context.Context, svc *corev1.Service
 }
 
 func ipList(ips []netip.Addr) string {
-	return fmt.Sprint(ips)
+	s := make([]string, len(ips))
+	for i, ip := range ips {
+		s[i] = ip.String()
+	}
+	return strings.Join(s, ", ")
 }

@@ -55,6 +55,7 @@ func Start(tb testing.TB) *Env {
 	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", ServiceCIDRs)
 	cfg, err := env.Start()
 	if err != nil {
+		_ = env.Stop() // Start may fail after launching the processes (e.g. a bad CRD)
 		tb.Fatalf("starting kube-apiserver and etcd: %v", err)
 	}
 	tb.Cleanup(func() {
