@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 )
@@ -36,6 +37,15 @@ func TestAllocateInOrderWithEventsAndStatus(t *testing.T) {
 		}
 		return fmt.Sprintf("status %+v", st)
 	})
+	if got := gauge(t, "herald_pool_addresses", map[string]string{"pool": "default", "family": "IPv4", "state": "in_use"}); got != 3 {
+		t.Errorf("herald_pool_addresses{in_use} = %v, want 3", got)
+	}
+	if got := gauge(t, "herald_pool_addresses", map[string]string{"pool": "default", "family": "IPv4", "state": "available"}); got != 48 {
+		t.Errorf("herald_pool_addresses{available} = %v, want 48", got)
+	}
+	if got := gauge(t, "herald_allocations_total", map[string]string{"result": "allocated"}); got < 3 {
+		t.Errorf("herald_allocations_total{allocated} = %v, want >= 3", got)
+	}
 	p := h.getPool("default")
 	if c := meta.FindStatusCondition(p.Status.Conditions, heraldv1.ConditionReady); c == nil || c.Status != "True" {
 		t.Errorf("Ready condition = %+v, want True", c)
@@ -227,4 +237,32 @@ func TestServiceAllocation(t *testing.T) {
 		s.Annotations = map[string]string{heraldv1.AnnotationAddressPool: "team-a-high"}
 	})
 	h.waitEvent("team-b", "sneaky", "AllocationFailed", "team-a-high")
+}
+
+// gauge reads one sample of a herald metric from the controller's registry.
+func gauge(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if want, ok := labels[l.GetName()]; ok && want != l.GetValue() {
+					continue next
+				}
+			}
+			if m.GetGauge() != nil {
+				return m.GetGauge().GetValue()
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("metric %s%v not registered", name, labels)
+	return 0
 }

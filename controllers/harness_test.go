@@ -36,13 +36,13 @@ func init() {
 
 // harness is a real kube-apiserver and etcd plus helpers to drive herald's controller.
 type harness struct {
-	t   *testing.T
+	t   testing.TB
 	env *testenv.Env
 	c   client.Client
 	ctx context.Context
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	env := testenv.Start(t)
 	h := &harness{t: t, env: env, c: env.Client, ctx: context.Background()}
 	for _, n := range []string{ns, "team-a", "team-b"} {

@@ -186,7 +186,9 @@ func (r *ServiceReconciler) writeAllocation(ctx context.Context, svc *corev1.Ser
 	for i, ip := range res.IPs {
 		svc.Status.LoadBalancer.Ingress[i] = corev1.LoadBalancerIngress{IP: ip.String()}
 	}
-	if err := r.Status().Patch(ctx, svc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+	// No optimistic lock: herald alone writes the ingress, and a reconcile working from
+	// a cache that lags our own previous write would only conflict, to write the same.
+	if err := r.Status().Patch(ctx, svc, client.MergeFrom(orig)); err != nil {
 		return fmt.Errorf("service %s/%s: writing status: %w", svc.Namespace, svc.Name, err)
 	}
 	return nil
@@ -201,7 +203,7 @@ func (r *ServiceReconciler) clearStatus(ctx context.Context, svc *corev1.Service
 	if len(svc.Status.LoadBalancer.Ingress) > 0 {
 		orig := svc.DeepCopy()
 		svc.Status.LoadBalancer.Ingress = nil
-		if err := r.Status().Patch(ctx, svc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := r.Status().Patch(ctx, svc, client.MergeFrom(orig)); err != nil {
 			return fmt.Errorf("service %s/%s: clearing status: %w", svc.Namespace, svc.Name, err)
 		}
 	}

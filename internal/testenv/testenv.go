@@ -63,6 +63,8 @@ func Start(tb testing.TB) *Env {
 			tb.Errorf("stopping envtest: %v", err)
 		}
 	})
+	// Tests create objects fast; the default client rate limit would be what they measure.
+	cfg.QPS, cfg.Burst = 1000, 2000
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		tb.Fatalf("client: %v", err)
