@@ -37,12 +37,8 @@ func run(dir, assets string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(testenv.RepoRoot(), "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: assets,
-	}
-	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.200.1.0/24")
+	// The walkthrough's kind cluster uses serviceSubnet 10.200.1.0/24.
+	env := testenv.Environment(assets, "10.200.1.0/24")
 	if _, err := env.Start(); err != nil {
 		_ = env.Stop() // Start may fail after launching the processes
 		return fmt.Errorf("starting etcd and kube-apiserver: %w", err)

@@ -15,8 +15,8 @@ import (
 	"herald.dev/herald/internal/scheme"
 )
 
-// ServiceCIDRs are the API server's ClusterIP ranges: both families, so dual-stack
-// Services can be tested.
+// ServiceCIDRs are the tests' ClusterIP ranges: both families, so dual-stack Services
+// can be tested, and large enough for thousands of Services.
 const ServiceCIDRs = "10.96.0.0/16,fd00:10:96::/108"
 
 // Env is a running control plane.
@@ -30,6 +30,18 @@ type Env struct {
 func RepoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// Environment describes a control plane from the binaries in assets, with herald's
+// CRDs installed and the given ClusterIP ranges.
+func Environment(assets, serviceCIDRs string) *envtest.Environment {
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: assets,
+	}
+	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", serviceCIDRs)
+	return env
 }
 
 // Start brings up kube-apiserver and etcd from $KUBEBUILDER_ASSETS (built by
@@ -46,13 +58,7 @@ func Start(tb testing.TB) *Env {
 			tb.Fatalf("KUBEBUILDER_ASSETS=%s lacks %s: run hack/setup-test-binaries.sh", assets, b)
 		}
 	}
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: assets,
-	}
-	// Dual-stack Service CIDRs, large enough for thousands of Services.
-	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", ServiceCIDRs)
+	env := Environment(assets, ServiceCIDRs)
 	cfg, err := env.Start()
 	if err != nil {
 		_ = env.Stop() // Start may fail after launching the processes (e.g. a bad CRD)
