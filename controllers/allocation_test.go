@@ -90,6 +90,9 @@ func TestRequestedIPsAndPools(t *testing.T) {
 	h.service("taker", func(s *corev1.Service) { s.Spec.LoadBalancerIP = "10.0.1.6" })
 	h.waitEvent("default", "taker", "AllocationFailed", "default/by-spec")
 	h.waitIPs("by-spec", "10.0.1.6")
+	// Once the holder lets go, the waiting Service gets it without being touched.
+	h.delete(h.getService("by-spec"))
+	h.waitIPs("taker", "10.0.1.6")
 }
 
 // Sharing: same key and disjoint ports share one IP; overlapping ports or a different
@@ -237,6 +240,45 @@ func TestServiceAllocation(t *testing.T) {
 		s.Annotations = map[string]string{heraldv1.AnnotationAddressPool: "team-a-high"}
 	})
 	h.waitEvent("team-b", "sneaky", "AllocationFailed", "team-a-high")
+	// Relabelling its namespace admits it: the Namespace watch retries it.
+	var nsObj corev1.Namespace
+	nsObj.Name = "team-b"
+	h.update(&nsObj, func() { nsObj.Labels["team"] = "team-a" })
+	h.waitIPs("team-b/sneaky", "10.0.10.1")
+}
+
+// A freed address goes back to the Services only after every never-used one, least
+// recently freed first, so a deleted Service's IP is not handed to the next at once.
+func TestFreedAddressesAreReusedLast(t *testing.T) {
+	h := newHarness(t)
+	h.pool("p", nil, "10.0.12.0/29")
+	h.startController(defaultOptions())
+	for i, name := range []string{"a", "b", "c"} {
+		h.service(name, nil)
+		h.waitIPs(name, fmt.Sprintf("10.0.12.%d", i))
+	}
+	h.delete(h.getService("b")) // frees .1 first
+	h.eventually("b's address released", func() string {
+		if h.getPool("p").Status.InUse == 2 {
+			return ""
+		}
+		return "still counted"
+	})
+	h.delete(h.getService("a")) // then .0
+	h.eventually("a's address released", func() string {
+		if h.getPool("p").Status.InUse == 1 {
+			return ""
+		}
+		return "still counted"
+	})
+	for i, name := range []string{"d", "e", "f", "g", "h"} {
+		h.service(name, nil)
+		h.waitIPs(name, fmt.Sprintf("10.0.12.%d", 3+i))
+	}
+	h.service("i", nil)
+	h.waitIPs("i", "10.0.12.1")
+	h.service("j", nil)
+	h.waitIPs("j", "10.0.12.0")
 }
 
 // gauge reads one sample of a herald metric from the controller's registry.

@@ -78,6 +78,9 @@ say "kubectl get svc"
 say "Events of svc1"
 "$kubectl" get events --field-selector involvedObject.name=svc1 -o custom-columns=TYPE:.type,REASON:.reason,MESSAGE:.message
 
+say "kubectl explain ipaddresspools.spec.addresses"
+"$kubectl" explain ipaddresspools.spec.addresses | sed -n '/DESCRIPTION/,$p'
+
 say "Bad input is refused at admission"
 cat <<'YAML' | "$kubectl" apply -f - 2>&1 || true
 apiVersion: herald.dev/v1beta1
