@@ -4,11 +4,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// L2AdvertisementSpec says which pools are announced at layer 2 (ARP/NDP), from which
-// nodes and on which interfaces.
+// L2AdvertisementSpec says which pools are announced at layer 2 (ARP/NDP),
+// from which nodes and on which interfaces.
 type L2AdvertisementSpec struct {
 	// IPAddressPools lists, by name, the pools whose addresses are announced.
-	// With neither ipAddressPools nor ipAddressPoolSelectors, every pool is announced.
+	// With neither ipAddressPools nor ipAddressPoolSelectors, every pool is
+	// announced.
 	// +optional
 	IPAddressPools []string `json:"ipAddressPools,omitempty"`
 
@@ -16,24 +17,26 @@ type L2AdvertisementSpec struct {
 	// +optional
 	IPAddressPoolSelectors []metav1.LabelSelector `json:"ipAddressPoolSelectors,omitempty"`
 
-	// NodeSelectors limit the nodes that may announce the addresses (any one matching is
-	// enough). Empty: every node.
+	// NodeSelectors limit the nodes that may announce the addresses (any one
+	// matching is enough). Empty: every node.
 	// +optional
 	NodeSelectors []metav1.LabelSelector `json:"nodeSelectors,omitempty"`
 
-	// Interfaces limit the network interfaces ARP and NDP are answered on. Empty: every
-	// eligible interface. The owner node is elected without regard to interfaces; if it
-	// lacks all of them, the speaker reports it with a Warning Event on the Service.
+	// Interfaces limit the network interfaces ARP and NDP are answered on.
+	// Empty: every eligible interface. The owner node is elected without regard
+	// to interfaces; if it lacks all of them, the speaker reports it with a
+	// Warning Event on the Service.
 	// +optional
 	Interfaces []string `json:"interfaces,omitempty"`
 
-	// ServiceSelectors limit the advertisement to Services with matching labels (any one
-	// matching is enough). Empty: every Service.
+	// ServiceSelectors limit the advertisement to Services with matching labels
+	// (any one matching is enough). Empty: every Service.
 	// +optional
 	ServiceSelectors []metav1.LabelSelector `json:"serviceSelectors,omitempty"`
 }
 
-// L2AdvertisementStatus is empty; ownership is shown on Services (Events) and in metrics.
+// L2AdvertisementStatus is empty; ownership is shown on Services (Events)
+// and in metrics.
 type L2AdvertisementStatus struct{}
 
 // L2Advertisement announces the addresses of IPAddressPools at layer 2.
