@@ -1,0 +1,193 @@
+package layer2
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync/atomic"
+
+	"github.com/go-logr/logr"
+	"github.com/mdlayher/arp"
+	"github.com/mdlayher/ethernet"
+	"github.com/mdlayher/packet"
+)
+
+// ARPResponder answers ARP requests on one interface for the IPv4 addresses the Table
+// says this node owns there, with that interface's MAC, and sends the gratuitous ARP
+// frames of takeovers. One goroutine runs Serve; Announce may be called concurrently.
+type ARPResponder struct {
+	name   string
+	mac    net.HardwareAddr
+	conn   Conn
+	owners *Table
+	m      *Metrics
+	log    logr.Logger
+	closed atomic.Bool
+}
+
+// NewARPResponder returns a responder for ifi reading and writing frames through c.
+// The interface must have a 6-byte Ethernet MAC. m may be nil.
+func NewARPResponder(ifi *net.Interface, c Conn, owners *Table, m *Metrics, log logr.Logger) (*ARPResponder, error) {
+	if len(ifi.HardwareAddr) != 6 {
+		return nil, fmt.Errorf("layer2: interface %s has no Ethernet MAC", ifi.Name)
+	}
+	return &ARPResponder{
+		name:   ifi.Name,
+		mac:    bytes.Clone(ifi.HardwareAddr),
+		conn:   c,
+		owners: owners,
+		m:      m,
+		log:    log.WithValues("interface", ifi.Name, "protocol", "arp"),
+	}, nil
+}
+
+// Interface is the name of the interface the responder answers on.
+func (r *ARPResponder) Interface() string { return r.name }
+
+// HardwareAddr is the MAC the responder answers with.
+func (r *ARPResponder) HardwareAddr() net.HardwareAddr { return r.mac }
+
+// Serve reads frames until the connection fails or Close is called (then it returns nil).
+// Frames it does not answer are counted by reason; write errors are logged.
+func (r *ARPResponder) Serve() error {
+	buf := make([]byte, 1514)
+	for {
+		n, _, err := r.conn.ReadFrom(buf)
+		if err != nil {
+			if r.closed.Load() {
+				return nil
+			}
+			return fmt.Errorf("layer2: arp on %s: %w", r.name, err)
+		}
+		r.serveFrame(buf[:n])
+	}
+}
+
+// Close stops Serve and closes the connection.
+func (r *ARPResponder) Close() error {
+	r.closed.Store(true)
+	return r.conn.Close()
+}
+
+// serveFrame handles one received frame: answer it, or count why not.
+func (r *ARPResponder) serveFrame(b []byte) {
+	reply, dst, reason := r.handle(b)
+	if reason != "" {
+		r.m.drop(reason)
+		return
+	}
+	if _, err := r.conn.WriteTo(reply, &packet.Addr{HardwareAddr: dst}); err != nil {
+		r.log.Error(err, "sending ARP reply failed")
+		return
+	}
+	r.m.inc(arpReplies)
+}
+
+// handle applies the per-packet rules to one Ethernet frame. It returns the reply frame
+// and its destination MAC, or the reason the frame is not answered. Rules, in order:
+// a parseable Ethernet frame of EtherType ARP without VLAN tag (else malformed); not
+// from our own MAC (own-frame); to broadcast or our MAC (foreign-dst); an Ethernet/IPv4
+// ARP packet with a unicast sender MAC (malformed); a request (not-request); for an IP
+// this node owns (not-owned) on an interface it may be announced on (wrong-interface).
+func (r *ARPResponder) handle(b []byte) ([]byte, net.HardwareAddr, string) {
+	var f ethernet.Frame
+	if err := f.UnmarshalBinary(b); err != nil || f.EtherType != ethernet.EtherTypeARP || f.VLAN != nil || f.ServiceVLAN != nil {
+		return nil, nil, DropMalformed
+	}
+	if bytes.Equal(f.Source, r.mac) {
+		return nil, nil, DropOwnFrame
+	}
+	if !bytes.Equal(f.Destination, ethernet.Broadcast) && !bytes.Equal(f.Destination, r.mac) {
+		return nil, nil, DropForeignDst
+	}
+	var p arp.Packet
+	if err := p.UnmarshalBinary(f.Payload); err != nil || !validARP(&p) {
+		return nil, nil, DropMalformed
+	}
+	if p.Operation != arp.OperationRequest {
+		return nil, nil, DropNotRequest
+	}
+	r.m.inc(arpRequests)
+	owned, allowed := r.owners.Lookup(p.TargetIP, r.name)
+	if !owned {
+		return nil, nil, DropNotOwned
+	}
+	if !allowed {
+		return nil, nil, DropWrongInterface
+	}
+	reply := &arp.Packet{
+		HardwareType: 1, ProtocolType: uint16(ethernet.EtherTypeIPv4),
+		HardwareAddrLength: 6, IPLength: 4,
+		Operation:          arp.OperationReply,
+		SenderHardwareAddr: r.mac, SenderIP: p.TargetIP,
+		TargetHardwareAddr: p.SenderHardwareAddr, TargetIP: p.SenderIP,
+	}
+	frame, err := arpFrame(reply, p.SenderHardwareAddr)
+	if err != nil {
+		return nil, nil, DropMalformed
+	}
+	return frame, p.SenderHardwareAddr, ""
+}
+
+// validARP: Ethernet hardware, IPv4 protocol, their address lengths, and a sender MAC
+// that can be replied to (not zero, not multicast or broadcast).
+func validARP(p *arp.Packet) bool {
+	return p.HardwareType == 1 &&
+		p.ProtocolType == uint16(ethernet.EtherTypeIPv4) &&
+		p.HardwareAddrLength == 6 && p.IPLength == 4 &&
+		unicastMAC(p.SenderHardwareAddr)
+}
+
+func unicastMAC(mac net.HardwareAddr) bool {
+	return len(mac) == 6 && mac[0]&1 == 0 && !bytes.Equal(mac, make([]byte, 6))
+}
+
+var zeroMAC = net.HardwareAddr{0, 0, 0, 0, 0, 0}
+
+var errNotIPv4 = errors.New("layer2: not an IPv4 address")
+
+// Announce broadcasts gratuitous ARP for ip in both forms, so that every kind of
+// receiver updates its cache: a request (RFC 5227 announcement: sender and target IP
+// = ip, target MAC zero; Linux and most hosts update existing entries from it) and a
+// reply (RFC 5944 §4.6: target MAC = sender MAC, which is what Linux requires to treat
+// a reply as gratuitous; some routers only learn from replies). It does not check
+// ownership; the announcer does.
+func (r *ARPResponder) Announce(ip netip.Addr) error {
+	ip = normalize(ip)
+	if !ip.Is4() {
+		return errNotIPv4
+	}
+	for _, form := range []struct {
+		op  arp.Operation
+		tha net.HardwareAddr
+	}{{arp.OperationRequest, zeroMAC}, {arp.OperationReply, r.mac}} {
+		p := &arp.Packet{
+			HardwareType: 1, ProtocolType: uint16(ethernet.EtherTypeIPv4),
+			HardwareAddrLength: 6, IPLength: 4,
+			Operation:          form.op,
+			SenderHardwareAddr: r.mac, SenderIP: ip,
+			TargetHardwareAddr: form.tha, TargetIP: ip,
+		}
+		frame, err := arpFrame(p, ethernet.Broadcast)
+		if err != nil {
+			return err
+		}
+		if _, err := r.conn.WriteTo(frame, &packet.Addr{HardwareAddr: ethernet.Broadcast}); err != nil {
+			return fmt.Errorf("layer2: gratuitous ARP for %s on %s: %w", ip, r.name, err)
+		}
+		r.m.inc(gratuitousSent)
+	}
+	return nil
+}
+
+// arpFrame wraps an ARP packet in an Ethernet frame from the packet's sender MAC.
+func arpFrame(p *arp.Packet, dst net.HardwareAddr) ([]byte, error) {
+	pb, err := p.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	f := &ethernet.Frame{Destination: dst, Source: p.SenderHardwareAddr, EtherType: ethernet.EtherTypeARP, Payload: pb}
+	return f.MarshalBinary()
+}
