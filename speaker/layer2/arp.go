@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	"github.com/mdlayher/arp"
@@ -18,72 +17,27 @@ import (
 // says this node owns there, with that interface's MAC, and sends the gratuitous ARP
 // frames of takeovers. One goroutine runs Serve; Announce may be called concurrently.
 type ARPResponder struct {
-	name   string
-	mac    net.HardwareAddr
-	conn   Conn
-	owners *Table
-	m      *Metrics
-	log    logr.Logger
-	closed atomic.Bool
+	link
 }
 
 // NewARPResponder returns a responder for ifi reading and writing frames through c.
 // The interface must have a 6-byte Ethernet MAC. m may be nil.
 func NewARPResponder(ifi *net.Interface, c Conn, owners *Table, m *Metrics, log logr.Logger) (*ARPResponder, error) {
-	if len(ifi.HardwareAddr) != 6 {
-		return nil, fmt.Errorf("layer2: interface %s has no Ethernet MAC", ifi.Name)
+	r := &ARPResponder{}
+	if err := r.init(ifi, c, owners, m, log, "arp"); err != nil {
+		return nil, err
 	}
-	return &ARPResponder{
-		name:   ifi.Name,
-		mac:    bytes.Clone(ifi.HardwareAddr),
-		conn:   c,
-		owners: owners,
-		m:      m,
-		log:    log.WithValues("interface", ifi.Name, "protocol", "arp"),
-	}, nil
+	return r, nil
 }
-
-// Interface is the name of the interface the responder answers on.
-func (r *ARPResponder) Interface() string { return r.name }
-
-// HardwareAddr is the MAC the responder answers with.
-func (r *ARPResponder) HardwareAddr() net.HardwareAddr { return r.mac }
 
 // Serve reads frames until the connection fails or Close is called (then it returns nil).
 // Frames it does not answer are counted by reason; write errors are logged.
 func (r *ARPResponder) Serve() error {
-	buf := make([]byte, 1514)
-	for {
-		n, _, err := r.conn.ReadFrom(buf)
-		if err != nil {
-			if r.closed.Load() {
-				return nil
-			}
-			return fmt.Errorf("layer2: arp on %s: %w", r.name, err)
-		}
-		r.serveFrame(buf[:n])
-	}
+	return r.serve(1514, "arp", r.handle, arpReplies)
 }
 
-// Close stops Serve and closes the connection.
-func (r *ARPResponder) Close() error {
-	r.closed.Store(true)
-	return r.conn.Close()
-}
-
-// serveFrame handles one received frame: answer it, or count why not.
-func (r *ARPResponder) serveFrame(b []byte) {
-	reply, dst, reason := r.handle(b)
-	if reason != "" {
-		r.m.drop(reason)
-		return
-	}
-	if _, err := r.conn.WriteTo(reply, &packet.Addr{HardwareAddr: dst}); err != nil {
-		r.log.Error(err, "sending ARP reply failed")
-		return
-	}
-	r.m.inc(arpReplies)
-}
+// serveFrame answers one received frame, or counts why not.
+func (r *ARPResponder) serveFrame(b []byte) { r.answer(b, r.handle, arpReplies) }
 
 // handle applies the per-packet rules to one Ethernet frame. It returns the reply frame
 // and its destination MAC, or the reason the frame is not answered. Rules, in order:

@@ -1,13 +1,11 @@
 package layer2
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	"github.com/mdlayher/ndp"
@@ -36,14 +34,9 @@ import (
 // source is unicast); they are answered to the frame's Ethernet source. MetalLB drops
 // solicitations without that option and never receives the unicast ones (#2920).
 type NDPResponder struct {
-	name   string
-	mac    net.HardwareAddr
-	mtu    int
-	conn   NDPConn
-	owners *Table
-	m      *Metrics
-	log    logr.Logger
-	closed atomic.Bool
+	link
+	mtu     int
+	ndpConn NDPConn // the same connection as link.conn, for group membership
 
 	mu     sync.Mutex
 	vips   map[netip.Addr]struct{}         // VIPs tracked on this interface
@@ -60,65 +53,30 @@ type groupMembership struct {
 // NewNDPResponder returns a responder for ifi reading and writing frames through c.
 // The interface must have a 6-byte Ethernet MAC. m may be nil.
 func NewNDPResponder(ifi *net.Interface, c NDPConn, owners *Table, m *Metrics, log logr.Logger) (*NDPResponder, error) {
-	if len(ifi.HardwareAddr) != 6 {
-		return nil, fmt.Errorf("layer2: interface %s has no Ethernet MAC", ifi.Name)
-	}
 	mtu := ifi.MTU
 	if mtu < 1280 {
 		mtu = 1500
 	}
-	return &NDPResponder{
-		name:   ifi.Name,
-		mac:    bytes.Clone(ifi.HardwareAddr),
-		mtu:    mtu,
-		conn:   c,
-		owners: owners,
-		m:      m,
-		log:    log.WithValues("interface", ifi.Name, "protocol", "ndp"),
-		vips:   map[netip.Addr]struct{}{},
-		groups: map[netip.Addr]*groupMembership{},
-	}, nil
+	r := &NDPResponder{
+		mtu:     mtu,
+		ndpConn: c,
+		vips:    map[netip.Addr]struct{}{},
+		groups:  map[netip.Addr]*groupMembership{},
+	}
+	if err := r.init(ifi, c, owners, m, log, "ndp"); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
-
-// Interface is the name of the interface the responder answers on.
-func (r *NDPResponder) Interface() string { return r.name }
-
-// HardwareAddr is the MAC the responder answers with.
-func (r *NDPResponder) HardwareAddr() net.HardwareAddr { return r.mac }
 
 // Serve reads frames until the connection fails or Close is called (then it returns nil).
+// Closing the connection also leaves every group.
 func (r *NDPResponder) Serve() error {
-	buf := make([]byte, r.mtu+14)
-	for {
-		n, _, err := r.conn.ReadFrom(buf)
-		if err != nil {
-			if r.closed.Load() {
-				return nil
-			}
-			return fmt.Errorf("layer2: ndp on %s: %w", r.name, err)
-		}
-		r.serveFrame(buf[:n])
-	}
+	return r.serve(r.mtu+14, "ndp", r.handle, ndpAdvertisements)
 }
 
-// Close stops Serve and closes the connection, which also leaves every group.
-func (r *NDPResponder) Close() error {
-	r.closed.Store(true)
-	return r.conn.Close()
-}
-
-func (r *NDPResponder) serveFrame(b []byte) {
-	reply, dst, reason := r.handle(b)
-	if reason != "" {
-		r.m.drop(reason)
-		return
-	}
-	if _, err := r.conn.WriteTo(reply, &packet.Addr{HardwareAddr: dst}); err != nil {
-		r.log.Error(err, "sending neighbour advertisement failed")
-		return
-	}
-	r.m.inc(ndpAdvertisements)
-}
+// serveFrame answers one received frame, or counts why not.
+func (r *NDPResponder) serveFrame(b []byte) { r.answer(b, r.handle, ndpAdvertisements) }
 
 // handle applies the per-packet rules to one Ethernet frame and returns the
 // advertisement to send and its destination MAC, or why the frame is not answered.
@@ -244,7 +202,7 @@ func (r *NDPResponder) Track(vip netip.Addr, want bool) error {
 		}
 		g.refs++
 		if !g.joined {
-			if err := r.conn.JoinGroup(group); err != nil {
+			if err := r.ndpConn.JoinGroup(group); err != nil {
 				return fmt.Errorf("layer2: joining %s on %s: %w", group, r.name, err)
 			}
 			g.joined = true
@@ -258,7 +216,7 @@ func (r *NDPResponder) Track(vip netip.Addr, want bool) error {
 		}
 		delete(r.groups, group)
 		if g.joined {
-			if err := r.conn.LeaveGroup(group); err != nil {
+			if err := r.ndpConn.LeaveGroup(group); err != nil {
 				return fmt.Errorf("layer2: leaving %s on %s: %w", group, r.name, err)
 			}
 		}
@@ -273,7 +231,7 @@ func (r *NDPResponder) Rejoin() error {
 	var errs []error
 	for group, g := range r.groups {
 		if g.refs > 0 && !g.joined {
-			if err := r.conn.JoinGroup(group); err != nil {
+			if err := r.ndpConn.JoinGroup(group); err != nil {
 				errs = append(errs, err)
 				continue
 			}

@@ -1,0 +1,85 @@
+package layer2
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"sync/atomic"
+
+	"github.com/go-logr/logr"
+	"github.com/mdlayher/packet"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// link is what the ARP and NDP responders share: one interface, the connection its
+// frames come through, and the loop that reads a frame, lets the protocol's handler
+// decide, and either counts why it is dropped or sends the answer.
+type link struct {
+	name   string
+	mac    net.HardwareAddr
+	conn   Conn
+	owners *Table
+	m      *Metrics
+	log    logr.Logger
+	closed atomic.Bool
+}
+
+// frameHandler returns the answer to one frame and its destination MAC, or the reason
+// the frame is not answered.
+type frameHandler func(frame []byte) (reply []byte, dst net.HardwareAddr, reason string)
+
+// init sets the link up in place (it holds an atomic and must not be copied).
+func (l *link) init(ifi *net.Interface, c Conn, owners *Table, m *Metrics, log logr.Logger, proto string) error {
+	if len(ifi.HardwareAddr) != 6 {
+		return fmt.Errorf("layer2: interface %s has no Ethernet MAC", ifi.Name)
+	}
+	l.name = ifi.Name
+	l.mac = bytes.Clone(ifi.HardwareAddr)
+	l.conn = c
+	l.owners = owners
+	l.m = m
+	l.log = log.WithValues("interface", ifi.Name, "protocol", proto)
+	return nil
+}
+
+// Interface is the name of the interface the responder answers on.
+func (l *link) Interface() string { return l.name }
+
+// HardwareAddr is the MAC the responder answers with.
+func (l *link) HardwareAddr() net.HardwareAddr { return l.mac }
+
+// Close stops Serve and closes the connection.
+func (l *link) Close() error {
+	l.closed.Store(true)
+	return l.conn.Close()
+}
+
+// serve reads frames until the connection fails or Close is called (then it returns
+// nil). answered is the counter of sent answers.
+func (l *link) serve(bufSize int, proto string, handle frameHandler, answered func(*Metrics) prometheus.Counter) error {
+	buf := make([]byte, bufSize)
+	for {
+		n, _, err := l.conn.ReadFrom(buf)
+		if err != nil {
+			if l.closed.Load() {
+				return nil
+			}
+			return fmt.Errorf("layer2: %s on %s: %w", proto, l.name, err)
+		}
+		l.answer(buf[:n], handle, answered)
+	}
+}
+
+// answer handles one received frame: send handle's answer, or count why there is none.
+func (l *link) answer(frame []byte, handle frameHandler, answered func(*Metrics) prometheus.Counter) {
+	reply, dst, reason := handle(frame)
+	if reason != "" {
+		l.m.drop(reason)
+		return
+	}
+	if _, err := l.conn.WriteTo(reply, &packet.Addr{HardwareAddr: dst}); err != nil {
+		l.log.Error(err, "sending the answer failed")
+		return
+	}
+	l.m.inc(answered)
+}
