@@ -1,0 +1,174 @@
+package members
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// ErrNoKey is returned (wrapped) by Validate and Start when no encryption key is set.
+var ErrNoKey = errors.New("memberlist encryption key is missing")
+
+// DefaultBindPort is memberlist's customary port, used for both TCP and UDP.
+const DefaultBindPort = 7946
+
+// DefaultKeyFile is where the speaker's Pod mounts the memberlist Secret.
+const DefaultKeyFile = "/etc/herald/memberlist/" + SecretKeyName
+
+// Config is what Start needs. Build it with DefaultConfig and override fields; the
+// failure-detection fields map one to one onto memberlist.Config.
+type Config struct {
+	// NodeName is this member's name; it must equal the Kubernetes Node name, since
+	// the election matches live members against Nodes by name. Required.
+	NodeName string
+	// BindAddr is the node's IP (status.hostIP / status.podIP under hostNetwork).
+	// Required; the unspecified address is refused so peers get a routable address.
+	BindAddr string
+	// BindPort is the TCP and UDP port (default 7946). 0 picks a free port (tests).
+	BindPort int
+	// KeyFile is the mounted memberlist Secret file read by LoadKey
+	// (default DefaultKeyFile).
+	KeyFile string
+	// SecretKey is the AES key (16, 24 or 32 bytes; KeyFromSecretData gives 32).
+	// Required: encryption is mandatory, there is no plain-text cluster.
+	SecretKey []byte
+
+	// ProbeInterval is the time between two failure probes of one random member
+	// (default 200 ms; memberlist LAN: 1 s).
+	ProbeInterval time.Duration
+	// ProbeTimeout is how long a direct UDP ping waits for its ack before the indirect
+	// probes start (default 100 ms; LAN: 500 ms). Must be below ProbeInterval. A LAN
+	// round trip is well under a millisecond, so 100 ms leaves a large margin.
+	ProbeTimeout time.Duration
+	// SuspicionMult scales the suspicion timeout: a suspected member is declared dead
+	// after SuspicionMult × max(1, log10(n)) × ProbeInterval unless it refutes
+	// (default 2 → 400 ms below 10 members; LAN: 4).
+	SuspicionMult int
+	// SuspicionMaxTimeoutMult bounds the suspicion timeout at this many times the
+	// minimum while it waits for SuspicionMult−2 independent confirmations. With
+	// SuspicionMult 2 no confirmation is awaited and the minimum always applies
+	// (default 4; LAN: 6).
+	SuspicionMaxTimeoutMult int
+	// IndirectChecks is the number of members asked to ping a member that missed
+	// its direct ping (default 3, as LAN).
+	IndirectChecks int
+	// GossipInterval is the gossip period; suspicion, refutation and death news
+	// spread at this pace (default 100 ms; LAN: 200 ms).
+	GossipInterval time.Duration
+	// RetransmitMult: each gossip message is sent RetransmitMult × ceil(log10(n+1))
+	// times (default 4, as LAN).
+	RetransmitMult int
+	// PushPullInterval is the period of full state syncs over TCP, which heal missed
+	// gossip and partitions; 0 disables them (default 30 s, as LAN).
+	PushPullInterval time.Duration
+	// TCPTimeout bounds TCP connections (join, push/pull, fallback ping). A join
+	// attempt to an unreachable peer blocks this long (default 3 s; LAN: 10 s).
+	TCPTimeout time.Duration
+}
+
+// DefaultConfig returns the defaults, tuned for sub-second failure detection on a LAN.
+//
+// A member that dies is probed by some peer within about one ProbeInterval (each
+// member probes one peer per interval), the direct ping times out after
+// ProbeTimeout and the indirect and TCP probes give up at the end of that probe
+// interval; the prober then suspects it. The suspicion timeout is
+// SuspicionMult × max(1, log10(n)) × ProbeInterval = 2 × 1 × 200 ms = 400 ms for
+// n < 10 (800 ms at n = 100), always the minimum since SuspicionMult − 2 = 0
+// confirmations are awaited. Dead is gossiped within about one GossipInterval.
+// Total: ≈ 0–200 ms until probed + 200 ms probe + 400 ms suspicion + ~100 ms
+// gossip ≈ 0.6–0.9 s below 10 members, ≈ 1.0–1.3 s at 100.
+//
+// False positives: a live member is declared dead only if it misses the direct
+// ping, all IndirectChecks indirect pings and the TCP fallback ping of one probe
+// interval, and then cannot refute the suspicion within 400 ms (the refutation
+// takes about two gossip intervals, 200 ms). That takes a stall of roughly half a
+// second or more (a long GC or CPU-starvation pause, a saturated link); memberlist's
+// awareness (Lifeguard) also lengthens timeouts when the local node itself is
+// slow. A falsely dead member refutes as soon as it hears of it and comes back,
+// which moves its VIPs away and back (one flap). Clusters that prefer stability
+// over speed raise --ml-suspicion-mult (4 gives memberlist's LAN behaviour).
+func DefaultConfig() Config {
+	return Config{
+		BindPort:                DefaultBindPort,
+		KeyFile:                 DefaultKeyFile,
+		ProbeInterval:           200 * time.Millisecond,
+		ProbeTimeout:            100 * time.Millisecond,
+		SuspicionMult:           2,
+		SuspicionMaxTimeoutMult: 4,
+		IndirectChecks:          3,
+		GossipInterval:          100 * time.Millisecond,
+		RetransmitMult:          4,
+		PushPullInterval:        30 * time.Second,
+		TCPTimeout:              3 * time.Second,
+	}
+}
+
+// AddFlags registers the --ml-* flags on fs, with c's current values as defaults.
+// NodeName and SecretKey have no flag: the speaker takes the first from its Node
+// name and the second from KeyFile (LoadKey).
+func (c *Config) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.BindAddr, "ml-bind-addr", c.BindAddr, "memberlist: the node's IP to bind and advertise (usually from status.hostIP)")
+	fs.IntVar(&c.BindPort, "ml-bind-port", c.BindPort, "memberlist: TCP and UDP port")
+	fs.StringVar(&c.KeyFile, "ml-secret-key-path", c.KeyFile, "memberlist: file holding the encryption key (the mounted memberlist Secret)")
+	fs.DurationVar(&c.ProbeInterval, "ml-probe-interval", c.ProbeInterval, "memberlist: time between failure probes")
+	fs.DurationVar(&c.ProbeTimeout, "ml-probe-timeout", c.ProbeTimeout, "memberlist: wait for a direct ping's ack before indirect probes")
+	fs.IntVar(&c.SuspicionMult, "ml-suspicion-mult", c.SuspicionMult, "memberlist: suspicion timeout = mult x max(1, log10(n)) x probe interval")
+	fs.IntVar(&c.SuspicionMaxTimeoutMult, "ml-suspicion-max-timeout-mult", c.SuspicionMaxTimeoutMult, "memberlist: upper bound of the suspicion timeout, in multiples of its minimum")
+	fs.IntVar(&c.IndirectChecks, "ml-indirect-checks", c.IndirectChecks, "memberlist: members asked to ping a member that missed a direct ping")
+	fs.DurationVar(&c.GossipInterval, "ml-gossip-interval", c.GossipInterval, "memberlist: gossip period")
+	fs.IntVar(&c.RetransmitMult, "ml-retransmit-mult", c.RetransmitMult, "memberlist: gossip retransmissions = mult x ceil(log10(n+1))")
+	fs.DurationVar(&c.PushPullInterval, "ml-push-pull-interval", c.PushPullInterval, "memberlist: full state sync period (0 disables)")
+	fs.DurationVar(&c.TCPTimeout, "ml-tcp-timeout", c.TCPTimeout, "memberlist: timeout of TCP connections (join, push/pull)")
+}
+
+// Validate reports every invalid field, joined.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if c.NodeName == "" {
+		bad("memberlist node name is empty (it must be the Node name)")
+	}
+	if a, err := netip.ParseAddr(c.BindAddr); err != nil {
+		bad("--ml-bind-addr %q is not an IP address (it must be the node's IP)", c.BindAddr)
+	} else if a.IsUnspecified() {
+		bad("--ml-bind-addr %s is unspecified (it must be the node's IP)", c.BindAddr)
+	}
+	if c.BindPort < 0 || c.BindPort > 65535 {
+		bad("--ml-bind-port %d is out of range 0-65535", c.BindPort)
+	}
+	switch len(c.SecretKey) {
+	case 16, 24, 32:
+	case 0:
+		errs = append(errs, fmt.Errorf("%w: encryption is mandatory (see --ml-secret-key-path)", ErrNoKey))
+	default:
+		bad("memberlist encryption key is %d bytes, want 16, 24 or 32", len(c.SecretKey))
+	}
+	positive := func(flag string, d time.Duration) {
+		if d <= 0 {
+			bad("--%s %v must be positive", flag, d)
+		}
+	}
+	positive("ml-probe-interval", c.ProbeInterval)
+	positive("ml-probe-timeout", c.ProbeTimeout)
+	positive("ml-gossip-interval", c.GossipInterval)
+	positive("ml-tcp-timeout", c.TCPTimeout)
+	if c.ProbeTimeout > 0 && c.ProbeInterval > 0 && c.ProbeTimeout >= c.ProbeInterval {
+		bad("--ml-probe-timeout %v must be shorter than --ml-probe-interval %v", c.ProbeTimeout, c.ProbeInterval)
+	}
+	if c.PushPullInterval < 0 {
+		bad("--ml-push-pull-interval %v must not be negative (0 disables)", c.PushPullInterval)
+	}
+	atLeast := func(flag string, v, min int) {
+		if v < min {
+			bad("--%s %d must be at least %d", flag, v, min)
+		}
+	}
+	atLeast("ml-suspicion-mult", c.SuspicionMult, 1)
+	atLeast("ml-suspicion-max-timeout-mult", c.SuspicionMaxTimeoutMult, 1)
+	atLeast("ml-indirect-checks", c.IndirectChecks, 0)
+	atLeast("ml-retransmit-mult", c.RetransmitMult, 1)
+	return errors.Join(errs...)
+}

@@ -1,0 +1,113 @@
+package members
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func TestConfigValidate(t *testing.T) {
+	valid := func() Config { return testConfig("node1", testKey) }
+	for _, tc := range []struct {
+		name string
+		mod  func(*Config)
+		want []string // substrings of the error; none: valid
+	}{
+		{"defaults with name, address and key", func(*Config) {}, nil},
+		{"IPv6 address", func(c *Config) { c.BindAddr = "fd00::1" }, nil},
+		{"AES-128 key", func(c *Config) { c.SecretKey = make([]byte, 16) }, nil},
+		{"push/pull disabled", func(c *Config) { c.PushPullInterval = 0 }, nil},
+		{"no name", func(c *Config) { c.NodeName = "" }, []string{"node name is empty"}},
+		{"no address", func(c *Config) { c.BindAddr = "" }, []string{"--ml-bind-addr"}},
+		{"host name", func(c *Config) { c.BindAddr = "node1.local" }, []string{"not an IP address"}},
+		{"unspecified", func(c *Config) { c.BindAddr = "0.0.0.0" }, []string{"unspecified"}},
+		{"port too large", func(c *Config) { c.BindPort = 70000 }, []string{"--ml-bind-port 70000"}},
+		{"negative port", func(c *Config) { c.BindPort = -1 }, []string{"--ml-bind-port -1"}},
+		{"no key", func(c *Config) { c.SecretKey = nil }, []string{"key is missing", "mandatory"}},
+		{"bad key length", func(c *Config) { c.SecretKey = make([]byte, 20) }, []string{"20 bytes"}},
+		{"zero probe interval", func(c *Config) { c.ProbeInterval = 0 }, []string{"--ml-probe-interval 0s must be positive"}},
+		{"timeout not below interval", func(c *Config) { c.ProbeTimeout = c.ProbeInterval }, []string{"--ml-probe-timeout 200ms must be shorter"}},
+		{"zero gossip interval", func(c *Config) { c.GossipInterval = 0 }, []string{"--ml-gossip-interval"}},
+		{"zero TCP timeout", func(c *Config) { c.TCPTimeout = 0 }, []string{"--ml-tcp-timeout"}},
+		{"negative push/pull", func(c *Config) { c.PushPullInterval = -time.Second }, []string{"--ml-push-pull-interval"}},
+		{"zero suspicion mult", func(c *Config) { c.SuspicionMult = 0 }, []string{"--ml-suspicion-mult 0"}},
+		{"zero max timeout mult", func(c *Config) { c.SuspicionMaxTimeoutMult = 0 }, []string{"--ml-suspicion-max-timeout-mult"}},
+		{"negative indirect checks", func(c *Config) { c.IndirectChecks = -1 }, []string{"--ml-indirect-checks"}},
+		{"zero retransmit mult", func(c *Config) { c.RetransmitMult = 0 }, []string{"--ml-retransmit-mult"}},
+		{"several errors at once", func(c *Config) { c.NodeName = ""; c.SecretKey = nil },
+			[]string{"node name", "key is missing"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := valid()
+			tc.mod(&c)
+			err := c.Validate()
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate() = nil, want an error with %q", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate() = %q, missing %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestDefaultConfigIsSubSecond(t *testing.T) {
+	c := DefaultConfig()
+	if c.BindPort != 7946 {
+		t.Errorf("BindPort = %d, want 7946", c.BindPort)
+	}
+	// Theory for n < 10: up to one probe interval to be probed, one probe interval of
+	// probing, then the suspicion timeout, then one gossip interval to spread.
+	suspicion := time.Duration(c.SuspicionMult) * c.ProbeInterval
+	worst := 2*c.ProbeInterval + suspicion + c.GossipInterval
+	if worst >= time.Second {
+		t.Errorf("default worst-case detection %v is not sub-second", worst)
+	}
+	t.Logf("default detection in theory (n<10): %v–%v", c.ProbeInterval+suspicion, worst)
+}
+
+func TestAddFlags(t *testing.T) {
+	c := DefaultConfig()
+	fs := pflag.NewFlagSet("speaker", pflag.ContinueOnError)
+	c.AddFlags(fs)
+	if err := fs.Parse([]string{
+		"--ml-bind-addr=10.0.0.5", "--ml-bind-port=8000", "--ml-secret-key-path=/k",
+		"--ml-probe-interval=1s", "--ml-probe-timeout=500ms", "--ml-suspicion-mult=4",
+		"--ml-suspicion-max-timeout-mult=6", "--ml-indirect-checks=2", "--ml-gossip-interval=200ms",
+		"--ml-retransmit-mult=3", "--ml-push-pull-interval=0", "--ml-tcp-timeout=10s",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := Config{BindAddr: "10.0.0.5", BindPort: 8000, KeyFile: "/k",
+		ProbeInterval: time.Second, ProbeTimeout: 500 * time.Millisecond, SuspicionMult: 4,
+		SuspicionMaxTimeoutMult: 6, IndirectChecks: 2, GossipInterval: 200 * time.Millisecond,
+		RetransmitMult: 3, PushPullInterval: 0, TCPTimeout: 10 * time.Second}
+	if c.BindAddr != want.BindAddr || c.BindPort != want.BindPort || c.KeyFile != want.KeyFile ||
+		c.ProbeInterval != want.ProbeInterval || c.ProbeTimeout != want.ProbeTimeout ||
+		c.SuspicionMult != want.SuspicionMult || c.SuspicionMaxTimeoutMult != want.SuspicionMaxTimeoutMult ||
+		c.IndirectChecks != want.IndirectChecks || c.GossipInterval != want.GossipInterval ||
+		c.RetransmitMult != want.RetransmitMult || c.PushPullInterval != want.PushPullInterval ||
+		c.TCPTimeout != want.TCPTimeout {
+		t.Errorf("after flags: %+v\nwant %+v", c, want)
+	}
+	// Unset flags keep the defaults.
+	d := DefaultConfig()
+	fs2 := pflag.NewFlagSet("speaker", pflag.ContinueOnError)
+	d.AddFlags(fs2)
+	if err := fs2.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if d.ProbeInterval != 200*time.Millisecond || d.BindPort != DefaultBindPort || d.KeyFile != DefaultKeyFile {
+		t.Errorf("defaults changed by AddFlags: %+v", d)
+	}
+}

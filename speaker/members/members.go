@@ -1,0 +1,178 @@
+package members
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/hashicorp/memberlist"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Members is this speaker's membership in the speakers' memberlist cluster.
+type Members struct {
+	ml     *memberlist.Memberlist
+	log    logr.Logger
+	reg    prometheus.Registerer
+	gauge  prometheus.Gauge
+	events chan struct{}
+
+	mu   sync.Mutex
+	live map[string]bool // names of members not dead or left (suspects included)
+
+	shutdown sync.Once
+}
+
+// Start creates the memberlist bound to cfg.BindAddr:cfg.BindPort, encrypted with
+// cfg.SecretKey (mandatory: incoming and outgoing gossip must be encrypted), and
+// registers herald_memberlist_members on reg (nothing if reg is nil). It does not
+// join anyone: call Join with the discovered peers.
+func Start(cfg Config, log logr.Logger, reg prometheus.Registerer) (*Members, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("memberlist config: %w", err)
+	}
+	m := &Members{
+		log:    log,
+		events: make(chan struct{}, 1),
+		live:   map[string]bool{},
+		gauge: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "herald_memberlist_members",
+			Help: "Members of the speakers' memberlist cluster that this speaker sees alive, itself included.",
+		}),
+	}
+	if reg != nil {
+		if err := reg.Register(m.gauge); err != nil {
+			return nil, fmt.Errorf("registering herald_memberlist_members: %w", err)
+		}
+		m.reg = reg
+	}
+
+	mc := memberlist.DefaultLANConfig()
+	mc.Name = cfg.NodeName
+	mc.BindAddr = cfg.BindAddr
+	mc.BindPort = cfg.BindPort
+	mc.AdvertisePort = cfg.BindPort
+	mc.SecretKey = slices.Clone(cfg.SecretKey)
+	mc.GossipVerifyIncoming = true
+	mc.GossipVerifyOutgoing = true
+	mc.ProbeInterval = cfg.ProbeInterval
+	mc.ProbeTimeout = cfg.ProbeTimeout
+	mc.SuspicionMult = cfg.SuspicionMult
+	mc.SuspicionMaxTimeoutMult = cfg.SuspicionMaxTimeoutMult
+	mc.IndirectChecks = cfg.IndirectChecks
+	mc.GossipInterval = cfg.GossipInterval
+	mc.RetransmitMult = cfg.RetransmitMult
+	mc.PushPullInterval = cfg.PushPullInterval
+	mc.TCPTimeout = cfg.TCPTimeout
+	mc.Events = (*eventDelegate)(m)
+	mc.Logger = newStdLogger(log.WithName("memberlist"))
+
+	ml, err := memberlist.Create(mc)
+	if err != nil {
+		m.unregister()
+		return nil, fmt.Errorf("starting memberlist on %s:%d: %w", cfg.BindAddr, cfg.BindPort, err)
+	}
+	m.ml = ml
+	return m, nil
+}
+
+// Addr is this member's advertised "host:port" (the real port when BindPort was 0).
+func (m *Members) Addr() string { return m.ml.LocalNode().Address() }
+
+// Join contacts the given peers ("ip" or "ip:port"; DefaultBindPort when no port)
+// that are neither this member nor already live (PeersToJoin) and returns how many
+// were reached. Calling it again with the same peers is cheap and harmless. The
+// error lists the peers that could not be reached; it may come with n > 0.
+func (m *Members) Join(addrs []string) (int, error) {
+	var live []string
+	for _, n := range m.ml.Members() {
+		live = append(live, n.Address())
+	}
+	peers := PeersToJoin(addrs, live, m.Addr())
+	if len(peers) == 0 {
+		return 0, nil
+	}
+	n, err := m.ml.Join(peers)
+	if err != nil {
+		err = fmt.Errorf("joining memberlist peers %v: %w", peers, err)
+	}
+	return n, err
+}
+
+// Live returns the sorted names of the members not declared dead or left, this one
+// included. A suspected member stays live until its suspicion times out, so one lost
+// probe does not move VIPs.
+func (m *Members) Live() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]string, 0, len(m.live))
+	for n := range m.live {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Events receives a value after membership changes (a member joined, left, died or
+// updated). Notifications coalesce: one pending value stands for any number of
+// changes, so the receiver re-reads Live. memberlist is never blocked by a slow
+// receiver. The channel is never closed.
+func (m *Members) Events() <-chan struct{} { return m.events }
+
+// Leave announces this member's departure and waits up to timeout for it to be
+// gossiped, so that peers drop it at once instead of after failure detection. Call
+// it on SIGTERM before withdrawing announcements, then Shutdown.
+func (m *Members) Leave(timeout time.Duration) error {
+	if err := m.ml.Leave(timeout); err != nil {
+		return fmt.Errorf("leaving memberlist: %w", err)
+	}
+	return nil
+}
+
+// Shutdown stops memberlist (without Leave, peers detect it as failed) and
+// unregisters the gauge. Further calls do nothing.
+func (m *Members) Shutdown() error {
+	var err error
+	m.shutdown.Do(func() {
+		err = m.ml.Shutdown()
+		m.unregister()
+	})
+	if err != nil {
+		return fmt.Errorf("stopping memberlist: %w", err)
+	}
+	return nil
+}
+
+func (m *Members) unregister() {
+	if m.reg != nil {
+		m.reg.Unregister(m.gauge)
+	}
+}
+
+// eventDelegate is memberlist's EventDelegate. memberlist calls it with its node lock
+// held, so it only touches our own state and never blocks.
+type eventDelegate Members
+
+func (d *eventDelegate) set(name string, live bool) {
+	m := (*Members)(d)
+	m.mu.Lock()
+	if live {
+		m.live[name] = true
+	} else {
+		delete(m.live, name)
+	}
+	m.gauge.Set(float64(len(m.live)))
+	m.mu.Unlock()
+	select {
+	case m.events <- struct{}{}:
+	default:
+	}
+}
+
+func (d *eventDelegate) NotifyJoin(n *memberlist.Node)   { d.set(n.Name, true) }
+func (d *eventDelegate) NotifyLeave(n *memberlist.Node)  { d.set(n.Name, false) }
+func (d *eventDelegate) NotifyUpdate(n *memberlist.Node) { d.set(n.Name, true) }
+
+var _ memberlist.EventDelegate = (*eventDelegate)(nil)
