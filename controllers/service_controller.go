@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -149,7 +148,7 @@ func (r *ServiceReconciler) allocate(ctx context.Context, svc *corev1.Service) e
 		return nil // the warning is out; what it holds is written
 	}
 	allocationsTotal.WithLabelValues("allocated").Inc()
-	note := fmt.Sprintf("Assigned IP %s from pool %q", ipList(res.IPs), res.Pool)
+	note := fmt.Sprintf("Assigned IP %s from pool %q", ipam.JoinIPs(res.IPs), res.Pool)
 	if wasDuplicate {
 		note += fmt.Sprintf(" (its previous IP was also held by an older Service: %s)", duplicate)
 	}
@@ -215,15 +214,7 @@ func (r *ServiceReconciler) clearStatus(ctx context.Context, svc *corev1.Service
 		}
 	}
 	if len(released) > 0 {
-		r.Recorder.Eventf(svc, nil, corev1.EventTypeNormal, ReasonIPReleased, "Release", "Released IP %s", ipList(released))
+		r.Recorder.Eventf(svc, nil, corev1.EventTypeNormal, ReasonIPReleased, "Release", "Released IP %s", ipam.JoinIPs(released))
 	}
 	return nil
-}
-
-func ipList(ips []netip.Addr) string {
-	s := make([]string, len(ips))
-	for i, ip := range ips {
-		s[i] = ip.String()
-	}
-	return strings.Join(s, ", ")
 }

@@ -175,7 +175,7 @@ func (a *Allocator) assignRequested(svc Service) (Result, error) {
 		}
 		if pool != nil && pool != p {
 			return Result{}, newError(ErrNoUsablePool, "requested IPs %s are in different pools (%q and %q); both must come from one pool",
-				ipList(svc.RequestedIPs), pool.Name, p.Name)
+				JoinIPs(svc.RequestedIPs), pool.Name, p.Name)
 		}
 		pool = p
 		if st := a.ips[ip]; st != nil {

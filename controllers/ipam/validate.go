@@ -3,6 +3,7 @@ package ipam
 import (
 	"net/netip"
 	"slices"
+	"strings"
 )
 
 // wantedFamilies are the families svc should get an IP of, primary first.
@@ -55,7 +56,7 @@ func validateRequestedIPs(svc Service) error {
 		}
 		f := FamilyOf(ip)
 		if slices.Contains(seen, f) {
-			return newError(ErrInvalidService, "more than one %s address requested (%s); request at most one per family", f, ipList(svc.RequestedIPs))
+			return newError(ErrInvalidService, "more than one %s address requested (%s); request at most one per family", f, JoinIPs(svc.RequestedIPs))
 		}
 		seen = append(seen, f)
 		if !slices.Contains(wanted, f) {
@@ -84,29 +85,24 @@ func validateRestored(svc Service, ips []netip.Addr) ([]netip.Addr, error) {
 		out[i] = normalizeAddr(ip)
 	}
 	if len(out) == 2 && FamilyOf(out[0]) == FamilyOf(out[1]) {
-		return nil, newError(ErrInvalidService, "Service status has two %s addresses (%s)", FamilyOf(out[0]), ipList(out))
+		return nil, newError(ErrInvalidService, "Service status has two %s addresses (%s)", FamilyOf(out[0]), JoinIPs(out))
 	}
 	return out, nil
 }
 
-func ipList(ips []netip.Addr) string {
-	s := ""
+// JoinIPs writes addresses as users read them in Events: "10.0.0.1, fd00::1".
+func JoinIPs(ips []netip.Addr) string {
+	s := make([]string, len(ips))
 	for i, ip := range ips {
-		if i > 0 {
-			s += ", "
-		}
-		s += ip.String()
+		s[i] = ip.String()
 	}
-	return s
+	return strings.Join(s, ", ")
 }
 
 func familyList(fs []Family) string {
-	s := ""
+	s := make([]string, len(fs))
 	for i, f := range fs {
-		if i > 0 {
-			s += " and "
-		}
-		s += f.String()
+		s[i] = f.String()
 	}
-	return s
+	return strings.Join(s, " and ")
 }
