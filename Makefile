@@ -27,8 +27,9 @@ generate: $(CONTROLLER_GEN) ## Write deepcopy functions of api/.
 manifests: $(CONTROLLER_GEN) ## Write CRDs (config/crd/bases) and RBAC (config/rbac) from markers.
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=herald-controller paths=./controllers/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=herald-speaker paths=./speaker/... output:rbac:artifacts:config=config/rbac/speaker
 
-GENERATED = api/v1beta1/zz_generated.deepcopy.go config/crd/bases/*.yaml config/rbac/role.yaml
+GENERATED = api/v1beta1/zz_generated.deepcopy.go config/crd/bases/*.yaml config/rbac/role.yaml config/rbac/speaker/role.yaml
 
 .PHONY: verify-generated
 verify-generated: $(CONTROLLER_GEN) ## Fail when the generated files differ from what the markers produce.

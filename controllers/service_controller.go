@@ -44,8 +44,7 @@ type ServiceReconciler struct {
 // serves says whether herald is responsible for svc: its class is unset or herald's.
 // Services of other classes are ignored entirely.
 func (r *ServiceReconciler) serves(svc *corev1.Service) bool {
-	c := svc.Spec.LoadBalancerClass
-	return c == nil || (r.LBClass != "" && *c == r.LBClass)
+	return heraldv1.ServesClass(svc.Spec.LoadBalancerClass, r.LBClass)
 }
 
 func (r *ServiceReconciler) servesLoadBalancer(svc *corev1.Service) bool {

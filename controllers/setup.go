@@ -23,6 +23,9 @@ type Options struct {
 	LBClass string
 	// ServiceWorkers is the number of Services reconciled at once.
 	ServiceWorkers int
+	// MemberlistSecret is the speakers' memberlist Secret in Namespace, created with a
+	// random key when missing; "" leaves Secrets alone.
+	MemberlistSecret string
 }
 
 // Setup registers the Service and pool reconcilers with mgr.
@@ -39,6 +42,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		Recorder: mgr.GetEventRecorder("herald-controller"),
 		State:    state,
 		Served:   svcs.servesLoadBalancer,
+	}
+	if opts.MemberlistSecret != "" {
+		if err := mgr.Add(memberlistSecretRunnable(mgr, opts.Namespace, opts.MemberlistSecret)); err != nil {
+			return err
+		}
 	}
 	workers := max(opts.ServiceWorkers, 1)
 	err := ctrl.NewControllerManagedBy(mgr).

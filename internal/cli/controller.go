@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"herald.dev/herald/controllers"
+	"herald.dev/herald/speaker/members"
 )
 
 // ControllerConfig holds the controller's flags; the defaults suit a cluster install.
@@ -31,7 +32,9 @@ type ControllerConfig struct {
 	QPS            float32
 	Burst          int
 	ServiceWorkers int
-	Verbosity      int
+	// MemberlistSecret is created with a random key when missing.
+	MemberlistSecret string
+	Verbosity        int
 }
 
 // DefaultControllerConfig returns the documented defaults.
@@ -41,16 +44,17 @@ func DefaultControllerConfig() ControllerConfig {
 		ns = "herald-system"
 	}
 	return ControllerConfig{
-		Namespace:      ns,
-		MetricsAddr:    ":7472",
-		ProbeAddr:      ":7473",
-		LeaderElect:    true,
-		LeaseDuration:  15 * time.Second,
-		RenewDeadline:  10 * time.Second,
-		RetryPeriod:    2 * time.Second,
-		QPS:            100,
-		Burst:          200,
-		ServiceWorkers: 4,
+		Namespace:        ns,
+		MetricsAddr:      ":7472",
+		ProbeAddr:        ":7473",
+		LeaderElect:      true,
+		LeaseDuration:    15 * time.Second,
+		RenewDeadline:    10 * time.Second,
+		RetryPeriod:      2 * time.Second,
+		QPS:              100,
+		Burst:            200,
+		ServiceWorkers:   4,
+		MemberlistSecret: members.DefaultSecretName,
 	}
 }
 
@@ -77,6 +81,7 @@ func newControllerCommand() *cobra.Command {
 	f.Float32Var(&cfg.QPS, "kube-api-qps", cfg.QPS, "requests per second to the API server")
 	f.IntVar(&cfg.Burst, "kube-api-burst", cfg.Burst, "burst of requests to the API server")
 	f.IntVar(&cfg.ServiceWorkers, "service-workers", cfg.ServiceWorkers, "Services reconciled concurrently")
+	f.StringVar(&cfg.MemberlistSecret, "memberlist-secret", cfg.MemberlistSecret, "Secret holding the speakers' memberlist key, created with a random key when missing (\"\" disables)")
 	f.IntVarP(&cfg.Verbosity, "v", "v", cfg.Verbosity, "log verbosity (0 quiet, 1 each allocation, 2+ debug)")
 	return cmd
 }
@@ -94,6 +99,7 @@ func RunController(ctx context.Context, cfg ControllerConfig) error {
 	mgr, err := controllers.NewManager(restCfg, controllers.ManagerOptions{
 		Options: controllers.Options{
 			Namespace: cfg.Namespace, LBClass: cfg.LBClass, ServiceWorkers: cfg.ServiceWorkers,
+			MemberlistSecret: cfg.MemberlistSecret,
 		},
 		MetricsAddr:   cfg.MetricsAddr,
 		ProbeAddr:     cfg.ProbeAddr,

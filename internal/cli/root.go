@@ -17,7 +17,7 @@ func NewRootCommand() *cobra.Command {
 	}
 	root.AddCommand(
 		newControllerCommand(),
-		notImplemented("speaker", "Announce LoadBalancer IPs on this node (ARP/NDP) and program its iptables", 3),
+		newSpeakerCommand(),
 		notImplemented("status", "Print each LoadBalancer IP with its owner node", 6),
 		newVersionCommand(),
 	)

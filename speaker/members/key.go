@@ -10,6 +10,10 @@ import (
 	"os"
 )
 
+// DefaultSecretName is the memberlist Secret the controller creates in herald's
+// namespace when it is missing.
+const DefaultSecretName = "herald-memberlist"
+
 // SecretKeyName is the data key of the memberlist Secret (the controller creates the
 // Secret when it is missing; the speaker mounts it at DefaultKeyFile).
 const SecretKeyName = "secretkey"

@@ -1,0 +1,120 @@
+package speaker
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"herald.dev/herald/speaker/layer2"
+	"herald.dev/herald/speaker/members"
+)
+
+// Config is everything `herald speaker` is told by its flags.
+type Config struct {
+	// NodeName is this node's Kubernetes Node name (also its memberlist name).
+	NodeName string
+	// Namespace holds herald's IPAddressPools, L2Advertisements and the memberlist
+	// Secret.
+	Namespace string
+	// LBClass is the loadBalancerClass served besides Services without one.
+	LBClass string
+	// IgnoreExcludeLabel lets nodes labelled
+	// node.kubernetes.io/exclude-from-external-load-balancers announce anyway.
+	IgnoreExcludeLabel bool
+
+	Members members.Config
+	// SecretName is the memberlist Secret read through the API server when the key
+	// file (Members.KeyFile) does not exist.
+	SecretName string
+	// KeyWait is how long to wait for the controller to create the Secret.
+	KeyWait time.Duration
+	// Peers are extra memberlist addresses to join, besides every Node's InternalIP.
+	Peers []string
+	// JoinInterval is how often peers that are not members are tried again (a
+	// speaker that restarted, a partition that healed).
+	JoinInterval time.Duration
+	// LeaveTimeout bounds the graceful memberlist Leave on shutdown.
+	LeaveTimeout time.Duration
+
+	// ExcludeInterfaces is the regular expression of interface names never answered on.
+	ExcludeInterfaces string
+	// Schedule of gratuitous announcements after a takeover.
+	Schedule layer2.Schedule
+	// Rescan is how often interfaces are listed again.
+	Rescan time.Duration
+
+	MetricsAddr string
+	ProbeAddr   string
+}
+
+// DefaultConfig returns the defaults of a cluster install. NodeName and the bind
+// address come from $NODE_NAME and $NODE_IP (the DaemonSet sets them from
+// spec.nodeName and status.hostIP).
+func DefaultConfig() Config {
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = "herald-system"
+	}
+	ml := members.DefaultConfig()
+	ml.BindAddr = os.Getenv("NODE_IP")
+	return Config{
+		NodeName:          os.Getenv("NODE_NAME"),
+		Namespace:         ns,
+		Members:           ml,
+		SecretName:        members.DefaultSecretName,
+		KeyWait:           time.Minute,
+		JoinInterval:      5 * time.Second,
+		LeaveTimeout:      time.Second,
+		ExcludeInterfaces: layer2.DefaultExcludeInterfaces,
+		Schedule:          layer2.DefaultSchedule(),
+		Rescan:            10 * time.Second,
+		MetricsAddr:       ":7474",
+		ProbeAddr:         ":7475",
+	}
+}
+
+// AddFlags registers the speaker's flags, with c's values as defaults.
+func (c *Config) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.NodeName, "node-name", c.NodeName, "this node's Node name (default $NODE_NAME)")
+	fs.StringVar(&c.Namespace, "namespace", c.Namespace, "namespace of herald's pools, advertisements and memberlist Secret (default $POD_NAMESPACE or herald-system)")
+	fs.StringVar(&c.LBClass, "lb-class", c.LBClass, "loadBalancerClass served besides Services without a class")
+	fs.BoolVar(&c.IgnoreExcludeLabel, "ignore-exclude-lb", c.IgnoreExcludeLabel, "let nodes labelled node.kubernetes.io/exclude-from-external-load-balancers announce (single-node clusters)")
+	c.Members.AddFlags(fs)
+	fs.StringVar(&c.SecretName, "ml-secret-name", c.SecretName, "memberlist Secret read through the API server when --ml-secret-key-path does not exist")
+	fs.DurationVar(&c.KeyWait, "ml-secret-wait", c.KeyWait, "how long to wait for the controller to create the memberlist Secret")
+	fs.StringSliceVar(&c.Peers, "ml-peers", c.Peers, "extra memberlist peers (ip or ip:port) besides every Node's InternalIP")
+	fs.DurationVar(&c.JoinInterval, "ml-join-interval", c.JoinInterval, "how often Nodes whose speaker is not a member are tried again")
+	fs.DurationVar(&c.LeaveTimeout, "ml-leave-timeout", c.LeaveTimeout, "how long the graceful memberlist Leave on SIGTERM may take")
+	fs.StringVar(&c.ExcludeInterfaces, "exclude-interfaces", c.ExcludeInterfaces, "regular expression of interface names never answered on")
+	fs.DurationVar(&c.Schedule.Refresh, "gratuitous-refresh", c.Schedule.Refresh, "period of the gratuitous ARP/NA refresh of owned IPs (0 disables)")
+	fs.DurationVar(&c.Rescan, "interface-rescan", c.Rescan, "how often interfaces are listed again to follow ones appearing and disappearing")
+	fs.StringVar(&c.MetricsAddr, "metrics-bind-address", c.MetricsAddr, "address of the Prometheus metrics endpoint (plain HTTP); 0 disables it")
+	fs.StringVar(&c.ProbeAddr, "health-probe-bind-address", c.ProbeAddr, "address of /healthz and /readyz")
+}
+
+// validate reports every invalid setting that can be checked before start-up (the
+// key is loaded later), and compiles the interface expression.
+func (c *Config) validate() (*regexp.Regexp, error) {
+	var errs []error
+	if c.NodeName == "" {
+		errs = append(errs, errors.New("--node-name is empty and $NODE_NAME is unset"))
+	}
+	if c.Namespace == "" {
+		errs = append(errs, errors.New("--namespace is empty"))
+	}
+	re, err := regexp.Compile(c.ExcludeInterfaces)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--exclude-interfaces: %w", err))
+	}
+	if err := c.Schedule.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("gratuitous schedule: %w", err))
+	}
+	if c.JoinInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--ml-join-interval %v must be positive", c.JoinInterval))
+	}
+	return re, errors.Join(errs...)
+}

@@ -1,0 +1,160 @@
+package speaker
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/speaker/election"
+	"herald.dev/herald/speaker/layer2"
+)
+
+// holder is the key under which the speaker holds IPs in the announcer.
+const holder = "election"
+
+// elect runs one election over the whole cached state and applies its plan.
+// Everything is re-read: an election of 10,000 IPs takes milliseconds, and a
+// complete pass cannot miss what a change affects.
+func (s *Speaker) elect(ctx context.Context) {
+	s.noteMembership()
+	in, err := s.inputs(ctx)
+	if err != nil {
+		s.log.Error(err, "reading the cache for an election")
+		return
+	}
+	view, services, problems := BuildView(in)
+	for _, p := range problems {
+		s.log.Info("left out of the election", "object", p.Object, "error", p.Err.Error())
+	}
+	s.metrics.problems.Set(float64(len(problems)))
+	decisions := election.Elect(view, services)
+	s.metrics.elections.Inc()
+	s.apply(s.tracker.Apply(decisions), decisions, in.Members)
+}
+
+// noteMembership records when members disappear, for the failover histogram.
+func (s *Speaker) noteMembership() {
+	now := time.Now()
+	live := map[string]bool{}
+	for _, m := range s.members.Live() {
+		live[m] = true
+		delete(s.lostAt, m)
+	}
+	for m := range s.live {
+		if !live[m] {
+			s.lostAt[m] = now
+			s.log.Info("speaker left memberlist", "node", m)
+		}
+	}
+	s.live = live
+}
+
+func (s *Speaker) inputs(ctx context.Context) (Inputs, error) {
+	var (
+		svcs   corev1.ServiceList
+		slices discoveryv1.EndpointSliceList
+		nodes  corev1.NodeList
+		ads    heraldv1.L2AdvertisementList
+		pools  heraldv1.IPAddressPoolList
+	)
+	if err := s.cache.List(ctx, &svcs); err != nil {
+		return Inputs{}, err
+	}
+	if err := s.cache.List(ctx, &slices); err != nil {
+		return Inputs{}, err
+	}
+	if err := s.cache.List(ctx, &nodes); err != nil {
+		return Inputs{}, err
+	}
+	if err := s.cache.List(ctx, &ads); err != nil {
+		return Inputs{}, err
+	}
+	if err := s.cache.List(ctx, &pools); err != nil {
+		return Inputs{}, err
+	}
+	in := Inputs{
+		Members:            s.members.Live(),
+		LBClass:            s.cfg.LBClass,
+		IgnoreExcludeLabel: s.cfg.IgnoreExcludeLabel,
+	}
+	for i := range svcs.Items {
+		in.Services = append(in.Services, &svcs.Items[i])
+	}
+	for i := range slices.Items {
+		in.EndpointSlices = append(in.EndpointSlices, &slices.Items[i])
+	}
+	for i := range nodes.Items {
+		in.Nodes = append(in.Nodes, &nodes.Items[i])
+	}
+	for i := range ads.Items {
+		in.Advertisements = append(in.Advertisements, &ads.Items[i])
+	}
+	for i := range pools.Items {
+		in.Pools = append(in.Pools, &pools.Items[i])
+	}
+	return in, nil
+}
+
+// apply makes the announcer and the metrics follow the plan, and reports what users
+// should see.
+func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string) {
+	for _, r := range p.Release {
+		s.l2.Withdraw(holder, r.IP)
+		s.metrics.owner.DeletePartialMatch(prometheus.Labels{"ip": r.IP.String()})
+		s.mu.Lock()
+		delete(s.takeovers, r.IP.String())
+		s.mu.Unlock()
+		s.log.Info("stopped announcing", "ip", r.IP, "services", r.Services, "newOwner", r.Next)
+	}
+	for _, t := range p.Take {
+		pt := pendingTakeover{Takeover: t}
+		if t.Previous != "" && !s.live[t.Previous] {
+			pt.lostAt = s.lostAt[t.Previous]
+		}
+		s.mu.Lock()
+		s.takeovers[t.IP.String()] = pt
+		s.mu.Unlock()
+		s.setOwner(t.Decision)
+		s.metrics.leaderChanges.WithLabelValues(t.IP.String()).Inc()
+		s.log.Info("taking over", "ip", t.IP, "services", t.Services, "previousOwner", t.Previous, "interfaces", t.Interfaces)
+		s.announce(t.Decision)
+	}
+	for _, d := range p.Change {
+		s.metrics.owner.DeletePartialMatch(prometheus.Labels{"ip": d.IP.String()})
+		s.setOwner(d)
+		s.announce(d)
+	}
+	s.reports.afterElection(decisions, live, s.l2.Responders())
+}
+
+func (s *Speaker) setOwner(d election.Decision) {
+	for _, svc := range d.Services {
+		s.metrics.owner.WithLabelValues(d.IP.String(), svc, s.cfg.NodeName).Set(1)
+	}
+}
+
+func (s *Speaker) announce(d election.Decision) {
+	if err := s.l2.Set(holder, d.IP, d.Interfaces); err != nil {
+		s.log.Error(err, "announcing", "ip", d.IP)
+	}
+}
+
+// announced is called by the announcer after the first gratuitous frames of a
+// takeover went out: the end of a failover.
+func (s *Speaker) announced(a layer2.Announcement) {
+	s.mu.Lock()
+	pt, ok := s.takeovers[a.IP.String()]
+	delete(s.takeovers, a.IP.String())
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	if !pt.lostAt.IsZero() {
+		s.metrics.failover.Observe(a.At.Sub(pt.lostAt).Seconds())
+	}
+	s.reports.takeover(pt.Takeover, a)
+}

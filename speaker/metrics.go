@@ -1,0 +1,58 @@
+package speaker
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the speaker's ownership metrics. Only the owner exports an IP's series,
+// so summing herald_l2_owner by ip over all speakers counts owners (1 in a healthy
+// cluster; 0 or 2 are alerts).
+type metrics struct {
+	owner         *prometheus.GaugeVec
+	leaderChanges *prometheus.CounterVec
+	failover      prometheus.Histogram
+	elections     prometheus.Counter
+	problems      prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		owner: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "herald_l2_owner",
+			Help: "1 for each LoadBalancer IP and Service this node announces at layer 2.",
+		}, []string{"ip", "service", "node"}),
+		leaderChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_l2_leader_changes_total",
+			Help: "Takeovers of a LoadBalancer IP by this node (counted by the new owner).",
+		}, []string{"ip"}),
+		failover: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "herald_l2_failover_seconds",
+			Help:    "From the previous owner leaving or being declared dead by memberlist to the first gratuitous ARP/NA sent by this node, the new owner.",
+			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
+		}),
+		elections: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "herald_speaker_elections_total",
+			Help: "Election passes run (each re-reads every Service, Node and advertisement).",
+		}),
+		problems: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "herald_speaker_skipped_objects",
+			Help: "Objects the last election pass left out because they could not be read (bad selector, bad IP); see the log.",
+		}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.owner, m.leaderChanges, m.failover, m.elections, m.problems} {
+		if err := reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if errors.As(err, &are) {
+				return nil, fmt.Errorf("registering speaker metrics: %w (one speaker per registry)", err)
+			}
+			return nil, fmt.Errorf("registering speaker metrics: %w", err)
+		}
+	}
+	return m, nil
+}

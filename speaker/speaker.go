@@ -1,0 +1,244 @@
+package speaker
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/internal/scheme"
+	"herald.dev/herald/speaker/layer2"
+	"herald.dev/herald/speaker/members"
+)
+
+// +kubebuilder:rbac:groups="",resources=services;nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
+// +kubebuilder:rbac:groups=herald.dev,resources=ipaddresspools;l2advertisements,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get,namespace=herald-system
+
+// Speaker is `herald speaker`: it keeps memberlist membership, elects the owner of
+// every LoadBalancer IP on each change, and makes this node answer ARP/NDP for the
+// IPs it owns.
+type Speaker struct {
+	cfg      Config
+	log      logr.Logger
+	cache    client.Reader
+	members  *members.Members
+	l2       *layer2.Announcer
+	recorder events.EventRecorder
+	metrics  *metrics
+	tracker  *Tracker
+	reports  *reporter
+
+	trigger chan struct{}
+	synced  atomic.Bool
+	joined  atomic.Bool
+
+	// Only the loop goroutine touches live and lostAt.
+	live   map[string]bool
+	lostAt map[string]time.Time
+
+	mu sync.Mutex
+	// takeovers are takeovers whose first gratuitous frame has not gone out yet.
+	takeovers map[string]pendingTakeover
+}
+
+// pendingTakeover is what the announcement of a takeover needs to report it.
+type pendingTakeover struct {
+	Takeover
+	lostAt time.Time // when the previous owner left memberlist; zero if it did not
+}
+
+// Run runs the speaker until ctx ends, then leaves memberlist before it stops
+// answering, so that peers take the IPs over at once.
+func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger) error {
+	exclude, err := cfg.validate()
+	if err != nil {
+		return err
+	}
+	cfg.Members.NodeName = cfg.NodeName
+
+	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
+		Scheme:                 scheme.New(),
+		Metrics:                metricsserver.Options{BindAddress: cfg.MetricsAddr},
+		HealthProbeBindAddress: cfg.ProbeAddr,
+		Logger:                 log,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&heraldv1.IPAddressPool{}:   {Namespaces: map[string]cache.Config{cfg.Namespace: {}}},
+			&heraldv1.L2Advertisement{}: {Namespaces: map[string]cache.Config{cfg.Namespace: {}}},
+		}},
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	if err := loadKey(ctx, mgr.GetAPIReader(), &cfg, log); err != nil {
+		return err
+	}
+	if err := cfg.Members.Validate(); err != nil {
+		return fmt.Errorf("memberlist: %w", err)
+	}
+
+	s := &Speaker{
+		cfg:       cfg,
+		log:       log,
+		cache:     mgr.GetCache(),
+		recorder:  mgr.GetEventRecorder("herald-speaker"),
+		tracker:   NewTracker(cfg.NodeName),
+		trigger:   make(chan struct{}, 1),
+		live:      map[string]bool{},
+		lostAt:    map[string]time.Time{},
+		takeovers: map[string]pendingTakeover{},
+	}
+	s.reports = newReporter(s)
+	if s.metrics, err = newMetrics(crmetrics.Registry); err != nil {
+		return err
+	}
+	l2cfg := layer2.Config{
+		ExcludeInterfaces: exclude,
+		Schedule:          cfg.Schedule,
+		Rescan:            cfg.Rescan,
+		Registerer:        crmetrics.Registry,
+		Log:               log.WithName("layer2"),
+		OnAnnounce:        s.announced,
+	}
+	if s.l2, err = layer2.New(l2cfg); err != nil {
+		return fmt.Errorf("layer 2: %w", err)
+	}
+	if err := s.watch(ctx, mgr.GetCache()); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("speaker", s.readyz); err != nil {
+		return err
+	}
+
+	if s.members, err = members.Start(cfg.Members, log.WithName("memberlist"), crmetrics.Registry); err != nil {
+		return err
+	}
+	log.Info("memberlist started", "node", cfg.NodeName, "addr", s.members.Addr())
+
+	// The manager (informers, metrics, probes) and the responders outlive ctx: on
+	// SIGTERM they keep answering until memberlist has been left.
+	mgrCtx, stopMgr := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopMgr()
+	mgrDone := make(chan error, 1)
+	go func() { mgrDone <- mgr.Start(mgrCtx) }()
+	l2Ctx, stopL2 := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopL2()
+	l2Done := make(chan error, 1)
+	go func() { l2Done <- s.l2.Run(l2Ctx) }()
+
+	err = s.serve(ctx, mgr.GetCache())
+
+	// Graceful stop: peers learn we left and take over, then we stop answering.
+	if lerr := s.members.Leave(cfg.LeaveTimeout); lerr != nil {
+		log.Error(lerr, "leaving memberlist")
+	}
+	stopL2()
+	if l2err := <-l2Done; l2err != nil && err == nil {
+		err = fmt.Errorf("layer 2: %w", l2err)
+	}
+	_ = s.members.Shutdown()
+	stopMgr()
+	if merr := <-mgrDone; merr != nil && err == nil {
+		err = merr
+	}
+	log.Info("speaker stopped")
+	return err
+}
+
+// serve waits for the informers, joins the other speakers, then re-elects on every
+// change until ctx ends.
+func (s *Speaker) serve(ctx context.Context, c cache.Cache) error {
+	if !c.WaitForCacheSync(ctx) {
+		return ctx.Err()
+	}
+	s.synced.Store(true)
+	// Join before the first election: alone, this node would elect itself for every IP.
+	s.join(ctx)
+	s.joined.Store(true)
+	s.poke()
+
+	joinTick := time.NewTicker(s.cfg.JoinInterval)
+	defer joinTick.Stop()
+	joinDone := make(chan struct{}, 1)
+	joinDone <- struct{}{}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.trigger:
+			s.elect(ctx)
+		case <-s.members.Events():
+			s.elect(ctx)
+		case <-joinTick.C:
+			// Joins to unreachable peers block up to the TCP timeout: never in the loop.
+			select {
+			case <-joinDone:
+				go func() { s.join(ctx); joinDone <- struct{}{} }()
+			default:
+			}
+		}
+	}
+}
+
+func (s *Speaker) readyz(*http.Request) error {
+	switch {
+	case !s.synced.Load():
+		return fmt.Errorf("Services, Nodes and advertisements not loaded yet")
+	case !s.joined.Load():
+		return fmt.Errorf("memberlist not joined yet")
+	case !s.l2.Ready():
+		return fmt.Errorf("ARP/NDP responders not up yet")
+	}
+	return nil
+}
+
+// poke asks the loop for an election; pokes coalesce.
+func (s *Speaker) poke() {
+	select {
+	case s.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// watch makes every change of an object the election reads poke the loop.
+func (s *Speaker) watch(ctx context.Context, c cache.Cache) error {
+	h := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { s.poke() },
+		UpdateFunc: func(any, any) { s.poke() },
+		DeleteFunc: func(any) { s.poke() },
+	}
+	for _, obj := range []client.Object{
+		&corev1.Service{}, &discoveryv1.EndpointSlice{}, &corev1.Node{},
+		&heraldv1.L2Advertisement{}, &heraldv1.IPAddressPool{},
+	} {
+		inf, err := c.GetInformer(ctx, obj)
+		if err != nil {
+			return fmt.Errorf("watching %T: %w", obj, err)
+		}
+		if _, err := inf.AddEventHandler(h); err != nil {
+			return fmt.Errorf("watching %T: %w", obj, err)
+		}
+	}
+	return nil
+}

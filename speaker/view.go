@@ -1,0 +1,180 @@
+package speaker
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/speaker/election"
+)
+
+// Inputs are the objects one election pass reads, as the informers hold them.
+type Inputs struct {
+	Services       []*corev1.Service
+	EndpointSlices []*discoveryv1.EndpointSlice
+	Nodes          []*corev1.Node
+	Advertisements []*heraldv1.L2Advertisement
+	Pools          []*heraldv1.IPAddressPool
+	// Members are the names of the live memberlist members.
+	Members []string
+	// LBClass is the loadBalancerClass herald serves besides Services without one.
+	LBClass            string
+	IgnoreExcludeLabel bool
+}
+
+// Problem is an object the election had to leave out, with why.
+type Problem struct {
+	Object string // kind/namespace/name
+	Err    error
+}
+
+func (p Problem) String() string { return p.Object + ": " + p.Err.Error() }
+
+// BuildView turns the objects into the election's inputs. It never fails as a whole:
+// an object it cannot read (a bad selector, an unparsable IP) is left out and
+// reported, so one bad object does not stop every other IP from being announced.
+func BuildView(in Inputs) (election.View, []election.Service, []Problem) {
+	var problems []Problem
+	v := election.View{
+		Members:            slices.Clone(in.Members),
+		IgnoreExcludeLabel: in.IgnoreExcludeLabel,
+	}
+	for _, n := range in.Nodes {
+		v.Nodes = append(v.Nodes, nodeView(n))
+	}
+	for _, ad := range in.Advertisements {
+		a, err := advertisementView(ad, in.Pools)
+		if err != nil {
+			problems = append(problems, Problem{"L2Advertisement/" + ad.Namespace + "/" + ad.Name, err})
+			continue
+		}
+		v.Advertisements = append(v.Advertisements, a)
+	}
+	endpoints := endpointsByService(in.EndpointSlices)
+	var services []election.Service
+	for _, svc := range in.Services {
+		if !Announceable(svc, in.LBClass) {
+			continue
+		}
+		s, err := serviceView(svc, endpoints[svc.Namespace+"/"+svc.Name])
+		if err != nil {
+			problems = append(problems, Problem{"Service/" + svc.Namespace + "/" + svc.Name, err})
+			continue
+		}
+		services = append(services, s)
+	}
+	return v, services, problems
+}
+
+// Announceable says whether svc is a LoadBalancer Service of ours holding IPs.
+func Announceable(svc *corev1.Service, lbClass string) bool {
+	return svc.Spec.Type == corev1.ServiceTypeLoadBalancer &&
+		heraldv1.ServesClass(svc.Spec.LoadBalancerClass, lbClass) &&
+		len(svc.Status.LoadBalancer.Ingress) > 0
+}
+
+func nodeView(n *corev1.Node) election.Node {
+	out := election.Node{Name: n.Name, Labels: n.Labels}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeNetworkUnavailable && c.Status == corev1.ConditionTrue {
+			out.NetworkUnavailable = true
+		}
+	}
+	return out
+}
+
+// advertisementView resolves the pools an L2Advertisement names or selects.
+func advertisementView(ad *heraldv1.L2Advertisement, pools []*heraldv1.IPAddressPool) (election.Advertisement, error) {
+	spec := ad.Spec
+	a := election.Advertisement{
+		Name:       ad.Name,
+		AllPools:   len(spec.IPAddressPools) == 0 && len(spec.IPAddressPoolSelectors) == 0,
+		Pools:      slices.Clone(spec.IPAddressPools),
+		Interfaces: slices.Clone(spec.Interfaces),
+	}
+	poolSels, err := labelSelectors(spec.IPAddressPoolSelectors, "spec.ipAddressPoolSelectors")
+	if err != nil {
+		return a, err
+	}
+	for _, p := range pools {
+		for _, s := range poolSels {
+			if s.Matches(labels.Set(p.Labels)) {
+				a.Pools = append(a.Pools, p.Name)
+				break
+			}
+		}
+	}
+	if a.NodeSelectors, err = labelSelectors(spec.NodeSelectors, "spec.nodeSelectors"); err != nil {
+		return a, err
+	}
+	if a.ServiceSelectors, err = labelSelectors(spec.ServiceSelectors, "spec.serviceSelectors"); err != nil {
+		return a, err
+	}
+	return a, nil
+}
+
+func labelSelectors(in []metav1.LabelSelector, field string) ([]labels.Selector, error) {
+	out := make([]labels.Selector, 0, len(in))
+	for i := range in {
+		s, err := metav1.LabelSelectorAsSelector(&in[i])
+		if err != nil {
+			return nil, fmt.Errorf("%s[%d]: %w", field, i, err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// serviceView reads the IPs the controller wrote into status.loadBalancer.ingress and
+// the pool it took them from (its annotation: the controller is the one place that
+// decides which pool an IP belongs to).
+func serviceView(svc *corev1.Service, eps []election.Endpoint) (election.Service, error) {
+	s := election.Service{
+		Key:       svc.Namespace + "/" + svc.Name,
+		Pool:      svc.Annotations[heraldv1.AnnotationAllocatedFromPool],
+		Labels:    svc.Labels,
+		Local:     svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal,
+		Endpoints: eps,
+	}
+	for i, ing := range svc.Status.LoadBalancer.Ingress {
+		if ing.IP == "" {
+			continue // a hostname ingress is not ours to announce
+		}
+		ip, err := netip.ParseAddr(ing.IP)
+		if err != nil {
+			return s, fmt.Errorf("status.loadBalancer.ingress[%d].ip: %w", i, err)
+		}
+		s.IPs = append(s.IPs, ip.Unmap())
+	}
+	if len(s.IPs) == 0 {
+		return s, fmt.Errorf("status.loadBalancer.ingress has no IP")
+	}
+	return s, nil
+}
+
+// endpointsByService groups the endpoints of every EndpointSlice by the Service
+// ("namespace/name") its kubernetes.io/service-name label names.
+func endpointsByService(list []*discoveryv1.EndpointSlice) map[string][]election.Endpoint {
+	out := make(map[string][]election.Endpoint)
+	for _, sl := range list {
+		name := sl.Labels[discoveryv1.LabelServiceName]
+		if name == "" {
+			continue
+		}
+		key := sl.Namespace + "/" + name
+		for _, ep := range sl.Endpoints {
+			e := election.Endpoint{Ready: ep.Conditions.Ready, Serving: ep.Conditions.Serving}
+			if ep.NodeName != nil {
+				e.Node = *ep.NodeName
+			}
+			out[key] = append(out[key], e)
+		}
+	}
+	return out
+}

@@ -1,0 +1,141 @@
+package speaker
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	heraldv1 "herald.dev/herald/api/v1beta1"
+)
+
+func lbService(name string, ips ...string) *corev1.Service {
+	s := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name,
+			Annotations: map[string]string{heraldv1.AnnotationAllocatedFromPool: "pool1"}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer},
+	}
+	for _, ip := range ips {
+		s.Status.LoadBalancer.Ingress = append(s.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
+	}
+	return s
+}
+
+func TestBuildViewServices(t *testing.T) {
+	other := lbService("other-class", "10.0.0.9")
+	other.Spec.LoadBalancerClass = ptr.To("example.com/lb")
+	ours := lbService("our-class", "10.0.0.8")
+	ours.Spec.LoadBalancerClass = ptr.To("herald.dev/lb")
+	clusterIP := lbService("cluster-ip", "10.0.0.7")
+	clusterIP.Spec.Type = corev1.ServiceTypeClusterIP
+	local := lbService("local", "10.0.0.2", "fd00::2")
+	local.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	in := Inputs{
+		LBClass: "herald.dev/lb",
+		Services: []*corev1.Service{
+			lbService("plain", "10.0.0.1"), local, lbService("pending"), lbService("bad-ip", "10.0.0.300"),
+			other, ours, clusterIP,
+		},
+		EndpointSlices: []*discoveryv1.EndpointSlice{{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "local-abc",
+				Labels: map[string]string{discoveryv1.LabelServiceName: "local"}},
+			Endpoints: []discoveryv1.Endpoint{
+				{NodeName: ptr.To("w1"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}},
+				{NodeName: ptr.To("w2"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(false), Serving: ptr.To(true)}},
+			},
+		}, {
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "unlabelled"},
+			Endpoints:  []discoveryv1.Endpoint{{NodeName: ptr.To("w3")}},
+		}},
+	}
+	_, svcs, problems := BuildView(in)
+	got := map[string]int{}
+	for i, s := range svcs {
+		got[s.Key] = i
+	}
+	for _, want := range []string{"default/plain", "default/local", "default/our-class"} {
+		if _, ok := got[want]; !ok {
+			t.Errorf("%s missing from the election", want)
+		}
+	}
+	for _, unwanted := range []string{"default/pending", "default/other-class", "default/cluster-ip", "default/bad-ip"} {
+		if _, ok := got[unwanted]; ok {
+			t.Errorf("%s should not be in the election", unwanted)
+		}
+	}
+	if len(problems) != 1 || !strings.Contains(problems[0].String(), "Service/default/bad-ip: status.loadBalancer.ingress[0].ip") {
+		t.Errorf("problems = %v, want the bad IP of bad-ip named", problems)
+	}
+	l := svcs[got["default/local"]]
+	if !l.Local || l.Pool != "pool1" || len(l.IPs) != 2 || l.IPs[1] != netip.MustParseAddr("fd00::2") {
+		t.Errorf("local = %+v", l)
+	}
+	if len(l.Endpoints) != 2 || l.Endpoints[0].Node != "w1" || !*l.Endpoints[0].Ready || *l.Endpoints[1].Ready {
+		t.Errorf("local endpoints = %+v", l.Endpoints)
+	}
+}
+
+func TestBuildViewNodesAndAdvertisements(t *testing.T) {
+	in := Inputs{
+		Nodes: []*corev1.Node{
+			{ObjectMeta: metav1.ObjectMeta{Name: "w1"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "w2"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+				{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionTrue}}}},
+		},
+		Pools: []*heraldv1.IPAddressPool{
+			{ObjectMeta: metav1.ObjectMeta{Name: "gold", Labels: map[string]string{"tier": "gold"}}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "silver", Labels: map[string]string{"tier": "silver"}}},
+		},
+		Advertisements: []*heraldv1.L2Advertisement{
+			{ObjectMeta: metav1.ObjectMeta{Name: "all"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "gold-by-label"}, Spec: heraldv1.L2AdvertisementSpec{
+				IPAddressPools:         []string{"bronze"},
+				IPAddressPoolSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"tier": "gold"}}},
+				Interfaces:             []string{"eth1"},
+			}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Spec: heraldv1.L2AdvertisementSpec{
+				NodeSelectors: []metav1.LabelSelector{{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "k", Operator: "Bogus"}}}},
+			}},
+		},
+	}
+	v, _, problems := BuildView(in)
+	if len(v.Nodes) != 2 || v.Nodes[0].NetworkUnavailable || !v.Nodes[1].NetworkUnavailable {
+		t.Errorf("nodes = %+v", v.Nodes)
+	}
+	if len(v.Advertisements) != 2 {
+		t.Fatalf("advertisements = %+v, want all and gold-by-label", v.Advertisements)
+	}
+	if a := v.Advertisements[0]; !a.AllPools {
+		t.Errorf("ad without pools: %+v, want AllPools", a)
+	}
+	if a := v.Advertisements[1]; a.AllPools || strings.Join(a.Pools, ",") != "bronze,gold" || a.Interfaces[0] != "eth1" {
+		t.Errorf("gold-by-label = %+v, want pools bronze,gold on eth1", a)
+	}
+	if len(problems) != 1 || !strings.Contains(problems[0].String(), "L2Advertisement//bad: spec.nodeSelectors[0]") {
+		t.Errorf("problems = %v, want the bad node selector named", problems)
+	}
+}
+
+func TestPeerAddrs(t *testing.T) {
+	node := func(name string, addrs ...string) corev1.Node {
+		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		for _, a := range addrs {
+			n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: a})
+		}
+		n.Status.Addresses = append(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: name})
+		return n
+	}
+	nodes := []corev1.Node{node("self", "172.18.0.3"), node("w2", "fc00::4", "172.18.0.4"), node("w3", "172.18.0.5"), node("nodeip")}
+	got := strings.Join(peerAddrs(nodes, "self", "172.18.0.3", 7946), " ")
+	if got != "172.18.0.4:7946 172.18.0.5:7946" {
+		t.Errorf("v4 peers = %q", got)
+	}
+	got = strings.Join(peerAddrs(nodes, "self", "fc00::3", 0), " ")
+	if got != "[fc00::4]:7946" {
+		t.Errorf("v6 peers = %q", got)
+	}
+}
