@@ -1,0 +1,173 @@
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mdlayher/arp"
+
+	"herald.dev/herald/internal/netlab"
+)
+
+// BenchmarkFailover measures, from the client namespace, how long a VIP stays
+// unanswered when its owner fails: from the fault to the first ARP reply from another
+// MAC, over trials of each fault (HERALD_FAILOVER_TRIALS, default 10). It also
+// compares ARP round trips per second answered by a herald responder (for the VIP)
+// with the kernel answering for its own address, in the same namespaces. Run it with
+// -benchtime=1x: one iteration is the whole series (`make bench` does).
+func BenchmarkFailover(b *testing.B) {
+	trials := 10
+	if v, err := strconv.Atoi(os.Getenv("HERALD_FAILOVER_TRIALS")); err == nil && v > 0 {
+		trials = v
+	}
+	c := newCluster(b, "hb-", 3)
+	c.pool()
+	for _, w := range c.workers {
+		c.startSpeaker(w, "--ml-join-interval", "1s")
+	}
+	vip := c.lbService("svc1", "w1", nil)
+	watch := watchARP(b, c.client, vip, 5*time.Millisecond)
+
+	faults := []struct {
+		name           string
+		fault, restore func(h *netlab.Host) error
+	}{
+		{"link-down", (*netlab.Host).LinkDown, (*netlab.Host).LinkUp},
+		{"kill-9", func(h *netlab.Host) error { return c.speakers[h.Name()].Kill() }, c.restartSpeaker},
+		{"sigterm", func(h *netlab.Host) error { return c.speakers[h.Name()].Signal(syscall.SIGTERM) }, c.restartSpeaker},
+	}
+	for b.Loop() {
+		for _, f := range faults {
+			var ds []time.Duration
+			for range trials {
+				mac, err := watch.settle(time.Second, 30*time.Second)
+				if err != nil {
+					b.Fatalf("%s: before the fault: %v", f.name, err)
+				}
+				owner := c.workerByMAC(mac)
+				at := time.Now()
+				if err := f.fault(owner); err != nil {
+					b.Fatal(err)
+				}
+				d, err := watch.firstOther(mac, at, 30*time.Second)
+				if err != nil {
+					b.Fatalf("%s of %s: %v", f.name, owner.Name(), err)
+				}
+				ds = append(ds, d)
+				if err := f.restore(owner); err != nil {
+					b.Fatal(err)
+				}
+			}
+			med, p95 := quantile(ds, 0.5), quantile(ds, 0.95)
+			b.ReportMetric(med.Seconds()*1000, f.name+"-median-ms")
+			b.ReportMetric(p95.Seconds()*1000, f.name+"-p95-ms")
+			b.Logf("failover %-9s trials=%d median=%v p95=%v max=%v", f.name, len(ds), med.Round(time.Millisecond),
+				p95.Round(time.Millisecond), slices.Max(ds).Round(time.Millisecond))
+		}
+		watch.close()
+
+		mac, owner := "", (*netlab.Host)(nil)
+		for _, w := range c.workers { // the owner after the last restore
+			if c.answers(w, vip) {
+				owner, mac = w, w.MAC().String()
+			}
+		}
+		if owner == nil {
+			b.Fatal("nobody answers for the VIP after the series")
+		}
+		herald := c.arpRate(vip, mac, 3000)
+		kernel := c.arpRate(owner.Addr(), mac, 3000)
+		b.ReportMetric(herald, "herald-arp-replies/s")
+		b.ReportMetric(kernel, "kernel-arp-replies/s")
+		b.Logf("ARP round trips/s, one at a time from the client: herald responder %.0f, kernel %.0f (ratio %.2f)", herald, kernel, herald/kernel)
+	}
+}
+
+func (c *cluster) restartSpeaker(h *netlab.Host) error {
+	p := c.speakers[h.Name()]
+	_ = p.Wait()
+	c.startSpeaker(h, "--ml-join-interval", "1s")
+	return nil
+}
+
+// firstOther waits for the first reply after since from a MAC other than old.
+func (w *arpWatch) firstOther(old string, since time.Time, limit time.Duration) (time.Duration, error) {
+	deadline := since.Add(limit)
+	for time.Now().Before(deadline) {
+		w.mu.Lock()
+		for _, r := range w.replies {
+			if r.at.After(since) && r.mac != old {
+				w.mu.Unlock()
+				return r.at.Sub(since), nil
+			}
+		}
+		w.mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("no MAC other than %s answered within %v", old, limit)
+}
+
+// answers says whether h's MAC answers ARP for ip, asked from the client.
+func (c *cluster) answers(h *netlab.Host, ip netip.Addr) bool {
+	var got bool
+	_ = c.client.Do(func() error {
+		cl := c.arpClient()
+		defer cl.Close()
+		_ = cl.SetDeadline(time.Now().Add(time.Second))
+		hw, err := cl.Resolve(ip)
+		got = err == nil && hw.String() == h.MAC().String()
+		return nil
+	})
+	return got
+}
+
+// arpRate resolves ip n times in a row from the client, each waiting for the reply
+// from mac, and returns the round trips per second.
+func (c *cluster) arpRate(ip netip.Addr, mac string, n int) float64 {
+	var cl *arp.Client
+	_ = c.client.Do(func() error { cl = c.arpClient(); return nil })
+	defer cl.Close()
+	start := time.Now()
+	for range n {
+		if err := cl.Request(ip); err != nil {
+			c.t.Fatal(err)
+		}
+		_ = cl.SetReadDeadline(time.Now().Add(time.Second))
+		for {
+			p, _, err := cl.Read()
+			if err != nil {
+				c.t.Fatalf("ARP for %s: %v", ip, err)
+			}
+			if p.Operation == arp.OperationReply && p.SenderIP == ip && p.SenderHardwareAddr.String() == mac {
+				break
+			}
+		}
+	}
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// arpClient opens an ARP client on eth0 of the namespace the caller is in.
+func (c *cluster) arpClient() *arp.Client {
+	ifi, err := net.InterfaceByName("eth0")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cl, err := arp.Dial(ifi)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return cl
+}
+
+func quantile(ds []time.Duration, q float64) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[int(q*float64(len(s)-1)+0.5)]
+}

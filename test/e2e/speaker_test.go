@@ -1,0 +1,119 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	eventsv1 "k8s.io/api/events/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/speaker/election"
+)
+
+// Three speakers on one bridge, one VIP: exactly one MAC answers, the one of the node
+// the election picks; when the owner is killed, cut off or stopped, the next node in
+// the VIP's order answers; when it comes back, exactly one answers again.
+func TestSpeakerOwnershipAndFailover(t *testing.T) {
+	c := newCluster(t, "hs-", 3)
+	c.pool()
+	for _, w := range c.workers {
+		c.startSpeaker(w, "--ml-join-interval", "1s")
+	}
+	vip := c.lbService("svc1", "w1", nil)
+	watch := watchARP(t, c.client, vip, 10*time.Millisecond)
+
+	order := election.Order(vip, []string{"w1", "w2", "w3"})
+	owner, next := c.worker(order[0]), c.worker(order[1])
+	c.expectOwner(watch, owner, "first election")
+
+	// The owner says so in its metrics and in an Event on the Service.
+	if m := c.metrics(owner); !strings.Contains(m, fmt.Sprintf(`herald_l2_owner{ip="%s",node="%s",service="default/svc1"} 1`, vip, owner.Name())) {
+		t.Errorf("owner %s does not export herald_l2_owner for %s", owner.Name(), vip)
+	}
+	if m := c.metrics(next); strings.Contains(m, "herald_l2_owner{") {
+		t.Errorf("non-owner %s exports herald_l2_owner", next.Name())
+	}
+	c.expectEvent("svc1", fmt.Sprintf("announcing %s from %s on eth0, previous owner none", vip, owner.Name()))
+
+	{ // kill -9
+		at := time.Now()
+		if err := c.speakers[owner.Name()].Kill(); err != nil {
+			t.Fatal(err)
+		}
+		c.expectOwner(watch, next, "owner killed")
+		c.logFailover(watch, next, at, "kill -9")
+		c.startSpeaker(owner, "--ml-join-interval", "1s")
+		c.expectOwner(watch, owner, "owner restarted")
+	}
+	{ // link down
+		at := time.Now()
+		if err := owner.LinkDown(); err != nil {
+			t.Fatal(err)
+		}
+		c.expectOwner(watch, next, "owner's link down")
+		c.logFailover(watch, next, at, "link down")
+		if err := owner.LinkUp(); err != nil {
+			t.Fatal(err)
+		}
+		c.expectOwner(watch, owner, "owner's link up again")
+	}
+	{ // SIGTERM
+		at := time.Now()
+		p := c.speakers[owner.Name()]
+		if err := p.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		c.expectOwner(watch, next, "owner stopped")
+		c.logFailover(watch, next, at, "SIGTERM")
+		if err := p.Wait(); err != nil {
+			t.Errorf("speaker stopped by SIGTERM exited with %v; log:\n%s", err, tail(p.LogPath()))
+		}
+		c.expectEvent("svc1", fmt.Sprintf("announcing %s from %s on eth0, previous owner %s", vip, next.Name(), owner.Name()))
+	}
+}
+
+// expectOwner waits until exactly one MAC answers for the VIP over a whole second,
+// and requires it to be want's.
+func (c *cluster) expectOwner(w *arpWatch, want *netlab.Host, when string) {
+	c.t.Helper()
+	mac, err := w.settle(time.Second, 30*time.Second)
+	if err != nil {
+		c.t.Fatalf("%s: %v", when, err)
+	}
+	if got := c.workerByMAC(mac); got != want {
+		c.t.Fatalf("%s: %s answers for %s, want %s", when, got.Name(), w.ip, want.Name())
+	}
+}
+
+func (c *cluster) logFailover(w *arpWatch, to *netlab.Host, since time.Time, how string) {
+	if first, ok := w.firstFrom(to.MAC().String(), since); ok {
+		c.t.Logf("%s: %s answered %v after the fault", how, to.Name(), first.Sub(since).Round(time.Millisecond))
+	}
+}
+
+// expectEvent waits for an Event on the Service whose note is note.
+func (c *cluster) expectEvent(service, note string) {
+	c.t.Helper()
+	deadline := time.Now().Add(waitFor)
+	var notes []string
+	for time.Now().Before(deadline) {
+		var evs eventsv1.EventList
+		notes = notes[:0]
+		if err := c.c.List(c.ctx, &evs, client.InNamespace("default")); err == nil {
+			for _, e := range evs.Items {
+				if e.Regarding.Name == service {
+					if e.Note == note {
+						return
+					}
+					notes = append(notes, e.Reason+": "+e.Note)
+				}
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	c.t.Errorf("no Event %q on %s; its Events: %q", note, service, notes)
+}
