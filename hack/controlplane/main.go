@@ -1,13 +1,20 @@
 // Command controlplane runs a local Kubernetes control plane (etcd, kube-apiserver and
-// kube-controller-manager built by hack/setup-test-binaries.sh) on loopback with
-// herald's CRDs installed, writes an admin kubeconfig and runs until SIGINT/SIGTERM.
-// `make demo` uses it.
+// kube-controller-manager built by hack/setup-test-binaries.sh) with herald's CRDs
+// installed, writes an admin kubeconfig and runs until SIGINT/SIGTERM. `make demo` uses
+// it.
+//
+// kube-apiserver serves on loopback unless --bind-address says otherwise: the lab runs
+// this command inside a network namespace of its own (`ip netns exec hl-cp controlplane
+// --bind-address 172.18.0.2 --secure-port 6443`), where the nodes reach it over the
+// lab's bridge, as kind's nodes reach their control-plane container. The kubeconfig then
+// points at that address, and kube-controller-manager connects through it too.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -23,14 +30,46 @@ import (
 func main() {
 	dir := flag.String("dir", ".run/demo", "directory for the kubeconfig and logs")
 	assets := flag.String("assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with etcd, kube-apiserver and kube-controller-manager")
+	bind := flag.String("bind-address", "", "address kube-apiserver serves on and advertises (default: loopback)")
+	port := flag.Uint("secure-port", 0, "kube-apiserver's port with --bind-address (default: a free one)")
 	flag.Parse()
-	if err := run(*dir, *assets); err != nil {
+	opts, err := serveOn(*bind, *port)
+	if err == nil {
+		err = run(*dir, *assets, opts...)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "controlplane:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir, assets string) error {
+// serveOn turns the flags into testenv options; without --bind-address there are none,
+// so the control plane is exactly the loopback one it always was.
+func serveOn(bind string, port uint) ([]testenv.Option, error) {
+	if bind == "" {
+		if port != 0 {
+			return nil, fmt.Errorf("--secure-port needs --bind-address")
+		}
+		return nil, nil
+	}
+	addr, err := netip.ParseAddr(bind)
+	if err != nil {
+		return nil, fmt.Errorf("--bind-address: %w", err)
+	}
+	if port > 65535 {
+		return nil, fmt.Errorf("--secure-port %d is not a port", port)
+	}
+	if port == 0 {
+		p, err := testenv.FreePort(addr)
+		if err != nil {
+			return nil, err
+		}
+		port = uint(p)
+	}
+	return []testenv.Option{testenv.ServeOn(netip.AddrPortFrom(addr, uint16(port)))}, nil
+}
+
+func run(dir, assets string, opts ...testenv.Option) error {
 	if assets == "" {
 		return fmt.Errorf("no binaries: pass --assets or set KUBEBUILDER_ASSETS (hack/setup-test-binaries.sh prints the directory)")
 	}
@@ -38,7 +77,7 @@ func run(dir, assets string) error {
 		return err
 	}
 	// The walkthrough's kind cluster uses serviceSubnet 10.200.1.0/24.
-	env := testenv.Environment(assets, "10.200.1.0/24")
+	env := testenv.Environment(assets, "10.200.1.0/24", opts...)
 	if _, err := env.Start(); err != nil {
 		_ = env.Stop() // Start may fail after launching the processes
 		return fmt.Errorf("starting etcd and kube-apiserver: %w", err)

@@ -3,6 +3,9 @@
 package testenv
 
 import (
+	"fmt"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -33,15 +36,47 @@ func RepoRoot() string {
 }
 
 // Environment describes a control plane from the binaries in assets, with herald's
-// CRDs installed and the given ClusterIP ranges.
-func Environment(assets, serviceCIDRs string) *envtest.Environment {
+// CRDs installed and the given ClusterIP ranges. Without options kube-apiserver serves
+// on loopback at a free port.
+func Environment(assets, serviceCIDRs string, opts ...Option) *envtest.Environment {
 	env := &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: assets,
 	}
 	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", serviceCIDRs)
+	for _, o := range opts {
+		o(env)
+	}
 	return env
+}
+
+// Option changes how Environment sets up the control plane.
+type Option func(*envtest.Environment)
+
+// ServeOn makes kube-apiserver listen on, advertise and put in its serving certificate
+// addr instead of loopback, so that other network namespaces (the lab's nodes) can reach
+// it; the kubeconfigs envtest writes then point there. The port must be set (FreePort
+// finds one): envtest replaces the address with loopback when the port is missing.
+func ServeOn(addr netip.AddrPort) Option {
+	return func(env *envtest.Environment) {
+		api := env.ControlPlane.GetAPIServer()
+		api.SecureServing.Address = addr.Addr().String()
+		api.SecureServing.Port = fmt.Sprint(addr.Port())
+		// The `kubernetes` Service's endpoint is the advertised address; kube-apiserver
+		// would derive it from the bind address, but saying so keeps it obvious.
+		api.Configure().Set("advertise-address", addr.Addr().String())
+	}
+}
+
+// FreePort returns a TCP port nobody listens on at addr right now, for ServeOn.
+func FreePort(addr netip.Addr) (uint16, error) {
+	l, err := net.Listen("tcp", netip.AddrPortFrom(addr, 0).String())
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port on %s: %w", addr, err)
+	}
+	defer l.Close()
+	return uint16(l.Addr().(*net.TCPAddr).Port), nil
 }
 
 // Start brings up kube-apiserver and etcd from $KUBEBUILDER_ASSETS (built by

@@ -7,9 +7,15 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/netlab"
 	"herald.dev/herald/speaker/election"
 )
@@ -73,6 +79,68 @@ func TestSpeakerOwnershipAndFailover(t *testing.T) {
 			t.Errorf("speaker stopped by SIGTERM exited with %v; log:\n%s", err, tail(p.LogPath()))
 		}
 		c.expectEvent("svc1", fmt.Sprintf("announcing %s from %s on eth0, previous owner %s", vip, next.Name(), owner.Name()))
+		m := c.metrics(next)
+		for _, want := range []string{"herald_l2_failover_seconds_count ", fmt.Sprintf(`herald_l2_leader_changes_total{ip="%s"}`, vip)} {
+			if !strings.Contains(m, want) {
+				t.Errorf("new owner %s lacks %s in its metrics", next.Name(), want)
+			}
+		}
+	}
+	{ // the advertisement allows only an interface the owner lacks
+		var ad heraldv1.L2Advertisement
+		c.update(client.ObjectKey{Namespace: heraldNS, Name: "my-l2-advertise"}, &ad, func() { ad.Spec.Interfaces = []string{"eth9"} })
+		c.expectEvent("svc1", fmt.Sprintf("%s is elected to %s, which has none of the interfaces eth9 that the L2Advertisement allows (it answers on eth0)", vip, next.Name()))
+		c.expectSilence(watch, "the only allowed interface is missing")
+		c.update(client.ObjectKey{Namespace: heraldNS, Name: "my-l2-advertise"}, &ad, func() { ad.Spec.Interfaces = nil })
+		c.expectOwner(watch, next, "every interface allowed again")
+	}
+	{ // no ready endpoint: nobody announces
+		var es discoveryv1.EndpointSlice
+		c.update(client.ObjectKey{Namespace: "default", Name: "svc1-1"}, &es, func() { es.Endpoints[0].Conditions.Ready = ptr.To(false) })
+		c.expectSilence(watch, "no ready endpoint")
+		c.update(client.ObjectKey{Namespace: "default", Name: "svc1-1"}, &es, func() { es.Endpoints[0].Conditions.Ready = ptr.To(true) })
+		c.expectOwner(watch, next, "endpoint ready again")
+	}
+	{ // Service deleted: nobody answers any more
+		if err := c.c.Delete(c.ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "svc1"}}); err != nil {
+			t.Fatal(err)
+		}
+		c.expectSilence(watch, "Service deleted")
+		if m := c.metrics(next); strings.Contains(m, "herald_l2_owner{") {
+			t.Errorf("%s still exports herald_l2_owner after the Service was deleted", next.Name())
+		}
+	}
+}
+
+// expectSilence waits until nobody answers for the VIP over a whole second.
+func (c *cluster) expectSilence(w *arpWatch, when string) {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		start := time.Now()
+		time.Sleep(time.Second)
+		macs := w.macsSince(start)
+		if len(macs) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%s: %v still answer for %s", when, macs, w.ip)
+		}
+	}
+}
+
+// update reads obj, applies change and writes it back, retrying on conflicts.
+func (c *cluster) update(key client.ObjectKey, obj client.Object, change func()) {
+	c.t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		if err := c.c.Get(c.ctx, key, obj); err != nil {
+			return err
+		}
+		change()
+		return c.c.Update(c.ctx, obj)
+	})
+	if err != nil {
+		c.t.Fatalf("updating %T %s: %v", obj, key, err)
 	}
 }
 

@@ -1,0 +1,27 @@
+package netlab
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+)
+
+// ErrNotRoot is what Check returns when the process cannot create namespaces.
+var ErrNotRoot = errors.New("netlab needs root (CAP_SYS_ADMIN) to create network namespaces; run the tests as root")
+
+// Check says whether this process can build labs, in words a person running the tests
+// can act on. Tests call it and fail (not skip) on error: a lab test that silently
+// skipped would pass on every machine that cannot run it.
+func Check() error {
+	if os.Geteuid() != 0 {
+		return ErrNotRoot
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		return fmt.Errorf("netlab needs the ip command (iproute2) with `ip netns`: %w", err)
+	}
+	if _, err := ip("netns", "list"); err != nil {
+		return fmt.Errorf("netlab needs `ip netns` to work: %w", err)
+	}
+	return nil
+}

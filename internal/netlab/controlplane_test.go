@@ -1,0 +1,125 @@
+package netlab_test
+
+import (
+	"context"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"herald.dev/herald/internal/netlab"
+)
+
+// TestControlPlaneInNamespace runs etcd, kube-apiserver and kube-controller-manager in
+// a namespace of the lab, serving on the host's bridge address, and uses them from the
+// root namespace through the host and through another node.
+func TestControlPlaneInNamespace(t *testing.T) {
+	if err := netlab.Check(); err != nil {
+		t.Fatal(err)
+	}
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run `make test`, or export KUBEBUILDER_ASSETS=$(hack/setup-test-binaries.sh)")
+	}
+	l := newLab(t, "nl-cp-")
+	cpHost := addHost(t, l, "cp", "172.18.0.2")
+	w1 := addHost(t, l, "w1", "172.18.0.3")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	start := time.Now()
+	cp, err := netlab.StartControlPlane(ctx, cpHost, assets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("control plane ready in %s", time.Since(start).Round(time.Millisecond))
+
+	kubeconfig, err := os.ReadFile(cp.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(kubeconfig), "server: https://172.18.0.2:6443") {
+		t.Fatalf("kubeconfig does not point at the bridge address:\n%s", kubeconfig)
+	}
+
+	cs := clientset(t, cp.Config)
+	nss, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasNamespace(nss.Items, "kube-system") {
+		t.Fatalf("namespaces: %v", nss.Items)
+	}
+
+	// A node reaches the API over the bridge, as the lab's speakers will.
+	viaW1, err := cp.RESTConfigVia(w1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps, err := clientset(t, viaW1).DiscoveryV1().EndpointSlices("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("through w1: %v", err)
+	}
+	if len(eps.Endpoints) != 1 || !slices.Equal(eps.Endpoints[0].Addresses, []string{"172.18.0.2"}) {
+		t.Fatalf("the kubernetes Service's endpoints %+v, want the advertised 172.18.0.2", eps.Endpoints)
+	}
+
+	// kube-controller-manager connected through the same kubeconfig: its
+	// ServiceAccount controller makes the default ServiceAccount.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no default ServiceAccount from kube-controller-manager: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
+	// Close stops etcd and kube-apiserver too, though envtest gave them process
+	// groups of their own.
+	out, err := runIP("netns", "pids", cpHost.Namespace())
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	pids := strings.Fields(string(out))
+	if len(pids) < 4 { // controlplane, etcd, kube-apiserver, kube-controller-manager
+		t.Fatalf("processes in %s: %v", cpHost.Namespace(), pids)
+	}
+	start = time.Now()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Close took %s", time.Since(start).Round(time.Millisecond))
+	for _, pid := range pids {
+		if st, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil && !strings.Contains(string(st), ") Z") {
+			t.Errorf("pid %s still runs after Close: %s", pid, st)
+		}
+	}
+}
+
+func clientset(t *testing.T, cfg *rest.Config) *kubernetes.Clientset {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+func hasNamespace(items []corev1.Namespace, name string) bool {
+	for _, i := range items {
+		if i.Name == name {
+			return true
+		}
+	}
+	return false
+}

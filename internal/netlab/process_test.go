@@ -1,0 +1,99 @@
+package netlab_test
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestProcessKilledIsGone(t *testing.T) {
+	l := newLab(t, "nl-k-")
+	h := addHost(t, l, "w1", "172.18.0.3")
+	// A shell with a child, so that Kill must reach the whole group.
+	p, err := h.Start("sleeper", "sh", "-c", "sleep 300 & wait")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the shell's child", func() bool { return len(children(p.Pid())) > 0 })
+	child := children(p.Pid())[0]
+	if p.Exited() {
+		t.Fatal("exited at once")
+	}
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	var exit *exec.ExitError
+	if err := p.Wait(); !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("Wait = %v, want killed by SIGKILL", err)
+	}
+	if !p.Exited() {
+		t.Fatal("Exited is false after Wait")
+	}
+	if _, err := os.Stat("/proc/" + strconv.Itoa(p.Pid())); err == nil {
+		t.Fatalf("pid %d still exists", p.Pid())
+	}
+	waitFor(t, "the child to die", func() bool {
+		st, err := os.ReadFile("/proc/" + child + "/stat")
+		return err != nil || strings.Contains(string(st), ") Z")
+	})
+}
+
+func TestProcessRunsInItsHostAndLogs(t *testing.T) {
+	l := newLab(t, "nl-l-")
+	h := addHost(t, l, "w1", "172.18.0.3")
+	p, err := h.Start("addr", "ip", "-br", "addr", "show", "eth0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	log, err := os.ReadFile(p.LogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(p.LogPath(), "/w1-addr.log") || !strings.Contains(string(log), "172.18.0.3/16") {
+		t.Fatalf("%s:\n%s", p.LogPath(), log)
+	}
+}
+
+func TestProcessStopSendsSIGTERM(t *testing.T) {
+	l := newLab(t, "nl-s-")
+	h := addHost(t, l, "w1", "172.18.0.3")
+	p, err := h.Start("trap", "sh", "-c", `trap 'echo got TERM; exit 0' TERM; while :; do sleep 0.05; done`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // let the shell install its trap
+	if err := p.Stop(5 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Wait(); err != nil {
+		t.Fatalf("Wait = %v, want a clean exit from the trap", err)
+	}
+	if log, _ := os.ReadFile(p.LogPath()); !strings.Contains(string(log), "got TERM") {
+		t.Fatalf("log:\n%s", log)
+	}
+}
+
+// children lists the PIDs whose parent is pid.
+func children(pid int) []string {
+	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/children")
+	return strings.Fields(string(b))
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
