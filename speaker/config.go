@@ -67,7 +67,7 @@ func DefaultConfig() Config {
 		Members:           ml,
 		SecretName:        members.DefaultSecretName,
 		KeyWait:           time.Minute,
-		JoinInterval:      5 * time.Second,
+		JoinInterval:      2 * time.Second,
 		LeaveTimeout:      time.Second,
 		ExcludeInterfaces: layer2.DefaultExcludeInterfaces,
 		Schedule:          layer2.DefaultSchedule(),
