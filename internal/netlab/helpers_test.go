@@ -67,10 +67,20 @@ func labNamespaces(t *testing.T, prefix string) []string {
 	return found
 }
 
+// ping tries up to three echoes of one second each: on a loaded machine the first
+// IPv6 neighbour solicitation can be lost while a fresh bridge port settles, and a
+// reachable host must not fail the test for that. An unreachable one still fails.
 func ping(h *netlab.Host, dst netip.Addr) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	return h.Ping(ctx, dst)
+	var err error
+	for range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err = h.Ping(ctx, dst)
+		cancel()
+		if err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 func runIP(args ...string) ([]byte, error) { return exec.Command("ip", args...).CombinedOutput() }

@@ -267,6 +267,9 @@ func TestSharedIPAndInterfaces(t *testing.T) {
 	if _, p := parseARPFrame(t, c1.next(t).frame); p.Operation != arp.OperationReply {
 		t.Fatal("eth1 did not answer")
 	}
+	// eth0's responder must have dropped its request before eth0 becomes allowed below.
+	c0.deliver(t, []byte("sentinel")) // read only once the frame before was handled
+	c0.none(t)
 
 	h.set("a", vip4, "eth1") // same again: nothing
 	h.set("b", vip4, "eth0") // union grows: schedule starts over on both
