@@ -3,9 +3,24 @@
 //
 // The generator has no I/O: a shell builds a Snapshot from Services, EndpointSlices and
 // the node's settings, calls Generate once per IP family, and hands Payload.Bytes() to
-// `iptables-restore --noflush --counters`. Chain names, rule text, rule order within each
-// chain and the layout of the restore input are those of kube-proxy, so that the result
-// can be compared with kube-proxy's own output (see /work/shared/reference/kube-proxy.md).
+// `iptables-restore --noflush --counters` (ip6tables-restore for IPv6). Chain names,
+// rule text, rule order within each chain and the layout of the restore input are those
+// of kube-proxy, so that the result can be compared with kube-proxy's own output
+// (see /work/shared/reference/kube-proxy.md).
+//
+// A runner's loop, as kube-proxy's syncProxyRules:
+//
+//	full := needFull // first sync, failed restore, node settings changed, ...
+//	opts := Options{ExistingNATChains: natChainsFromIPTablesSave}
+//	if !full {
+//		opts.Changed = ChangedServices(lastApplied, next)
+//	}
+//	payload, err := Generate(next, opts)
+//	// ensure JumpRules() on full syncs, restore payload.Bytes(), log payload.Problems
+//
+// Node fields that kube-proxy probes from the host (RandomFully, ConntrackTCPLiberal,
+// NFAcct, InterfaceAddrs) are inputs here; they change the text the same way they change
+// kube-proxy's.
 //
 // The one intended difference in ordering: kube-proxy walks its service map in Go map
 // order, so the order of services inside KUBE-SERVICES, KUBE-NODEPORTS and the filter
@@ -14,6 +29,8 @@
 //
 // Files: types.go (input), node.go (per-node settings), names.go (chain-name hashing),
 // ports.go (per-family view of a service port), endpoints.go (endpoint selection),
-// nat.go and filter.go (per-service rules), toplevel.go (fixed chains), generate.go
-// (assembly and Payload), changes.go (partial syncs), problems.go (skipped input).
+// plan.go (chains and verdicts per port), nat.go and filter.go (per-service rules),
+// toplevel.go (shared chains), jumps.go (rules in built-in chains), generate.go
+// (assembly and Payload), changes.go (partial syncs), problems.go (skipped input),
+// lines.go (restore-input lines), probability.go (load-balancing probabilities).
 package iptables
