@@ -71,9 +71,9 @@ bench: test-binaries ## Benchmarks (numbers, no assertions); writes bench.txt.
 ##@ Demo
 
 .PHONY: demo
-demo: build test-binaries ## Local control plane, sample pool, three LoadBalancer Services with their EXTERNAL-IPs.
+demo: test-binaries ## The walkthrough in the network-namespace lab (root): VIPs, owners, curls, failover. Leaves the lab running.
 	hack/demo.sh
 
 .PHONY: demo-down
-demo-down: ## Stop what `make demo` started.
+demo-down: ## Remove the lab `make demo` left running.
 	hack/demo.sh down

@@ -1,100 +1,140 @@
 #!/usr/bin/env bash
-# `make demo` until the network-namespace lab exists: a local control plane (etcd,
-# kube-apiserver, kube-controller-manager built from the Go module proxy), herald's
-# controller, the walkthrough's pool and three LoadBalancer Services, and their
-# EXTERNAL-IPs.
-#   hack/demo.sh        run the demo, leave it running, print how to use it
-#   hack/demo.sh down   stop everything the demo started
+# `make demo`: the user's walkthrough (a kind cluster with MetalLB, ../shared/seeds/003)
+# with herald, in the network-namespace lab (hack/lab, internal/lab): a control plane
+# at 172.18.0.2, workers worker, worker2, worker3, the pool 172.18.255.200-250,
+# webpod1 on worker and webpod2 on worker2, svc1..svc3, and a client at 172.18.0.100
+# standing in for netshoot. Needs root. Leaves the lab running.
+#   hack/demo.sh        run the walkthrough
+#   hack/demo.sh down   remove the lab
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-run="$root/.run/demo"
 cd "$root"
+export LAB_RUN_DIR="$root/.run/lab"
+lab="$root/bin/lab"
 
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-
-stop_pid() { # stop_pid NAME: stop the process whose pid the demo recorded in NAME.pid
-  local f="$run/$1.pid"
-  [[ -f "$f" ]] || return 0
-  local pid; pid=$(cat "$f")
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  rm -f "$f"
-}
-
-down() {
-  stop_pid controller
-  stop_pid controlplane
-  rm -f "$run/ready" "$run/kubeconfig"
-}
+if [[ $(id -u) -ne 0 ]]; then
+  echo "the demo builds network namespaces and needs root: sudo make demo" >&2
+  exit 1
+fi
+mkdir -p bin
+go build -o "$lab" ./hack/lab
 
 if [[ "${1:-}" == "down" ]]; then
-  down
-  echo "demo stopped"
-  exit 0
+  exec "$lab" down
 fi
 
-down # a previous run's leftovers
-mkdir -p "$run"
-assets=$(hack/setup-test-binaries.sh)
-kubectl="$assets/kubectl"
-[[ -x bin/herald ]] || make build
-go build -o bin/controlplane ./hack/controlplane
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+run() { printf '\033[2m$ %s\033[0m\n' "$*"; }
+k() { "$lab" kubectl "$@"; }
 
-say "Starting etcd, kube-apiserver and kube-controller-manager v1.36.3 on loopback"
-bin/controlplane --dir "$run" --assets "$assets" >"$run/controlplane.log" 2>&1 &
-echo $! >"$run/controlplane.pid"
-for _ in $(seq 300); do
-  [[ -f "$run/ready" ]] && break
-  kill -0 "$(cat "$run/controlplane.pid")" 2>/dev/null || { cat "$run/controlplane.log"; exit 1; }
-  sleep 0.2
-done
-[[ -f "$run/ready" ]] || { echo "control plane did not come up; see $run/controlplane.log"; exit 1; }
-export KUBECONFIG="$run/kubeconfig"
-"$kubectl" get --raw /version | head -c 200; echo
+say "Building the lab (a previous one is removed first)"
+"$lab" down >/dev/null
+"$lab" up >/dev/null # its progress goes to stderr; its hints are repeated at the end
+herald="$LAB_RUN_DIR/herald"
 
-say "kubectl apply -f config/samples/  (IPAddressPool my-ippool 172.18.255.200-172.18.255.250, L2Advertisement)"
-"$kubectl" create namespace herald-system
-"$kubectl" apply -f config/samples/ipaddresspool.yaml -f config/samples/l2advertisement.yaml
+say "kubectl get nodes -o wide"
+k get nodes -o wide
 
-say "Starting herald controller"
-bin/herald controller --kubeconfig "$KUBECONFIG" --namespace herald-system \
-  --metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
-  >"$run/controller.log" 2>&1 &
-echo $! >"$run/controller.pid"
+say "kubectl apply: the IPAddressPool and L2Advertisement of config/samples/"
+k apply -f config/samples/ipaddresspool.yaml -f config/samples/l2advertisement.yaml
 
-say "Creating svc1, svc2, svc3 (type LoadBalancer)"
-"$kubectl" apply -f hack/demo/services.yaml
+say "webpod1 on worker, webpod2 on worker2 (hack/demo/webpods.yaml)"
+k apply -f hack/demo/webpods.yaml
+k wait --for=condition=Ready pod/webpod1 pod/webpod2 --timeout=60s >/dev/null
+run kubectl get pod -o wide
+k get pod -o wide
+
+say "svc1, svc2, svc3: type LoadBalancer, selecting app=webpod (hack/demo/services.yaml)"
+k apply -f hack/demo/services.yaml
 for s in svc1 svc2 svc3; do
-  "$kubectl" wait --for=jsonpath='{.status.loadBalancer.ingress[0].ip}' "service/$s" --timeout=60s >/dev/null
+  k wait --for=jsonpath='{.status.loadBalancer.ingress[0].ip}' "service/$s" --timeout=60s >/dev/null
 done
 
-say "kubectl get ipaddresspools,l2advertisements -n herald-system"
-"$kubectl" get ipaddresspools,l2advertisements -n herald-system
-say "kubectl get svc"
-"$kubectl" get svc
-say "Events of svc1"
-"$kubectl" get events --field-selector involvedObject.name=svc1 -o custom-columns=TYPE:.type,REASON:.reason,MESSAGE:.message
+say "kubectl get ipaddresspools,l2advertisements,svc"
+run kubectl get ipaddresspools,l2advertisements -n herald-system
+k get ipaddresspools,l2advertisements -n herald-system
+run kubectl get svc
+k get svc
+run kubectl get endpointslices
+k get endpointslices
 
-say "kubectl explain ipaddresspools.spec.addresses"
-"$kubectl" explain ipaddresspools.spec.addresses | sed -n '/DESCRIPTION/,$p'
+mapfile -t vips < <(k get svc svc1 svc2 svc3 -o jsonpath='{range .items[*]}{.status.loadBalancer.ingress[0].ip}{"\n"}{end}')
 
-say "Bad input is refused at admission"
-cat <<'YAML' | "$kubectl" apply -f - 2>&1 || true
-apiVersion: herald.dev/v1beta1
-kind: IPAddressPool
-metadata: {name: bad, namespace: herald-system}
-spec:
-  addresses: ["172.18.255.250-172.18.255.200"]
-YAML
+say "Which node answers ARP for each VIP, asked from the client (172.18.0.100)"
+for v in "${vips[@]}"; do "$lab" who-has "$v" || true; done
+run kubectl get events --field-selector involvedObject.name=svc1
+k get events --field-selector involvedObject.name=svc1 -o custom-columns=TYPE:.type,REASON:.reason,FROM:.reportingComponent,MESSAGE:.message
 
-cat <<MSG
+proxier=no
+if "$herald" speaker --help 2>&1 | grep -qE -- '\s--proxy\s'; then proxier=yes; fi
 
-The demo keeps running. Try:
-  export KUBECONFIG=$KUBECONFIG
-  $kubectl get svc -w
-  $kubectl describe ipaddresspool my-ippool -n herald-system
-Logs are in $run. Stop it with: make demo-down
+say "100 curls per VIP from the client, counted by Hostname"
+if [[ $proxier == no ]]; then
+  cat <<'MSG'
+proxier not available yet (issue 4): `herald speaker --help` has no --proxy flag, so no
+node DNATs the VIPs to the pods and these requests fail; the owner node receives them
+(see the neighbour table below). They run anyway, 20 at a time with a 500ms timeout.
 MSG
+  curl_opts=(--parallel 20 --timeout 500ms)
+else
+  curl_opts=(--parallel 1 --timeout 2s)
+fi
+for v in "${vips[@]}"; do
+  run "for i in {1..100}; do curl -s $v | grep Hostname; done | sort | uniq -c | sort -nr"
+  "$lab" curl -n 100 "${curl_opts[@]}" "http://$v/" || true
+done
+
+say "The client's neighbour table: each VIP at its owner's MAC"
+# Name the MACs after the lab's hosts, from `lab status`.
+declare -A host_of
+while read -r name _ _ _ mac _; do host_of[$mac]=$name; done < <("$lab" status | awk '$5 ~ /^02:42:/')
+run ip neigh show dev eth0
+"$lab" exec client ip neigh show dev eth0 | while read -r line; do
+  mac=$(grep -oE '([0-9a-f]{2}:){5}[0-9a-f]{2}' <<<"$line" || true)
+  echo "$line${mac:+   <- ${host_of[$mac]:-?}}"
+done
+
+owner=$("$lab" who-has "${vips[0]}" 2>/dev/null | sed -E 's/.*\((.*)\)$/\1/' | head -1 || true)
+say "svc1 on its owner ${owner:-(none)}: KUBE-SERVICES -> KUBE-EXT -> KUBE-SVC -> KUBE-SEP"
+if [[ -z $owner ]]; then
+  echo "nobody answers ARP for ${vips[0]}: see bin/lab status and the speakers' logs."
+elif [[ $proxier == no ]]; then
+  echo "proxier not available yet (issue 4): $owner has no KUBE-* chains."
+elif ! "$lab" exec "$owner" iptables -V >/dev/null 2>&1; then
+  echo "iptables is not installed here (apt-get install iptables)."
+else
+  # Follow the jumps with -S; show each chain as the walkthrough does, with counters.
+  nat() { "$lab" exec "$owner" iptables -t nat "$@"; }
+  chain_after() { nat -S "$1" | grep -- "$2" | grep -oE "$3-[A-Z0-9]+" | sort -u; }
+  show() { run iptables -t nat -L "$1" -n -v; nat -L "$1" -n -v | grep -E -- "${2:-.}" || true; }
+  show KUBE-SERVICES "pkts|${vips[0]}"
+  for ext in $(chain_after KUBE-SERVICES "${vips[0]}" KUBE-EXT); do
+    show "$ext"
+    for svc in $(chain_after "$ext" . KUBE-SVC); do
+      show "$svc"
+      for sep in $(chain_after "$svc" . KUBE-SEP); do show "$sep"; done
+    done
+  done
+fi
+
+say "Failover: pulling the cable of svc1's owner (${owner:-none}), measured from the client"
+if "$lab" failover "${vips[0]}" --fault link-down; then
+  sleep 2
+  echo "after the link came back:"
+  "$lab" who-has "${vips[0]}" || true
+fi
+
+say "herald status"
+"$lab" exec cp "$herald" status 2>&1 || true
+
+v=${vips[0]}
+printf '\nThe lab keeps running (state and logs in %s). Try:\n' "$LAB_RUN_DIR"
+hint() { printf '  %-50s %s\n' "$1" "$2"; }
+hint "bin/lab status" "what runs where, PIDs, pods"
+hint "bin/lab kubectl get svc -w" "kubectl inside the lab"
+hint "bin/lab curl -n 100 http://$v/" "the walkthrough's curl loop, from the client"
+hint "bin/lab who-has $v" "which node answers ARP"
+hint "bin/lab exec client ip neigh" "a command in a lab namespace (cp, worker..., client, webpod1)"
+hint "bin/lab failover $v --fault kill" "measured failover: link-down, kill (SIGKILL), stop (SIGTERM)"
+hint "bin/lab link-down worker2" "faults: link-up, kill-speaker, stop-speaker, start-speaker, restart-controller"
+echo "Remove it with: make demo-down"

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"herald.dev/herald/internal/lab"
+)
+
+// faultCmds are the verbs that break (and mend) the running lab.
+func faultCmds(o *opts) []*cobra.Command {
+	node := func(use, short, done string, do func(context.Context, *lab.State, string) error) *cobra.Command {
+		return &cobra.Command{
+			Use: use + " NODE", Short: short, Args: cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				s, err := o.state(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if err := do(cmd.Context(), s, args[0]); err != nil {
+					return err
+				}
+				fmt.Printf("%s: %s\n", args[0], done)
+				return nil
+			},
+		}
+	}
+	return []*cobra.Command{
+		node("kill-speaker", "Kill a node's speaker with SIGKILL", "speaker killed (SIGKILL)",
+			func(_ context.Context, s *lab.State, n string) error { return s.KillSpeaker(n) }),
+		node("stop-speaker", "Stop a node's speaker with SIGTERM and wait for it to exit", "speaker stopped (SIGTERM)",
+			func(_ context.Context, s *lab.State, n string) error { return s.StopSpeaker(n) }),
+		node("start-speaker", "Start a node's speaker again and wait until it is ready", "speaker started and ready",
+			func(ctx context.Context, s *lab.State, n string) error { return s.StartSpeaker(ctx, n) }),
+		node("link-down", "Pull a node's cable (its bridge port goes down)", "link down",
+			func(ctx context.Context, s *lab.State, n string) error { return s.LinkDown(ctx, n) }),
+		node("link-up", "Plug a node's cable back in", "link up",
+			func(ctx context.Context, s *lab.State, n string) error { return s.LinkUp(ctx, n) }),
+		{
+			Use: "restart-controller", Short: "Stop herald's controller with SIGTERM and start it again", Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				s, err := o.state(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if err := s.RestartController(cmd.Context()); err != nil {
+					return err
+				}
+				fmt.Println("controller restarted and ready")
+				return nil
+			},
+		},
+	}
+}

@@ -1,0 +1,147 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"herald.dev/herald/internal/lab/netns"
+)
+
+// ipTimeout bounds each `ip` command; they are all quick.
+const ipTimeout = 20 * time.Second
+
+// podNet is a running pod as the agent made it: a network namespace cabled to the node
+// by a veth pair, and the whoami servers listening in it.
+type podNet struct {
+	rec     Record
+	servers []*http.Server
+}
+
+// setUpPod creates rec's namespace and veth pair and starts a whoami server on each of
+// its ports. The agent runs in the node's namespace, so plain `ip` commands act on the
+// node and `ip -n` on the pod. On error whatever was made is removed again.
+//
+// Addressing is that of point-to-point CNI plugins: the pod has its address as a /32 on
+// eth0 and a default route through the node's gateway address (on the node's lo), which
+// the node answers ARP for on every interface; the node reaches the pod by a /32 route
+// through the veth.
+func setUpPod(ctx context.Context, rec Record, gateway netip.Addr, hostname string) (*podNet, error) {
+	if netns.Exists(rec.NetNS) {
+		// Left by an agent that died between creating it and recording it.
+		if err := deleteNetns(ctx, rec.NetNS); err != nil {
+			return nil, err
+		}
+	}
+	p := &podNet{rec: rec}
+	if err := p.plumb(ctx, gateway); err != nil {
+		return nil, errors.Join(err, deleteNetns(ctx, rec.NetNS))
+	}
+	if err := p.serve(hostname); err != nil {
+		return nil, errors.Join(err, p.tearDown(ctx))
+	}
+	return p, nil
+}
+
+func (p *podNet) plumb(ctx context.Context, gateway netip.Addr) error {
+	ns, veth, addr, gw := p.rec.NetNS, p.rec.Veth, p.rec.IP.String(), gateway.String()
+	steps := [][]string{
+		{"netns", "add", ns},
+		{"-n", ns, "link", "set", "lo", "up"},
+		// Made in the node's namespace with the pod's end sent straight into the pod's.
+		{"link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns},
+		{"-n", ns, "addr", "add", addr + "/32", "dev", "eth0"},
+		{"-n", ns, "link", "set", "eth0", "up"},
+		{"-n", ns, "route", "add", gw, "dev", "eth0", "scope", "link"},
+		{"-n", ns, "route", "add", "default", "via", gw, "dev", "eth0"},
+		{"link", "set", veth, "up"},
+		{"route", "replace", addr + "/32", "dev", veth},
+	}
+	for _, args := range steps {
+		if _, err := ip(ctx, args...); err != nil {
+			return fmt.Errorf("pod %s/%s network: %w", p.rec.Namespace, p.rec.Name, err)
+		}
+	}
+	return nil
+}
+
+// serve starts a whoami server on each port, listening inside the pod's namespace; the
+// servers run in the agent, so a pod needs no process of its own.
+func (p *podNet) serve(hostname string) error {
+	var ips []string
+	err := netns.Do(p.rec.NetNS, func() error {
+		ifs, err := net.Interfaces()
+		if err != nil {
+			return err
+		}
+		// Interface by interface (lo, then eth0), as whoami lists them.
+		for _, ifi := range ifs {
+			addrs, err := ifi.Addrs()
+			if err != nil {
+				return err
+			}
+			for _, a := range addrs {
+				if ipn, ok := a.(*net.IPNet); ok {
+					ips = append(ips, ipn.IP.String())
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("pod %s/%s addresses: %w", p.rec.Namespace, p.rec.Name, err)
+	}
+	handler := whoami{hostname: hostname, ips: ips}
+	for _, port := range p.rec.Ports {
+		l, err := netns.Listen(p.rec.NetNS, "tcp", ":"+strconv.Itoa(int(port)))
+		if err != nil {
+			return fmt.Errorf("pod %s/%s: %w", p.rec.Namespace, p.rec.Name, err)
+		}
+		srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+		p.servers = append(p.servers, srv)
+		go func() { _ = srv.Serve(l) }() // ends with ErrServerClosed on tearDown
+	}
+	return nil
+}
+
+// tearDown stops the servers, whose sockets would otherwise keep the namespace alive
+// after its name is gone, and deletes the namespace, which takes the veth pair and the
+// node's route to the pod with it.
+func (p *podNet) tearDown(ctx context.Context) error {
+	for _, s := range p.servers {
+		_ = s.Close() // closes the listener and every connection
+	}
+	p.servers = nil
+	return deleteNetns(ctx, p.rec.NetNS)
+}
+
+func deleteNetns(ctx context.Context, ns string) error {
+	if !netns.Exists(ns) {
+		return nil
+	}
+	if _, err := ip(ctx, "netns", "delete", ns); err != nil && !strings.Contains(err.Error(), "No such file") {
+		return err
+	}
+	return nil
+}
+
+// ip runs the ip command; the error carries the command line and what it printed.
+func ip(ctx context.Context, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, ipTimeout)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "ip", args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.Bytes(), nil
+}

@@ -1,0 +1,97 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+)
+
+// imageID stands where a container runtime would put the image digest: no image runs.
+const imageID = "lab://whoami"
+
+// reported says whether the Pod's status already says what rec says: Running, Ready,
+// at rec's address. Writing only then keeps the agent's own updates from looping.
+func reported(pod *corev1.Pod, rec Record) bool {
+	st := pod.Status
+	return st.Phase == corev1.PodRunning && st.PodIP == rec.IP.String() &&
+		conditionTrue(st.Conditions, corev1.PodReady) &&
+		len(st.ContainerStatuses) == len(pod.Spec.Containers)
+}
+
+func conditionTrue(conds []corev1.PodCondition, t corev1.PodConditionType) bool {
+	for _, c := range conds {
+		if c.Type == t {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// reportRunning writes the status a kubelet writes once every container runs and is
+// ready; the EndpointSlice controller reads podIPs, the Ready condition and nodeName.
+func (a *Agent) reportRunning(ctx context.Context, pod *corev1.Pod, rec Record) error {
+	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	pods := a.cs.CoreV1().Pods(pod.Namespace)
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		cur, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if string(cur.UID) != rec.UID {
+			return nil // replaced meanwhile; its own sync follows
+		}
+		runningStatus(cur, rec, a.cfg.NodeIP.String(), metav1.Now())
+		_, err = pods.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("status: %w", err)
+	}
+	return nil
+}
+
+// runningStatus fills in pod's status as Running and Ready at rec's address, keeping
+// what the API server set (QoS class) and the times already reported.
+func runningStatus(pod *corev1.Pod, rec Record, hostIP string, now metav1.Time) {
+	st := &pod.Status
+	started := now
+	if st.StartTime != nil {
+		started = *st.StartTime
+	}
+	st.Phase = corev1.PodRunning
+	st.HostIP, st.HostIPs = hostIP, []corev1.HostIP{{IP: hostIP}}
+	st.PodIP, st.PodIPs = rec.IP.String(), []corev1.PodIP{{IP: rec.IP.String()}}
+	st.StartTime = &started
+	st.Reason, st.Message = "", ""
+	var conds []corev1.PodCondition
+	for _, t := range []corev1.PodConditionType{
+		corev1.PodReadyToStartContainers, corev1.PodInitialized, corev1.PodScheduled,
+		corev1.ContainersReady, corev1.PodReady,
+	} {
+		c := corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now}
+		for _, old := range st.Conditions {
+			if old.Type == t && old.Status == corev1.ConditionTrue {
+				c.LastTransitionTime = old.LastTransitionTime
+			}
+		}
+		conds = append(conds, c)
+	}
+	st.Conditions = conds
+	st.ContainerStatuses = nil
+	for _, c := range pod.Spec.Containers {
+		st.ContainerStatuses = append(st.ContainerStatuses, corev1.ContainerStatus{
+			Name:        c.Name,
+			Image:       c.Image,
+			ImageID:     imageID,
+			ContainerID: "lab://" + shortHash(rec.UID+"/"+c.Name, 16),
+			Ready:       true,
+			Started:     ptr.To(true),
+			State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}},
+		})
+	}
+}

@@ -1,0 +1,87 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// Record is what the agent keeps on disk about a pod it set up: enough for the agent
+// that runs next (after a crash or a restart) to take it down again, and for the lab's
+// CLI to show the pod and run commands in its namespace.
+type Record struct {
+	Namespace string     `json:"namespace"`
+	Name      string     `json:"name"`
+	UID       string     `json:"uid"`
+	Node      string     `json:"node"`
+	NetNS     string     `json:"netns"`
+	Veth      string     `json:"veth"` // node-side end, in the node's namespace
+	IP        netip.Addr `json:"ip"`
+	Ports     []int32    `json:"ports"`
+}
+
+// recordsDir is where an agent with state directory dir keeps its records.
+func recordsDir(dir string) string { return filepath.Join(dir, "pods") }
+
+func (r Record) path(dir string) string {
+	return filepath.Join(recordsDir(dir), r.Namespace+"_"+r.Name+".json")
+}
+
+func (r Record) save(dir string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(recordsDir(dir), 0o755); err != nil {
+		return fmt.Errorf("pod records: %w", err)
+	}
+	// Write then rename, so a reader never sees half a record.
+	tmp := r.path(dir) + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("pod record %s/%s: %w", r.Namespace, r.Name, err)
+	}
+	return os.Rename(tmp, r.path(dir))
+}
+
+func (r Record) remove(dir string) error {
+	if err := os.Remove(r.path(dir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("pod record %s/%s: %w", r.Namespace, r.Name, err)
+	}
+	return nil
+}
+
+// ReadRecords returns the records of the pods an agent with state directory dir has set
+// up, sorted by namespace and name. A missing directory means none.
+func ReadRecords(dir string) ([]Record, error) {
+	files, err := filepath.Glob(filepath.Join(recordsDir(dir), "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	var out []Record
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) { // removed meanwhile
+				continue
+			}
+			return nil, fmt.Errorf("pod record: %w", err)
+		}
+		var r Record
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, fmt.Errorf("pod record %s: %w", f, err)
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
+}

@@ -1,0 +1,95 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"time"
+
+	"herald.dev/herald/internal/lab/netns"
+)
+
+// The command lines of the lab's components. They are derived from the state alone, so
+// that a fault command can start a speaker again exactly as Up did.
+
+func controllerCmd(s *State) []string {
+	return []string{s.Herald, "controller", "--kubeconfig", s.Kubeconfig, "--namespace", HeraldNamespace,
+		"--leader-elect=false", "--metrics-bind-address", controllerMetrics, "--health-probe-bind-address", controllerProbe}
+}
+
+func speakerCmd(s *State, h HostInfo) []string {
+	cmd := []string{s.Herald, "speaker", "--kubeconfig", s.Kubeconfig, "--node-name", h.Name,
+		"--ml-bind-addr", h.Addr.String(), "--namespace", HeraldNamespace,
+		"--metrics-bind-address", speakerMetrics, "--health-probe-bind-address", speakerProbe}
+	return append(cmd, s.SpeakerArgs...)
+}
+
+// agentCmd runs `hack/lab agent` for worker h. It creates pod namespaces with `ip netns
+// add`, whose bind mount must land in the mount namespace everyone else sees: `ip netns
+// exec`, which starts every lab process, gives its command a private mount namespace
+// (to mount the node's /sys) from which such mounts never propagate back. So the agent
+// command is wrapped in nsenter, which moves it back to the mount namespace of the
+// process running Up while it stays in the worker's network namespace. Up waits for the
+// agents to register, so nsenter has long entered that namespace when Up returns.
+func agentCmd(s *State, h HostInfo) (wrapper, cmd []string) {
+	cmd = []string{s.LabBin, "agent", "--node", h.Name, "--node-ip", h.Addr.String(),
+		"--pod-cidr", h.PodCIDR.String(), "--kubeconfig", s.Kubeconfig,
+		"--netns-prefix", s.Prefix, "--dir", agentDir(s.RunDir, h.Name),
+		"--heartbeat", agentHeartbeat.String()}
+	wrapper = []string{"nsenter", "--mount=/proc/" + strconv.Itoa(os.Getpid()) + "/ns/mnt", "--"}
+	return wrapper, cmd
+}
+
+var (
+	proxyFlag       = regexp.MustCompile(`\s--proxy\s`)
+	clusterCIDRFlag = regexp.MustCompile(`\s--cluster-cidr\s`)
+)
+
+// proxierArgs asks the herald binary whether its speaker has the proxier yet (issue 4)
+// and returns the flags that turn it on, or none.
+func proxierArgs(ctx context.Context, herald string) ([]string, error) {
+	out, err := exec.CommandContext(ctx, herald, "speaker", "--help").CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("lab: %s speaker --help: %w: %s", herald, err, out)
+	}
+	if !proxyFlag.Match(out) {
+		return nil, nil
+	}
+	args := []string{"--proxy=iptables"}
+	if clusterCIDRFlag.Match(out) {
+		args = append(args, "--cluster-cidr="+ClusterCIDR.String())
+	}
+	return args, nil
+}
+
+// waitHealthy polls http://addr/readyz inside the namespace ns until it answers 200,
+// failing early when the process exits.
+func waitHealthy(ctx context.Context, ns, addr string, p Proc, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	hc := &http.Client{Transport: &http.Transport{DialContext: netns.Dialer(ns)}, Timeout: time.Second}
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/readyz", nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := hc.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if !p.Alive() {
+			return fmt.Errorf("lab: %s exited before it was ready; %s ends:\n%s", p.Key(), p.Log, logTail(p.Log, 15))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("lab: %s not ready after %v; %s ends:\n%s", p.Key(), limit, p.Log, logTail(p.Log, 15))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,95 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"path/filepath"
+	"time"
+)
+
+// The lab's addressing is kind's: its docker network, its pod subnet, and the
+// walkthrough's netshoot container at .100.
+var (
+	Subnet      = netip.MustParsePrefix("172.18.0.0/16")
+	ClusterCIDR = netip.MustParsePrefix("10.244.0.0/16")
+	cpAddr      = netip.MustParseAddr("172.18.0.2")
+	clientAddr  = netip.MustParseAddr("172.18.0.100")
+)
+
+const (
+	// DefaultPrefix names the namespaces of the lab the CLI runs; tests use others.
+	DefaultPrefix = "hl-"
+	// HeraldNamespace holds herald's pools, advertisements and memberlist Secret.
+	HeraldNamespace = "herald-system"
+	// CPHost and ClientHost are the control plane's and the client's host names.
+	CPHost     = "cp"
+	ClientHost = "client"
+	// MaxWorkers keeps worker addresses below the client's and names within netlab's.
+	MaxWorkers = 20
+
+	speakerMetrics    = "127.0.0.1:7474"
+	speakerProbe      = "127.0.0.1:7475"
+	controllerMetrics = "127.0.0.1:7472"
+	controllerProbe   = "127.0.0.1:7473"
+
+	agentHeartbeat = 10 * time.Second
+	readyTimeout   = 2 * time.Minute
+	stopTimeout    = 15 * time.Second
+)
+
+// Config says what lab Up builds.
+type Config struct {
+	Prefix  string // namespace prefix, DefaultPrefix for the CLI's lab
+	RunDir  string // state, logs and binaries; made absolute
+	Workers int    // worker nodes, 1..MaxWorkers
+	// Assets holds etcd, kube-apiserver, kube-controller-manager and kubectl; empty means
+	// $KUBEBUILDER_ASSETS, else what hack/setup-test-binaries.sh builds.
+	Assets string
+	// SpeakerArgs are added to every speaker's command line.
+	SpeakerArgs []string
+	// Log receives progress lines; nil discards them.
+	Log io.Writer
+}
+
+func (c *Config) normalize() error {
+	if c.Prefix == "" {
+		c.Prefix = DefaultPrefix
+	}
+	if c.Workers < 1 || c.Workers > MaxWorkers {
+		return fmt.Errorf("lab: %d workers, want 1 to %d", c.Workers, MaxWorkers)
+	}
+	if c.RunDir == "" {
+		return errors.New("lab: no run directory")
+	}
+	abs, err := filepath.Abs(c.RunDir)
+	if err != nil {
+		return fmt.Errorf("lab run directory: %w", err)
+	}
+	c.RunDir = abs
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	return nil
+}
+
+// WorkerName is the i-th worker's (from 0) host and Node name, as kind names them:
+// worker, worker2, worker3.
+func WorkerName(i int) string {
+	if i == 0 {
+		return "worker"
+	}
+	return fmt.Sprintf("worker%d", i+1)
+}
+
+// workerAddr is the i-th worker's address: 172.18.0.3 onwards.
+func workerAddr(i int) netip.Addr {
+	return netip.AddrFrom4([4]byte{172, 18, 0, byte(3 + i)})
+}
+
+// podCIDR is the i-th worker's pod CIDR: 10.244.1.0/24 onwards (kind gives .0 to the
+// control-plane node, which is no Node here).
+func podCIDR(i int) netip.Prefix {
+	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 244, byte(i + 1), 0}), 24)
+}

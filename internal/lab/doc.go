@@ -1,0 +1,22 @@
+// Package lab builds and operates the herald lab: a kind-like cluster made of Linux
+// network namespaces on one machine (../../../shared/DESIGN.md "Testing ladder", rung
+// 3), where the end-to-end tests and `make demo` run. hack/lab is its command line.
+//
+// Topology (netlab underneath): a bridge namespace <prefix>br with the kind network
+// 172.18.0.0/16 (gateway .1); <prefix>cp at 172.18.0.2 running real etcd,
+// kube-apiserver and kube-controller-manager (the real EndpointSlice controller) and
+// herald's controller; workers <prefix>worker, <prefix>worker2, ... at .3, .4, ... each
+// with a Node of that name (InternalIP, pod CIDR 10.244.N.0/24), a lab agent standing in
+// for the kubelet (package agent) and a herald speaker; and <prefix>client at
+// 172.18.0.100, the walkthrough's netshoot, with no route to pods but through the VIPs.
+// Workers forward and route each other's pod CIDRs; pods get namespaces of their own,
+// <prefix>pod<name><hash>, made by the agents.
+//
+// Lifetime. Up starts every long-running process through netlab (a process group of
+// its own, a log and a pid file in the run directory) and returns; the processes do
+// not depend on the process that ran Up. Everything Up built is recorded in
+// <run directory>/lab.json, from which the later commands (status, the faults, kubectl,
+// exec, Down) work. Down removes every namespace of the prefix with whatever runs in it,
+// from any process, after a crash or a half-finished Up too, and may run twice. Nothing
+// is ever changed in the root network namespace.
+package lab

@@ -1,0 +1,114 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+)
+
+// The faults a lab can suffer, as the tests and the demo inflict them. Each one
+// acts on the processes and links the state records, from any process.
+
+// proc returns the recorded process name of host.
+func (s *State) proc(host, name string) (Proc, error) {
+	p, ok := s.Procs[host+"-"+name]
+	if !ok {
+		return Proc{}, fmt.Errorf("lab: no %s on %s", name, host)
+	}
+	return p, nil
+}
+
+// KillSpeaker kills the speaker of node and its group with SIGKILL: no goodbye to its
+// peers, no withdrawal, as when a node's process dies.
+func (s *State) KillSpeaker(node string) error {
+	if _, err := s.Worker(node); err != nil {
+		return err
+	}
+	p, err := s.proc(node, "speaker")
+	if err != nil {
+		return err
+	}
+	return p.Kill()
+}
+
+// StopSpeaker sends SIGTERM to the speaker of node, as a kubelet stopping its pod
+// would, and waits until it has exited.
+func (s *State) StopSpeaker(node string) error {
+	if _, err := s.Worker(node); err != nil {
+		return err
+	}
+	p, err := s.proc(node, "speaker")
+	if err != nil {
+		return err
+	}
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	if !p.WaitGone(stopTimeout) {
+		return fmt.Errorf("lab: speaker of %s (pid %d) still runs %v after SIGTERM", node, p.Pid, stopTimeout)
+	}
+	return nil
+}
+
+// StartSpeaker starts node's speaker again, as Up started it, and waits until it is
+// ready. A speaker that runs already is an error.
+func (s *State) StartSpeaker(ctx context.Context, node string) error {
+	h, err := s.Worker(node)
+	if err != nil {
+		return err
+	}
+	if p, err := s.proc(node, "speaker"); err == nil {
+		if p.Alive() {
+			return fmt.Errorf("lab: the speaker of %s runs already (pid %d)", node, p.Pid)
+		}
+		// Killed a moment ago, its threads may still hold its ports.
+		if !p.WaitGone(stopTimeout) {
+			return fmt.Errorf("lab: the old speaker of %s (pid %d) is still exiting", node, p.Pid)
+		}
+	}
+	return s.startAgain(ctx, h, "speaker", speakerCmd(s, h), speakerProbe)
+}
+
+// RestartController stops herald's controller with SIGTERM and starts it again.
+func (s *State) RestartController(ctx context.Context) error {
+	h, err := s.Host(CPHost)
+	if err != nil {
+		return err
+	}
+	if p, err := s.proc(CPHost, "controller"); err == nil {
+		if err := p.Stop(stopTimeout); err != nil {
+			return err
+		}
+	}
+	return s.startAgain(ctx, h, "controller", controllerCmd(s), controllerProbe)
+}
+
+func (s *State) startAgain(ctx context.Context, h HostInfo, name string, cmd []string, probe string) error {
+	p, err := spawn(s.RunDir, h, name, cmd)
+	if err != nil {
+		return err
+	}
+	s.Procs[p.Key()] = p
+	if err := s.Save(); err != nil {
+		return err
+	}
+	return waitHealthy(ctx, h.Namespace, probe, p, readyTimeout)
+}
+
+// LinkDown pulls node's cable: eth0 loses carrier, the node keeps its addresses.
+func (s *State) LinkDown(ctx context.Context, node string) error {
+	h, err := s.Host(node)
+	if err != nil {
+		return err
+	}
+	return setLink(ctx, s, h, false)
+}
+
+// LinkUp plugs node's cable back in.
+func (s *State) LinkUp(ctx context.Context, node string) error {
+	h, err := s.Host(node)
+	if err != nil {
+		return err
+	}
+	return setLink(ctx, s, h, true)
+}

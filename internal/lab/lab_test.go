@@ -1,0 +1,358 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	"herald.dev/herald/internal/lab/agent"
+	"herald.dev/herald/internal/netlab"
+)
+
+// testPrefix keeps the tests' lab apart from the one the CLI runs (hl-).
+const testPrefix = "hlt-"
+
+const waitFor = time.Minute
+
+// TestLab builds a two-worker lab and checks what the end-to-end tests and the demo rely
+// on: Nodes Ready, a Pod run by an agent with an address from its node's pod CIDR,
+// published by the real EndpointSlice controller, answering HTTP like whoami across
+// nodes; its namespace removed with it; the faults; and Down leaving nothing behind.
+func TestLab(t *testing.T) {
+	l, runDir := upForTest(t, 2)
+	ctx := t.Context()
+	s := l.State
+
+	for _, w := range s.Workers() {
+		n, err := l.Kube.CoreV1().Nodes().Get(ctx, w.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !nodeReady(n) || n.Spec.PodCIDR != w.PodCIDR.String() || n.Labels[corev1.LabelHostname] != w.Name {
+			t.Errorf("Node %s: ready %v, pod CIDR %q, hostname label %q; want Ready, %s, %s",
+				w.Name, nodeReady(n), n.Spec.PodCIDR, n.Labels[corev1.LabelHostname], w.PodCIDR, w.Name)
+		}
+	}
+
+	pod := createPod(t, l, "web1", "worker", 8080)
+	ip := netip.MustParseAddr(pod.Status.PodIP)
+	if w, _ := s.Worker("worker"); !w.PodCIDR.Contains(ip) || pod.Status.HostIP != w.Addr.String() {
+		t.Errorf("pod IP %s, host IP %s; want one from %s on %s", ip, pod.Status.HostIP, w.PodCIDR, w.Addr)
+	}
+	expectEndpoint(t, l, ip)
+
+	for _, from := range []string{"worker", "worker2"} { // the pod's node, and across nodes
+		body, err := get(l.Net.Host(from).DialContext, fmt.Sprintf("http://%s:8080/", ip))
+		if err != nil {
+			t.Fatalf("HTTP from %s to the pod: %v", from, err)
+		}
+		if !strings.HasPrefix(body, "Hostname: web1\n") || !strings.Contains(body, "IP: "+ip.String()+"\n") {
+			t.Errorf("HTTP from %s to the pod answered:\n%s", from, body)
+		}
+	}
+	if _, err := get(l.Net.Host(ClientHost).DialContext, fmt.Sprintf("http://%s:8080/", ip)); err == nil {
+		t.Errorf("the client reached the pod at %s directly; it should reach pods only through VIPs", ip)
+	}
+	if out, err := s.Exec(ctx, "web1", "ip", "-4", "-o", "addr", "show", "eth0"); err != nil || !strings.Contains(string(out), ip.String()+"/32") {
+		t.Errorf("exec in the pod's namespace: %v: %s", err, out)
+	}
+
+	testFaults(t, s)
+
+	ns := agent.NamespaceFor(testPrefix, "default", "web1")
+	if err := l.Kube.CoreV1().Pods("default").Delete(ctx, "web1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "pod namespace removed and the Pod gone", func() error {
+		if _, err := os.Stat(filepath.Join("/run/netns", ns)); err == nil {
+			return fmt.Errorf("namespace %s still exists", ns)
+		}
+		_, err := l.Kube.CoreV1().Pods("default").Get(ctx, "web1", metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("Pod web1 still exists (%v)", err)
+		}
+		return nil
+	})
+
+	procs := s.Procs
+	// Down as a later command would run it: from the run directory alone.
+	for range 2 {
+		if err := Down(runDir, testPrefix); err != nil {
+			t.Fatalf("down: %v", err)
+		}
+	}
+	if left := namespacesOf(t, testPrefix); len(left) > 0 {
+		t.Errorf("namespaces left after down: %v", left)
+	}
+	for k, p := range procs {
+		if p.Alive() {
+			t.Errorf("%s (pid %d) still runs after down", k, p.Pid)
+		}
+	}
+}
+
+// testFaults exercises the fault verbs through the state, as the CLI does.
+func testFaults(t *testing.T, s *State) {
+	ctx := t.Context()
+	if err := s.LinkDown(ctx, "worker2"); err != nil {
+		t.Fatal(err)
+	}
+	w2, _ := s.Worker("worker2")
+	if up, err := linkUp(ctx, s, w2); err != nil || up {
+		t.Errorf("after link-down worker2's link is up=%v (%v)", up, err)
+	}
+	if err := s.LinkUp(ctx, "worker2"); err != nil {
+		t.Fatal(err)
+	}
+	if up, err := linkUp(ctx, s, w2); err != nil || !up {
+		t.Errorf("after link-up worker2's link is up=%v (%v)", up, err)
+	}
+
+	old := s.Procs["worker-speaker"]
+	if err := s.KillSpeaker("worker"); err != nil {
+		t.Fatal(err)
+	}
+	if !old.WaitGone(10 * time.Second) {
+		t.Fatalf("speaker of worker survived kill-speaker")
+	}
+	if err := s.StartSpeaker(ctx, "worker"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StartSpeaker(ctx, "worker"); err == nil {
+		t.Errorf("a second start-speaker did not refuse")
+	}
+	if err := s.StopSpeaker("worker"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StartSpeaker(ctx, "worker"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RestartController(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The state on disk is what a later command sees.
+	disk, err := Load(s.RunDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"worker-speaker", "cp-controller"} {
+		if p := disk.Procs[k]; !p.Alive() || p.Pid == old.Pid {
+			t.Errorf("recorded %s (pid %d) alive=%v after it was started again", k, p.Pid, p.Alive())
+		}
+	}
+	var b strings.Builder
+	if err := Status(ctx, &b, s.RunDir, testPrefix); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "EXITED") || !strings.Contains(b.String(), "default/web1") {
+		t.Errorf("status:\n%s", b.String())
+	}
+}
+
+// TestUpInterrupted stops Up half-way, while the control plane starts, and requires it to
+// have removed everything it made.
+func TestUpInterrupted(t *testing.T) {
+	assets := requireLab(t)
+	runDir := filepath.Join(os.TempDir(), "herald-lab-test-interrupted")
+	if err := Down(runDir, testPrefix); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	// Cancel while the agents start: the control plane and some agents run by then.
+	log := &onLine{match: "agents (kubelet stand-ins)", do: func() { time.AfterFunc(100*time.Millisecond, cancel) }}
+	_, err := Up(ctx, Config{Prefix: testPrefix, RunDir: runDir, Workers: 1, Assets: assets, Log: log})
+	if err == nil {
+		_ = Down(runDir, testPrefix)
+		t.Fatal("Up succeeded despite being cancelled")
+	}
+	t.Logf("Up cancelled: %v", err)
+	if left := namespacesOf(t, testPrefix); len(left) > 0 {
+		t.Errorf("namespaces left by an interrupted Up: %v", left)
+	}
+	if _, err := Load(runDir); !errors.Is(err, ErrNoLab) {
+		t.Errorf("state left by an interrupted Up: %v", err)
+	}
+}
+
+// requireLab fails (never skips) where labs cannot be built, saying why.
+func requireLab(t *testing.T) string {
+	t.Helper()
+	if err := netlab.Check(); err != nil {
+		t.Fatalf("the lab tests build network namespaces: %v", err)
+	}
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is unset: run `make test`, or export KUBEBUILDER_ASSETS=$(hack/setup-test-binaries.sh)")
+	}
+	return assets
+}
+
+func upForTest(t *testing.T, workers int) (*Lab, string) {
+	t.Helper()
+	assets := requireLab(t)
+	runDir := filepath.Join(os.TempDir(), "herald-lab-test")
+	if err := Down(runDir, testPrefix); err != nil { // an earlier run's leftovers
+		t.Fatal(err)
+	}
+	l, err := Up(t.Context(), Config{Prefix: testPrefix, RunDir: runDir, Workers: workers, Assets: assets, Log: tlog{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("logs of the failed run are in %s", runDir)
+		}
+		if err := l.Down(); err != nil {
+			t.Errorf("down: %v", err)
+		}
+	})
+	return l, runDir
+}
+
+// createPod creates a Pod bound to node with one container port and waits until its
+// agent reports it Running and Ready.
+func createPod(t *testing.T, l *Lab, name, node string, port int32) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: map[string]string{"app": name}},
+		Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: ptr.To[int64](0),
+			Containers: []corev1.Container{{Name: "whoami", Image: "traefik/whoami",
+				Ports: []corev1.ContainerPort{{ContainerPort: port}}}}},
+	}
+	if _, err := l.Kube.CoreV1().Pods("default").Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "pod "+name+" Running and Ready", func() error {
+		var err error
+		pod, err = l.Kube.CoreV1().Pods("default").Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP == "" || !conditionTrue(pod, corev1.PodReady) {
+			return fmt.Errorf("phase %s, IP %q, conditions %v", pod.Status.Phase, pod.Status.PodIP, pod.Status.Conditions)
+		}
+		return nil
+	})
+	return pod
+}
+
+// expectEndpoint creates a Service selecting the pod and waits until the EndpointSlice
+// controller lists ip as a ready endpoint.
+func expectEndpoint(t *testing.T, l *Lab, ip netip.Addr) {
+	t.Helper()
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web1"},
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+	}
+	if _, err := l.Kube.CoreV1().Services("default").Create(t.Context(), svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "EndpointSlice of Service web lists the pod ready", func() error {
+		slices, err := l.Kube.DiscoveryV1().EndpointSlices("default").List(t.Context(),
+			metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=web"})
+		if err != nil {
+			return err
+		}
+		for _, es := range slices.Items {
+			for _, ep := range es.Endpoints {
+				if len(ep.Addresses) > 0 && ep.Addresses[0] == ip.String() && ptr.Deref(ep.Conditions.Ready, false) &&
+					ptr.Deref(ep.NodeName, "") == "worker" {
+					return nil
+				}
+			}
+		}
+		return fmt.Errorf("slices: %+v", slices.Items)
+	})
+}
+
+func conditionTrue(pod *corev1.Pod, t corev1.PodConditionType) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == t {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func get(dial func(ctx context.Context, network, addr string) (net.Conn, error), url string) (string, error) {
+	hc := &http.Client{Transport: &http.Transport{DialContext: dial}, Timeout: 2 * time.Second}
+	resp, err := hc.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+func eventually(t *testing.T, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %v: %v", what, waitFor, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func namespacesOf(t *testing.T, prefix string) []string {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for line := range strings.Lines(string(out)) {
+		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], prefix) {
+			left = append(left, f[0])
+		}
+	}
+	return left
+}
+
+// tlog sends Up's progress to the test log.
+type tlog struct{ t *testing.T }
+
+func (l tlog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// onLine runs do once, when a written line contains match.
+type onLine struct {
+	match string
+	do    func()
+	once  sync.Once
+}
+
+func (o *onLine) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), o.match) {
+		o.once.Do(o.do)
+	}
+	return len(p), nil
+}

@@ -1,0 +1,16 @@
+package lab
+
+import (
+	"os"
+	"strings"
+)
+
+// logTail is the last lines of a log, for errors that say why a process failed.
+func logTail(path string, lines int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(all[max(0, len(all)-lines):], "\n")
+}

@@ -1,0 +1,81 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"herald.dev/herald/internal/lab/netns"
+)
+
+// routeWorker makes worker h a router for pods: it forwards (a new namespace does not;
+// the proxier's DNAT and pod traffic need it) and reaches every other worker's pod CIDR
+// through that worker's address on the bridge, as kind's kindnet installs routes. The
+// client gets no such routes: like the walkthrough's netshoot, it reaches pods only
+// through the LoadBalancer IPs.
+func routeWorker(ctx context.Context, h HostInfo, all []HostInfo) error {
+	err := netns.Do(h.Namespace, func() error {
+		return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0)
+	})
+	if err != nil {
+		return fmt.Errorf("lab: forwarding on %s: %w", h.Name, err)
+	}
+	for _, o := range all {
+		if o.Name == h.Name {
+			continue
+		}
+		if _, err := run(ctx, "ip", "-n", h.Namespace, "route", "add", o.PodCIDR.String(), "via", o.Addr.String(), "dev", "eth0"); err != nil {
+			return fmt.Errorf("lab: route on %s to %s's pods: %w", h.Name, o.Name, err)
+		}
+	}
+	return nil
+}
+
+// linkUp reports whether host h's cable is plugged in: the bridge-side end of its veth
+// pair, v<name> in the bridge namespace (netlab's naming), is administratively up.
+func linkUp(ctx context.Context, s *State, h HostInfo) (bool, error) {
+	out, err := run(ctx, "ip", "-n", s.BridgeNamespace(), "-o", "link", "show", "v"+h.Name)
+	if err != nil {
+		return false, err
+	}
+	// "5: vworker@if2: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu ..."
+	flags := string(out)
+	if i, j := strings.Index(flags, "<"), strings.Index(flags, ">"); i >= 0 && j > i {
+		flags = flags[i+1 : j]
+	}
+	for _, f := range strings.Split(flags, ",") {
+		if f == "UP" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// setLink pulls or plugs host h's cable, as netlab's Host.LinkDown and LinkUp do.
+func setLink(ctx context.Context, s *State, h HostInfo, up bool) error {
+	state := "down"
+	if up {
+		state = "up"
+	}
+	if _, err := run(ctx, "ip", "-n", s.BridgeNamespace(), "link", "set", "v"+h.Name, state); err != nil {
+		return fmt.Errorf("lab: link %s of %s: %w", state, h.Name, err)
+	}
+	return nil
+}
+
+// run runs a command for its output; the error carries the command line and output.
+func run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.Bytes(), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()+stdout.String()))
+	}
+	return stdout.Bytes(), nil
+}

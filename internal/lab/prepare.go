@@ -1,0 +1,81 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// checkNoLab refuses to build over namespaces of the prefix: they are a lab that is up,
+// or what a crashed one left, and Down removes either.
+func checkNoLab(prefix string) error {
+	if ns := labNamespaces(prefix); len(ns) > 0 {
+		return fmt.Errorf("lab: namespaces %s exist: a lab with prefix %q is up (see `hack/lab status`) or was left behind; `hack/lab down` removes it", strings.Join(ns, " "), prefix)
+	}
+	return nil
+}
+
+// labNamespaces lists the network namespaces of a lab with this prefix: <prefix>
+// followed by [a-z0-9]+, netlab's rule, which pod namespaces follow too.
+func labNamespaces(prefix string) []string {
+	entries, err := os.ReadDir("/run/netns")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if ok && rest != "" && strings.Trim(rest, "abcdefghijklmnopqrstuvwxyz0123456789") == "" {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// resetRunDir removes what an earlier lab left in the run directory (state, logs, pid
+// files, pod records, the control plane's files) and keeps the binaries, which Up
+// rebuilds only as far as they changed.
+func resetRunDir(runDir string) error {
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return fmt.Errorf("lab run directory: %w", err)
+	}
+	logs, _ := filepath.Glob(filepath.Join(runDir, "*.log"))
+	old := append(logs, filepath.Join(runDir, stateFile), filepath.Join(runDir, "pids"),
+		filepath.Join(runDir, "agents"), filepath.Join(runDir, CPHost+"-controlplane"))
+	for _, p := range old {
+		if err := os.RemoveAll(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("lab run directory: %w", err)
+		}
+	}
+	return nil
+}
+
+// resolveAssets finds etcd, kube-apiserver, kube-controller-manager and kubectl: the
+// directory given, else $KUBEBUILDER_ASSETS, else hack/setup-test-binaries.sh's, which
+// builds them when missing (minutes on a cold Go cache) and prints the directory.
+func resolveAssets(ctx context.Context, root, dir string, log io.Writer) (string, error) {
+	if dir == "" {
+		dir = os.Getenv("KUBEBUILDER_ASSETS")
+	}
+	if dir == "" {
+		cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "setup-test-binaries.sh"))
+		cmd.Dir, cmd.Stderr = root, log
+		out, err := cmd.Output()
+		if err != nil {
+			return "", fmt.Errorf("lab: hack/setup-test-binaries.sh: %w", err)
+		}
+		dir = strings.TrimSpace(string(out))
+	}
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl"} {
+		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			return "", fmt.Errorf("lab: %s lacks %s: run hack/setup-test-binaries.sh", dir, b)
+		}
+	}
+	return dir, nil
+}

@@ -1,0 +1,242 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"herald.dev/herald/internal/netlab"
+)
+
+// Lab is a lab as the process that built it sees it. Its processes do not depend on
+// that process: they keep running after it exits, and Down (from any process) removes
+// them.
+type Lab struct {
+	State *State
+	Net   *netlab.Lab
+	CP    *netlab.ControlPlane
+	Kube  kubernetes.Interface // through the control plane's namespace
+}
+
+// Up builds the lab: the bridge, the control plane at 172.18.0.2 with herald's
+// controller, cfg.Workers workers (a Node kept Ready by a lab agent, a herald speaker)
+// and the client at 172.18.0.100. It returns once every component is ready. On error it
+// removes whatever it made.
+func Up(ctx context.Context, cfg Config) (l *Lab, err error) {
+	if err := cfg.normalize(); err != nil {
+		return nil, err
+	}
+	if err := netlab.Check(); err != nil {
+		return nil, err
+	}
+	if err := checkNoLab(cfg.Prefix); err != nil {
+		return nil, err
+	}
+	if err := resetRunDir(cfg.RunDir); err != nil {
+		return nil, err
+	}
+	say := func(format string, args ...any) { fmt.Fprintf(cfg.Log, "lab: "+format+"\n", args...) }
+	root, err := netlab.RepoRoot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	assets, err := resolveAssets(ctx, root, cfg.Assets, cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	nl, err := netlab.New(cfg.Prefix, Subnet, cfg.RunDir)
+	if err != nil {
+		return nil, err
+	}
+	l = &Lab{Net: nl, State: &State{Prefix: cfg.Prefix, RunDir: cfg.RunDir, Started: time.Now(), Assets: assets,
+		KubectlBin: filepath.Join(assets, "kubectl"), Procs: map[string]Proc{}}}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, l.Down())
+			l = nil
+		}
+	}()
+	s := l.State
+
+	say("building herald and hack/lab into %s", cfg.RunDir)
+	if s.Herald, err = nl.Build(ctx, "herald.dev/herald"); err != nil {
+		return l, err
+	}
+	if s.LabBin, err = nl.Build(ctx, "./hack/lab"); err != nil {
+		return l, err
+	}
+	proxier, err := proxierArgs(ctx, s.Herald)
+	if err != nil {
+		return l, err
+	}
+	s.Proxier = len(proxier) > 0
+	s.SpeakerArgs = append(proxier, cfg.SpeakerArgs...)
+
+	say("control plane: etcd, kube-apiserver, kube-controller-manager in %s%s at %s", cfg.Prefix, CPHost, cpAddr)
+	cpHost, err := l.addHost(CPHost, RoleControlPlane, cpAddr, netip.Prefix{})
+	if err != nil {
+		return l, err
+	}
+	if l.CP, err = netlab.StartControlPlane(ctx, cpHost, assets); err != nil {
+		return l, err
+	}
+	s.Kubeconfig = l.CP.Kubeconfig
+	cpProc, err := procRunning(l.CP.Process, CPHost, "controlplane")
+	if err != nil {
+		return l, err
+	}
+	l.record(cpProc)
+	if l.Kube, err = kubernetes.NewForConfig(l.CP.Config); err != nil {
+		return l, fmt.Errorf("lab: client: %w", err)
+	}
+	if err := l.applyConfig(ctx, root); err != nil {
+		return l, err
+	}
+
+	var workers []HostInfo
+	for i := range cfg.Workers {
+		if _, err := l.addHost(WorkerName(i), RoleWorker, workerAddr(i), podCIDR(i)); err != nil {
+			return l, err
+		}
+		workers = append(workers, s.Hosts[len(s.Hosts)-1])
+	}
+	for _, w := range workers {
+		if err := routeWorker(ctx, w, workers); err != nil {
+			return l, err
+		}
+	}
+	if _, err := l.addHost(ClientHost, RoleClient, clientAddr, netip.Prefix{}); err != nil {
+		return l, err
+	}
+
+	say("agents (kubelet stand-ins) registering %d Nodes", len(workers))
+	for _, w := range workers {
+		wrapper, cmd := agentCmd(s, w)
+		np, err := nl.Host(w.Name).Start("agent", append(wrapper, cmd...)...)
+		if err != nil {
+			return l, err
+		}
+		l.record(procFrom(np, w.Name, "agent", cmd))
+	}
+	if err := l.waitNodesReady(ctx, workers); err != nil {
+		return l, err
+	}
+
+	say("herald controller in %s%s", cfg.Prefix, CPHost)
+	if err := l.start(ctx, CPHost, "controller", controllerCmd(s), controllerProbe); err != nil {
+		return l, err
+	}
+	if s.Proxier {
+		say("herald speakers with the proxier (%v) on the workers", proxier)
+	} else {
+		say("herald speakers on the workers (this herald has no proxier yet: no --proxy flag, issue 4)")
+	}
+	for _, w := range workers {
+		if err := l.start(ctx, w.Name, "speaker", speakerCmd(s, w), speakerProbe); err != nil {
+			return l, err
+		}
+	}
+	if err := s.Save(); err != nil {
+		return l, err
+	}
+	say("up: state, logs and binaries in %s", cfg.RunDir)
+	return l, nil
+}
+
+// addHost adds a host to the lab and the state.
+func (l *Lab) addHost(name string, role Role, addr netip.Addr, cidr netip.Prefix) (*netlab.Host, error) {
+	h, err := l.Net.AddHost(name, addr)
+	if err != nil {
+		return nil, err
+	}
+	info := HostInfo{Name: name, Role: role, Namespace: h.Namespace(), Addr: addr, MAC: h.MAC().String()}
+	if role == RoleWorker {
+		info.PodCIDR = cidr
+	}
+	l.State.Hosts = append(l.State.Hosts, info)
+	return h, l.State.Save()
+}
+
+// start starts a herald component through netlab and waits for its /readyz.
+func (l *Lab) start(ctx context.Context, host, name string, cmd []string, probe string) error {
+	h := l.Net.Host(host)
+	np, err := h.Start(name, cmd...)
+	if err != nil {
+		return err
+	}
+	p := procFrom(np, host, name, cmd)
+	l.record(p)
+	return waitHealthy(ctx, h.Namespace(), probe, p, readyTimeout)
+}
+
+// record adds a process to the state, saved at once so that a failing Up leaves an
+// accurate picture for status.
+func (l *Lab) record(p Proc) {
+	l.State.Procs[p.Key()] = p
+	_ = l.State.Save() // Up's own errors matter more; the final Save reports
+}
+
+// applyConfig creates herald's namespace and applies the RBAC roles of config/rbac (the
+// CRDs come with the control plane). The components run as cluster admin; the roles are
+// there to be inspected and bound.
+func (l *Lab) applyConfig(ctx context.Context, root string) error {
+	_, err := l.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: HeraldNamespace}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("lab: namespace %s: %w", HeraldNamespace, err)
+	}
+	var files []string
+	for _, f := range []string{"config/rbac/role.yaml", "config/rbac/speaker/role.yaml"} {
+		if _, err := os.Stat(filepath.Join(root, f)); err == nil {
+			files = append(files, "-f", filepath.Join(root, f))
+		}
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	if _, err := l.State.Kubectl(ctx, append([]string{"apply"}, files...)...); err != nil {
+		return fmt.Errorf("lab: applying RBAC: %w", err)
+	}
+	return nil
+}
+
+// waitNodesReady waits until every worker's Node is Ready, which its agent reports.
+func (l *Lab) waitNodesReady(ctx context.Context, workers []HostInfo) error {
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	for _, w := range workers {
+		for {
+			n, err := l.Kube.CoreV1().Nodes().Get(ctx, w.Name, metav1.GetOptions{})
+			if err == nil && nodeReady(n) {
+				break
+			}
+			p := l.State.Procs[w.Name+"-agent"]
+			if !p.Alive() {
+				return fmt.Errorf("lab: agent of %s exited; %s ends:\n%s", w.Name, p.Log, logTail(p.Log, 15))
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("lab: Node %s not Ready: %w (last read: %v); %s ends:\n%s", w.Name, ctx.Err(), err, p.Log, logTail(p.Log, 15))
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
