@@ -3,6 +3,7 @@ module herald.dev/herald
 go 1.26.0
 
 require (
+	github.com/coreos/go-iptables v0.8.0
 	github.com/go-logr/logr v1.4.3
 	github.com/google/btree v1.1.3
 	github.com/hashicorp/memberlist v0.7.0

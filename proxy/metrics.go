@@ -1,0 +1,75 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the proxier's herald_proxy_* series.
+type metrics struct {
+	syncSeconds        *prometheus.HistogramVec
+	rules              *prometheus.GaugeVec
+	syncErrors         prometheus.Counter
+	programmingSeconds prometheus.Histogram
+	skipped            prometheus.Gauge
+	disabled           *prometheus.GaugeVec
+}
+
+// Sync durations: kube-proxy's buckets (1 ms × 2^k, 15 buckets, up to ~16 s).
+var syncBuckets = prometheus.ExponentialBuckets(0.001, 2, 15)
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		syncSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "herald_proxy_sync_seconds",
+			Help:    "Duration of one iptables sync of one IP family (generate and iptables-restore; a full sync also ensures the jump rules and lists the nat chains).",
+			Buckets: syncBuckets,
+		}, []string{"mode"}),
+		rules: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "herald_proxy_rules",
+			Help: "Rules in the proxier's chains after the last successful sync, by IP family and table.",
+		}, []string{"family", "table"}),
+		syncErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "herald_proxy_sync_errors_total",
+			Help: "Syncs that failed (each is followed by a full resync).",
+		}),
+		programmingSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "herald_proxy_programming_seconds",
+			Help: "From an EndpointSlice change (its endpoints.kubernetes.io/last-change-trigger-time, else when the proxier saw it) to the rules for it being applied.",
+			// kube-proxy's network_programming_duration_seconds buckets.
+			Buckets: merge(prometheus.LinearBuckets(0.25, 0.25, 2), prometheus.LinearBuckets(1, 1, 59),
+				prometheus.LinearBuckets(60, 5, 12), prometheus.LinearBuckets(120, 30, 7)),
+		}),
+		skipped: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "herald_proxy_skipped_objects",
+			Help: "Pieces of Services and EndpointSlices (a whole Service, a port, an address, an endpoint) the proxier cannot express and leaves out.",
+		}),
+		disabled: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "herald_proxy_disabled",
+			Help: `1 while the proxier is off, with why: "flag" (--proxy=none) or "kube-proxy" (kube-proxy programs this node).`,
+		}, []string{"reason"}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	var errs []error
+	for _, c := range []prometheus.Collector{m.syncSeconds, m.rules, m.syncErrors, m.programmingSeconds, m.skipped, m.disabled} {
+		if err := reg.Register(c); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("registering proxier metrics: %w", err)
+	}
+	return m, nil
+}
+
+func merge(lists ...[]float64) []float64 {
+	var out []float64
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}

@@ -1,0 +1,286 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"herald.dev/herald/proxy/iptables"
+	"herald.dev/herald/proxy/runner"
+)
+
+// Proxier programs this node's iptables as kube-proxy's iptables mode would, from the
+// Services and EndpointSlices handed to Update. Run owns the sync loop; Update and
+// Status may be called from any goroutine.
+type Proxier struct {
+	cfg      Config
+	settings settings
+	log      logr.Logger
+	metrics  *metrics
+	families []*family
+	conntrck *runner.Conntrack // nil without the conntrack binary
+	health   *healthServers
+	now      func() time.Time
+	// checked: kube-proxy's canary was looked for (Run's goroutine only).
+	checked bool
+
+	// wake is poked by Update; pokes coalesce.
+	wake chan struct{}
+
+	mu      sync.Mutex
+	tracker *tracker
+	current *state // latest converted state; nil before the first Update
+	// triggers are the change times of EndpointSlices not yet programmed.
+	triggers map[iptables.ServiceName][]time.Time
+	// pendingSince is when the oldest change not yet programmed arrived (zero: none).
+	pendingSince time.Time
+	status       Status
+}
+
+// Status is the proxier's state for readiness details and logs.
+type Status struct {
+	Mode Mode
+	// Disabled says why the proxier is off ("" while it is on): --proxy=none, or
+	// kube-proxy programming this node.
+	Disabled string
+	// Synced is true once every family applied the Services of an Update.
+	Synced bool
+	// LastSync is when the last successful sync (all families) ended.
+	LastSync time.Time
+	// LastError is the last sync error, cleared by a successful sync.
+	LastError string
+}
+
+// Reasons in herald_proxy_disabled{reason}.
+const (
+	disabledFlag      = "flag"
+	disabledKubeProxy = "kube-proxy"
+)
+
+// New checks cfg and finds the iptables binaries of the node's families. With --proxy
+// none it returns a Proxier that does nothing but say so.
+func New(cfg Config) (*Proxier, error) {
+	s, err := cfg.parse(true)
+	if err != nil {
+		return nil, fmt.Errorf("proxier config: %w", err)
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxier{
+		cfg: cfg, settings: s, log: cfg.Log, metrics: m, now: time.Now,
+		wake:     make(chan struct{}, 1),
+		tracker:  newTracker(),
+		triggers: map[iptables.ServiceName][]time.Time{},
+		status:   Status{Mode: cfg.Mode},
+	}
+	if cfg.Mode == ModeNone {
+		p.disable(disabledFlag, "--proxy=none: the service proxy is off")
+		return p, nil
+	}
+	for _, f := range cfg.families() {
+		r, err := runner.New(f, cfg.InNetNS, cfg.Backend)
+		if err != nil {
+			return nil, fmt.Errorf("proxier: %w", err)
+		}
+		p.families = append(p.families, &family{family: f, run: r})
+	}
+	if p.conntrck, err = runner.NewConntrack(cfg.InNetNS); err != nil {
+		p.log.Info("stale UDP flows will not be deleted after endpoint changes", "reason", err.Error())
+	}
+	p.health = newHealthServers(cfg.InNetNS, p.log.WithName("healthcheck"), p.healthy)
+	return p, nil
+}
+
+// Update hands over the current Services and EndpointSlices of every namespace, as the
+// informer cache holds them; the objects are read, never changed. Only what changed
+// since the previous call is converted, and a sync is requested when anything did.
+// Syncing starts with the first call, which must therefore come after the caches
+// synced. Update never waits for iptables.
+func (p *Proxier) Update(services []*corev1.Service, slices []*discoveryv1.EndpointSlice) {
+	if p.disabled() {
+		return
+	}
+	now := p.now()
+	p.mu.Lock()
+	st, ch := p.tracker.update(now, services, slices)
+	if !ch.any {
+		p.mu.Unlock()
+		return
+	}
+	p.current = st
+	for name, ts := range ch.triggers {
+		p.triggers[name] = append(p.triggers[name], ts...)
+	}
+	if p.pendingSince.IsZero() {
+		p.pendingSince = now
+	}
+	p.mu.Unlock()
+	for _, pr := range ch.problems {
+		p.log.Info("skipping what the proxier cannot express", "problem", pr.Error())
+	}
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Status returns the proxier's state.
+func (p *Proxier) Status() Status {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.status
+}
+
+// healthy is serviceProxyHealthy of the health check servers, kube-proxy's rule: on,
+// and no change waiting for its sync longer than HealthTimeout.
+func (p *Proxier) healthy() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.status.Disabled != "" {
+		return false
+	}
+	return p.pendingSince.IsZero() || p.now().Sub(p.pendingSince) < p.cfg.HealthTimeout
+}
+
+// disable turns the proxier off for good and says so once.
+func (p *Proxier) disable(reason, msg string) {
+	p.mu.Lock()
+	p.status.Disabled = msg
+	p.mu.Unlock()
+	p.metrics.disabled.WithLabelValues(reason).Set(1)
+	p.log.Info("service proxy disabled: "+msg, "reason", reason)
+	if p.health != nil {
+		p.health.closeAll()
+	}
+}
+
+func (p *Proxier) disabled() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.status.Disabled != ""
+}
+
+// Run syncs until ctx ends: the first sync (full) after the first Update, then at most
+// one per MinSyncPeriod while changes come, a full one after an error (retried with
+// backoff), when a canary disappears, and every SyncPeriod. Before writing anything it
+// looks for kube-proxy's canary; if that is found, at start or later, the proxier turns
+// off and Run just waits. Run returns nil when ctx ends (its signature fits
+// controller-runtime's manager.RunnableFunc).
+func (p *Proxier) Run(ctx context.Context) error {
+	if p.disabled() {
+		<-ctx.Done()
+		return nil
+	}
+	defer p.health.closeAll()
+	if err := p.checkKubeProxy(); err != nil && !errors.Is(err, errDisabled) {
+		p.log.Error(err, "cannot tell whether kube-proxy programs this node; asking again before the first sync")
+	}
+
+	sched := schedule{minInterval: p.cfg.MinSyncPeriod}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	canary := time.NewTicker(p.cfg.CanaryPeriod)
+	defer canary.Stop()
+	failures := 0
+	for !p.disabled() {
+		if wait, ok := sched.next(p.now()); ok {
+			timer.Reset(wait)
+		} else {
+			timer.Stop()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-p.wake:
+			sched.request(p.now())
+			continue
+		case <-canary.C:
+			if p.checkCanaries(ctx) {
+				sched.request(p.now())
+			}
+			continue
+		case <-timer.C:
+		}
+		if wait, ok := sched.next(p.now()); !ok || wait > 0 {
+			continue // the timer fired for an older due time
+		}
+		start := p.now()
+		sched.start(start)
+		err := p.syncAll(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, errNoState), errors.Is(err, errDisabled):
+			// Nothing to program before the first Update (it will poke), or nothing
+			// to program ever.
+		case err != nil:
+			failures++
+			delay := retryDelay(failures, p.cfg.MinSyncPeriod)
+			p.log.Error(err, "sync failed; retrying with a full sync", "in", delay.String())
+			sched.request(start.Add(delay))
+		default:
+			failures = 0
+		}
+		// The periodic full resync: ask for a sync when the oldest full sync expires.
+		if next, ok := p.nextFullSync(); ok {
+			sched.request(next)
+		}
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// errDisabled: the proxier turned off.
+var errDisabled = errors.New("service proxy disabled")
+
+// checkKubeProxy looks for kube-proxy's canary until one look succeeded, and turns the
+// proxier off if it is there. It returns errDisabled when off.
+func (p *Proxier) checkKubeProxy() error {
+	if p.disabled() {
+		return errDisabled
+	}
+	if p.checked {
+		return nil
+	}
+	found, err := p.kubeProxyPresent()
+	if err != nil {
+		return fmt.Errorf("looking for kube-proxy's canary: %w", err)
+	}
+	p.checked = true
+	if found {
+		p.disable(disabledKubeProxy, kubeProxyMessage)
+		return errDisabled
+	}
+	return nil
+}
+
+// nodeAddrs are the local addresses NodePorts and health checks answer on when
+// --nodeport-addresses restricts them; nil means all.
+func (p *Proxier) nodeAddrs() ([]netip.Addr, error) {
+	if len(p.settings.nodePortAddresses) == 0 {
+		return nil, nil
+	}
+	all, err := runner.InterfaceAddrs(p.cfg.InNetNS)
+	if err != nil {
+		return nil, err
+	}
+	out := []netip.Addr{}
+	for _, a := range all {
+		for _, pfx := range p.settings.nodePortAddresses {
+			if pfx.Contains(a) {
+				out = append(out, a)
+				break
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,170 @@
+package proxy
+
+import (
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"herald.dev/herald/proxy/iptables"
+)
+
+// staleFlows returns the `conntrack -D` filters that clear UDP flows a sync from prev
+// to next left stuck. UDP has no connection to close: without this, a client that
+// keeps sending from the same port keeps hitting a conntrack entry DNATed to a gone
+// endpoint (or one that was rejected while there were no endpoints). As kube-proxy's
+// conntrack cleanup (v1.28 CleanStaleEntries), for the services in changed:
+//   - a UDP port that went away: every flow to its VIPs and NodePort;
+//   - a UDP port that got endpoints after having none: the same (flows created while
+//     it rejected traffic);
+//   - an endpoint that was serving and no longer is (or is gone): the flows to the
+//     port's VIPs and NodePort that were DNATed to it.
+//
+// VIPs are the ClusterIP, externalIPs and load balancer IPs of the family. TCP is never
+// touched: its flows end on their own.
+func staleFlows(family iptables.Family, prev, next []iptables.Service, changed iptables.ServiceSet) [][]string {
+	before, after := byName(prev, changed), byName(next, changed)
+	var out [][]string
+	for name := range changed {
+		old, cur := before[name], after[name]
+		if old == nil {
+			old = &iptables.Service{}
+		}
+		for _, op := range old.Ports {
+			if op.Protocol != iptables.UDP {
+				continue
+			}
+			var np *iptables.ServicePort
+			if cur != nil {
+				np = findPort(cur, op.Name)
+			}
+			if np == nil {
+				out = append(out, clearAll(family, old, op)...)
+				continue
+			}
+			was, is := udpEndpoints(family, old, op.Name), udpEndpoints(family, cur, op.Name)
+			if len(was) == 0 && len(is) > 0 {
+				out = append(out, clearAll(family, cur, *np)...)
+				continue
+			}
+			for hostPort, serving := range was {
+				if !serving || is[hostPort] {
+					continue
+				}
+				ip := hostPort[:strings.LastIndexByte(hostPort, ':')]
+				out = append(out, clearNAT(family, cur, *np, strings.Trim(ip, "[]"))...)
+			}
+		}
+		if cur == nil {
+			continue
+		}
+		for _, np := range cur.Ports {
+			// A UDP port that is new is "newly active" as soon as it has endpoints.
+			if np.Protocol == iptables.UDP && findPort(old, np.Name) == nil &&
+				len(udpEndpoints(family, cur, np.Name)) > 0 {
+				out = append(out, clearAll(family, cur, np)...)
+			}
+		}
+	}
+	slices.SortFunc(out, slices.Compare)
+	return slices.CompactFunc(out, slices.Equal)
+}
+
+func byName(svcs []iptables.Service, only iptables.ServiceSet) map[iptables.ServiceName]*iptables.Service {
+	m := make(map[iptables.ServiceName]*iptables.Service, len(only))
+	for i := range svcs {
+		if n := svcs[i].ServiceName(); only.Has(n) {
+			m[n] = &svcs[i]
+		}
+	}
+	return m
+}
+
+func findPort(svc *iptables.Service, name string) *iptables.ServicePort {
+	for i := range svc.Ports {
+		if p := &svc.Ports[i]; p.Name == name && p.Protocol == iptables.UDP {
+			return p
+		}
+	}
+	return nil
+}
+
+// udpEndpoints maps the "ip:port" endpoints of a UDP service port in the family to
+// whether they are serving.
+func udpEndpoints(family iptables.Family, svc *iptables.Service, port string) map[string]bool {
+	eps := map[string]bool{}
+	for _, slice := range svc.EndpointSlices {
+		for _, p := range slice.Ports {
+			if p.Name != port || p.Protocol != iptables.UDP {
+				continue
+			}
+			for _, e := range slice.Endpoints {
+				if ip := e.IP.Unmap(); inFamily(family, ip) {
+					hp := netip.AddrPortFrom(ip, uint16(p.Port)).String()
+					eps[hp] = eps[hp] || e.Serving
+				}
+			}
+		}
+	}
+	return eps
+}
+
+// vips are the addresses the port's traffic arrives on in the family; none when the
+// Service has no ClusterIP there (the generator gives it no rules).
+func vips(family iptables.Family, svc *iptables.Service) []string {
+	var out []string
+	for _, a := range svc.ClusterIPs {
+		if a = a.Unmap(); inFamily(family, a) {
+			out = append(out, a.String())
+			break
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	for _, list := range [][]netip.Addr{svc.ExternalIPs, svc.LoadBalancerIPs} {
+		for _, a := range list {
+			if a = a.Unmap(); inFamily(family, a) {
+				out = append(out, a.String())
+			}
+		}
+	}
+	return out
+}
+
+func clearAll(family iptables.Family, svc *iptables.Service, p iptables.ServicePort) [][]string {
+	ips := vips(family, svc)
+	var out [][]string
+	for _, ip := range ips {
+		out = append(out, filter(family, "--orig-dst", ip))
+	}
+	if p.NodePort != 0 && len(ips) > 0 {
+		out = append(out, filter(family, "--dport", strconv.Itoa(p.NodePort)))
+	}
+	return out
+}
+
+func clearNAT(family iptables.Family, svc *iptables.Service, p iptables.ServicePort, endpoint string) [][]string {
+	ips := vips(family, svc)
+	var out [][]string
+	for _, ip := range ips {
+		out = append(out, filter(family, "--orig-dst", ip, "--dst-nat", endpoint))
+	}
+	if p.NodePort != 0 && len(ips) > 0 {
+		out = append(out, filter(family, "--dport", strconv.Itoa(p.NodePort), "--dst-nat", endpoint))
+	}
+	return out
+}
+
+// filter is a conntrack filter for UDP flows of the family.
+func filter(family iptables.Family, args ...string) []string {
+	f := []string{"-p", "udp"}
+	if family == iptables.IPv6 {
+		f = []string{"-f", "ipv6", "-p", "udp"}
+	}
+	return append(f, args...)
+}
+
+func inFamily(f iptables.Family, a netip.Addr) bool {
+	return (f == iptables.IPv4 && a.Is4()) || (f == iptables.IPv6 && a.Is6())
+}

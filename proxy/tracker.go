@@ -1,0 +1,185 @@
+package proxy
+
+import (
+	"cmp"
+	"reflect"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"herald.dev/herald/proxy/iptables"
+)
+
+// tracker turns the full lists of Services and EndpointSlices the caller hands over into
+// the generator's Services. It keeps each object's conversion and reuses it while the
+// object's resourceVersion stays the same, so a change of one object among 10,000 costs
+// one conversion, and it notes when each Service's endpoints changed, for
+// herald_proxy_programming_seconds.
+type tracker struct {
+	services map[types.NamespacedName]*serviceEntry
+	slices   map[types.NamespacedName]*sliceEntry
+	started  bool
+	start    time.Time
+}
+
+type serviceEntry struct {
+	uid      types.UID
+	version  string
+	svc      iptables.Service // without EndpointSlices
+	ok       bool
+	problems []iptables.Problem
+}
+
+type sliceEntry struct {
+	uid      types.UID
+	version  string
+	name     string
+	service  iptables.ServiceName
+	slice    iptables.EndpointSlice
+	ok       bool
+	problems []iptables.Problem
+}
+
+// state is one converted view of the cluster: what a sync programs.
+type state struct {
+	services []iptables.Service
+	// problems are the conversion's; the generator adds its own per family.
+	problems []iptables.Problem
+}
+
+// changes is what one update found.
+type changes struct {
+	// any says the state differs from the previous one.
+	any bool
+	// triggers are the times the endpoints of a Service changed: the EndpointSlice's
+	// last-change-trigger-time annotation, or when the change was seen.
+	triggers map[iptables.ServiceName][]time.Time
+	// problems are newly found conversion problems (of objects converted this time),
+	// for the log; state.problems holds them all.
+	problems []iptables.Problem
+}
+
+func newTracker() *tracker {
+	return &tracker{
+		services: map[types.NamespacedName]*serviceEntry{},
+		slices:   map[types.NamespacedName]*sliceEntry{},
+	}
+}
+
+// update converts what changed since the last call and returns the new state, nil
+// when nothing changed. The first call's objects are the initial state, not changes:
+// they record no triggers.
+func (t *tracker) update(now time.Time, svcs []*corev1.Service, eps []*discoveryv1.EndpointSlice) (*state, changes) {
+	ch := changes{triggers: map[iptables.ServiceName][]time.Time{}}
+	first := !t.started
+	if first {
+		t.started, t.start, ch.any = true, now, true
+	}
+
+	seen := make(map[types.NamespacedName]bool, len(svcs))
+	for _, svc := range svcs {
+		key := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
+		seen[key] = true
+		old := t.services[key]
+		if old != nil && unchanged(old.uid, old.version, svc.UID, svc.ResourceVersion) {
+			continue
+		}
+		e := &serviceEntry{uid: svc.UID, version: svc.ResourceVersion}
+		e.svc, e.problems, e.ok = ConvertService(svc)
+		ch.problems = append(ch.problems, e.problems...)
+		if old == nil || old.ok != e.ok || !reflect.DeepEqual(old.svc, e.svc) {
+			ch.any = true
+		}
+		t.services[key] = e
+	}
+	for key := range t.services {
+		if !seen[key] {
+			delete(t.services, key)
+			ch.any = true
+		}
+	}
+
+	seen = make(map[types.NamespacedName]bool, len(eps))
+	for _, slice := range eps {
+		key := types.NamespacedName{Namespace: slice.Namespace, Name: slice.Name}
+		seen[key] = true
+		old := t.slices[key]
+		if old != nil && unchanged(old.uid, old.version, slice.UID, slice.ResourceVersion) {
+			continue
+		}
+		e := &sliceEntry{uid: slice.UID, version: slice.ResourceVersion, name: slice.Name}
+		e.service, e.slice, e.problems, e.ok = ConvertEndpointSlice(slice)
+		ch.problems = append(ch.problems, e.problems...)
+		moved := old != nil && old.service != e.service
+		if old == nil || moved || old.ok != e.ok || !reflect.DeepEqual(old.slice, e.slice) {
+			ch.any = true
+			if !first && e.ok {
+				ch.triggers[e.service] = append(ch.triggers[e.service], t.triggerTime(slice, now))
+			}
+		}
+		t.slices[key] = e
+	}
+	for key := range t.slices {
+		if !seen[key] {
+			// kube-proxy measures no latency for deletions: the annotation is that of
+			// the last update, not of the deletion.
+			delete(t.slices, key)
+			ch.any = true
+		}
+	}
+	if !ch.any {
+		return nil, ch // the caller keeps its state; building one costs O(Services)
+	}
+	return t.state(), ch
+}
+
+// unchanged says an object is the one converted before. Objects without a
+// resourceVersion (built by hand, never stored) are always converted again.
+func unchanged(oldUID types.UID, oldVersion string, uid types.UID, version string) bool {
+	return version != "" && oldVersion == version && oldUID == uid
+}
+
+// triggerTime is when the change of a slice was triggered: the endpoints controller's
+// annotation when present and later than the tracker's start (kube-proxy's rule; older
+// times belong to changes made before this process watched), else now.
+func (t *tracker) triggerTime(slice *discoveryv1.EndpointSlice, now time.Time) time.Time {
+	if v, ok := slice.Annotations[corev1.EndpointsLastChangeTriggerTime]; ok {
+		if at, err := time.Parse(time.RFC3339Nano, v); err == nil && at.After(t.start) && !at.After(now) {
+			return at
+		}
+	}
+	return now
+}
+
+// state assembles the Services with their slices, sorted by slice name so that equal
+// input gives equal Services (ChangedServices compares them deeply).
+func (t *tracker) state() *state {
+	st := &state{}
+	bySvc := map[iptables.ServiceName][]*sliceEntry{}
+	for _, e := range t.slices {
+		st.problems = append(st.problems, e.problems...)
+		if e.ok {
+			bySvc[e.service] = append(bySvc[e.service], e)
+		}
+	}
+	st.services = make([]iptables.Service, 0, len(t.services))
+	for _, e := range t.services {
+		st.problems = append(st.problems, e.problems...)
+		if !e.ok {
+			continue
+		}
+		svc := e.svc
+		if list := bySvc[svc.ServiceName()]; len(list) > 0 {
+			slices.SortFunc(list, func(a, b *sliceEntry) int { return cmp.Compare(a.name, b.name) })
+			svc.EndpointSlices = make([]iptables.EndpointSlice, len(list))
+			for i, se := range list {
+				svc.EndpointSlices[i] = se.slice
+			}
+		}
+		st.services = append(st.services, svc)
+	}
+	return st
+}
