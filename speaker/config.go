@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"herald.dev/herald/proxy"
 	"herald.dev/herald/speaker/layer2"
 	"herald.dev/herald/speaker/members"
 )
@@ -49,6 +50,10 @@ type Config struct {
 
 	MetricsAddr string
 	ProbeAddr   string
+
+	// Proxy configures the embedded proxier (--proxy and its flags); the speaker fills
+	// in the node name, IPs and zone.
+	Proxy proxy.Config
 }
 
 // DefaultConfig returns the defaults of a cluster install. NodeName and the bind
@@ -74,6 +79,7 @@ func DefaultConfig() Config {
 		Rescan:            10 * time.Second,
 		MetricsAddr:       ":7474",
 		ProbeAddr:         ":7475",
+		Proxy:             proxy.DefaultConfig(),
 	}
 }
 
@@ -94,6 +100,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.Rescan, "interface-rescan", c.Rescan, "how often interfaces are listed again to follow ones appearing and disappearing")
 	fs.StringVar(&c.MetricsAddr, "metrics-bind-address", c.MetricsAddr, "address of the Prometheus metrics endpoint (plain HTTP); 0 disables it")
 	fs.StringVar(&c.ProbeAddr, "health-probe-bind-address", c.ProbeAddr, "address of /healthz and /readyz")
+	c.Proxy.AddFlags(fs)
 }
 
 // validate reports every invalid setting that can be checked before start-up (the
@@ -115,6 +122,9 @@ func (c *Config) validate() (*regexp.Regexp, error) {
 	}
 	if c.JoinInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--ml-join-interval %v must be positive", c.JoinInterval))
+	}
+	if err := c.Proxy.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return re, errors.Join(errs...)
 }

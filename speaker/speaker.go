@@ -23,6 +23,7 @@ import (
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/scheme"
+	"herald.dev/herald/proxy"
 	"herald.dev/herald/speaker/layer2"
 	"herald.dev/herald/speaker/members"
 )
@@ -46,6 +47,7 @@ type Speaker struct {
 	metrics  *metrics
 	tracker  *Tracker
 	reports  *reporter
+	proxier  *proxy.Proxier
 
 	trigger chan struct{}
 	synced  atomic.Bool
@@ -131,6 +133,10 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		return err
 	}
 
+	if s.proxier, err = newProxier(ctx, mgr.GetAPIReader(), cfg, log.WithName("proxy")); err != nil {
+		return err
+	}
+
 	if s.members, err = members.Start(cfg.Members, log.WithName("memberlist"), crmetrics.Registry); err != nil {
 		return err
 	}
@@ -146,6 +152,10 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	defer stopL2()
 	l2Done := make(chan error, 1)
 	go func() { l2Done <- s.l2.Run(l2Ctx) }()
+	// The proxier's rules stay when the speaker stops, as kube-proxy's do: traffic keeps
+	// flowing while a new speaker starts.
+	proxyDone := make(chan error, 1)
+	go func() { proxyDone <- s.proxier.Run(mgrCtx) }()
 
 	err = s.serve(ctx, mgr.GetCache())
 
@@ -159,6 +169,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	}
 	_ = s.members.Shutdown()
 	stopMgr()
+	<-proxyDone
 	if merr := <-mgrDone; merr != nil && err == nil {
 		err = merr
 	}
@@ -209,6 +220,14 @@ func (s *Speaker) readyz(*http.Request) error {
 		return fmt.Errorf("memberlist not joined yet")
 	case !s.l2.Ready():
 		return fmt.Errorf("ARP/NDP responders not up yet")
+	}
+	// A proxier turned off (--proxy=none, or kube-proxy runs here) does not hold
+	// readiness back; one that is on must have programmed the Services once.
+	if st := s.proxier.Status(); st.Disabled == "" && !st.Synced {
+		if st.LastError != "" {
+			return fmt.Errorf("service proxy not synced yet: %s", st.LastError)
+		}
+		return fmt.Errorf("service proxy not synced yet")
 	}
 	return nil
 }

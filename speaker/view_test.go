@@ -139,3 +139,20 @@ func TestPeerAddrs(t *testing.T) {
 		t.Errorf("v6 peers = %q", got)
 	}
 }
+
+func TestNodeIPs(t *testing.T) {
+	n := &corev1.Node{Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{
+		{Type: corev1.NodeExternalIP, Address: "203.0.113.9"},
+		{Type: corev1.NodeInternalIP, Address: "172.18.0.9"},
+		{Type: corev1.NodeInternalIP, Address: "fc00::3"},
+		{Type: corev1.NodeInternalIP, Address: "fc00::4"},
+	}}}
+	got := nodeIPs(n, "172.18.0.3")
+	want := []netip.Addr{netip.MustParseAddr("172.18.0.3"), netip.MustParseAddr("fc00::3")}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("nodeIPs = %v, want %v (bind address first, one per family, InternalIPs only)", got, want)
+	}
+	if got := nodeIPs(&corev1.Node{}, "fc00::5"); len(got) != 1 || got[0] != netip.MustParseAddr("fc00::5") {
+		t.Errorf("nodeIPs without a Node = %v", got)
+	}
+}

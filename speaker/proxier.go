@@ -1,0 +1,63 @@
+package speaker
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"herald.dev/herald/proxy"
+)
+
+// newProxier builds the embedded proxier for this node. Its IPs (one per family, which
+// selects iptables and/or ip6tables) are the Node's InternalIPs, the memberlist bind
+// address first; its zone is the Node's topology label.
+func newProxier(ctx context.Context, api client.Reader, cfg Config, log logr.Logger) (*proxy.Proxier, error) {
+	pc := cfg.Proxy
+	pc.NodeName = cfg.NodeName
+	pc.Registerer = crmetrics.Registry
+	pc.Log = log
+	var node corev1.Node
+	err := api.Get(ctx, types.NamespacedName{Name: cfg.NodeName}, &node)
+	if err != nil {
+		log.Info("cannot read this node's Node; the proxier uses the memberlist address only", "error", err.Error())
+	}
+	pc.NodeIPs = nodeIPs(&node, cfg.Members.BindAddr)
+	pc.NodeZone = node.Labels[corev1.LabelTopologyZone]
+	p, err := proxy.New(pc)
+	if err != nil {
+		return nil, fmt.Errorf("service proxy: %w", err)
+	}
+	return p, nil
+}
+
+// nodeIPs returns at most one IP per family: bindAddr for its family, then the Node's
+// first InternalIP of the other family.
+func nodeIPs(node *corev1.Node, bindAddr string) []netip.Addr {
+	var out []netip.Addr
+	has := func(a netip.Addr) bool {
+		for _, o := range out {
+			if o.Is4() == a.Is4() {
+				return true
+			}
+		}
+		return false
+	}
+	if a, err := netip.ParseAddr(bindAddr); err == nil {
+		out = append(out, a.Unmap())
+	}
+	for _, na := range node.Status.Addresses {
+		if na.Type != corev1.NodeInternalIP {
+			continue
+		}
+		if a, err := netip.ParseAddr(na.Address); err == nil && !has(a.Unmap()) {
+			out = append(out, a.Unmap())
+		}
+	}
+	return out
+}
