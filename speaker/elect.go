@@ -20,7 +20,7 @@ const holder = "election"
 // Everything is re-read: an election of 10,000 IPs takes milliseconds, and a
 // complete pass cannot miss what a change affects.
 func (s *Speaker) elect(ctx context.Context) {
-	s.noteMembership()
+	returned := s.noteMembership()
 	in, err := s.inputs(ctx)
 	if err != nil {
 		s.log.Error(err, "reading the cache for an election")
@@ -36,15 +36,26 @@ func (s *Speaker) elect(ctx context.Context) {
 	decisions := election.Elect(view, services)
 	s.metrics.elections.Inc()
 	s.apply(s.tracker.Apply(decisions), decisions, in.Members)
+	if returned {
+		// A partition healed: peers that took our IPs over meanwhile made LAN hosts
+		// point at them. Announce what we still own so hosts come back at once.
+		for _, ip := range s.tracker.OwnedIPs() {
+			s.l2.Reannounce(ip)
+		}
+	}
 }
 
-// noteMembership records when members disappear, for the failover histogram.
-func (s *Speaker) noteMembership() {
+// noteMembership records when members disappear, for the failover histogram, and
+// says whether a member that had disappeared is back.
+func (s *Speaker) noteMembership() (returned bool) {
 	now := time.Now()
 	live := map[string]bool{}
 	for _, m := range s.members.Live() {
 		live[m] = true
-		delete(s.lostAt, m)
+		if _, lost := s.lostAt[m]; lost {
+			returned = true
+			delete(s.lostAt, m)
+		}
 	}
 	for m := range s.live {
 		if !live[m] {
@@ -53,6 +64,7 @@ func (s *Speaker) noteMembership() {
 		}
 	}
 	s.live = live
+	return returned
 }
 
 func (s *Speaker) inputs(ctx context.Context) (Inputs, error) {

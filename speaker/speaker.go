@@ -119,6 +119,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		Registerer:        crmetrics.Registry,
 		Log:               log.WithName("layer2"),
 		OnAnnounce:        s.announced,
+		WatchLinks:        true,
 	}
 	if s.l2, err = layer2.New(l2cfg); err != nil {
 		return fmt.Errorf("layer 2: %w", err)

@@ -37,11 +37,14 @@ type Config struct {
 	// OnAnnounce, if set, is called once per takeover, after the first burst that sent
 	// at least one frame, outside any lock. It may race with a Withdraw of the same IP.
 	OnAnnounce func(Announcement)
+	// WatchLinks rescans interfaces as soon as the kernel reports a link change
+	// (netlink), besides every Rescan.
+	WatchLinks bool
 }
 
 // DefaultConfig is the default exclude list, DefaultSchedule and a 10 s rescan.
 func DefaultConfig() Config {
-	return Config{Schedule: DefaultSchedule(), Rescan: 10 * time.Second}
+	return Config{Schedule: DefaultSchedule(), Rescan: 10 * time.Second, WatchLinks: true}
 }
 
 // ErrClosed is returned by Set once Run has finished.
@@ -128,12 +131,31 @@ func (a *Announcer) Run(ctx context.Context) error {
 	a.rescan()
 	tick := time.NewTicker(a.cfg.Rescan)
 	defer tick.Stop()
+	// Link changes trigger a scan at once; the ticker stays as a backstop.
+	linkChanged := make(chan struct{}, 1)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	if a.cfg.WatchLinks {
+		go func() {
+			err := watchLinks(watchCtx, func() {
+				select {
+				case linkChanged <- struct{}{}:
+				default:
+				}
+			})
+			if err != nil {
+				a.log.Error(err, "following link changes; interfaces are rescanned periodically only")
+			}
+		}()
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			a.shutdown()
 			return nil
 		case <-tick.C:
+			a.rescan()
+		case <-linkChanged:
 			a.rescan()
 		}
 	}

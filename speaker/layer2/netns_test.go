@@ -191,10 +191,10 @@ type announcerProc struct {
 	seen  []string // lines read but not yet awaited
 }
 
-func (l *lab) startAnnouncer() *announcerProc {
+func (l *lab) startAnnouncer(env ...string) *announcerProc {
 	l.t.Helper()
 	cmd := exec.Command("ip", "netns", "exec", l.nsA, os.Args[0], "-test.run=^TestHelperProcess$")
-	cmd.Env = append(os.Environ(), "HERALD_L2_HELPER=announcer")
+	cmd.Env = append(append(os.Environ(), "HERALD_L2_HELPER=announcer"), env...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -367,6 +367,26 @@ func TestNetnsARP(t *testing.T) {
 	}
 }
 
+// TestNetnsLinkFlap: with periodic rescans out of the picture, the responder follows
+// the link going down and coming back through the kernel's link notifications alone,
+// and answers again once the link is back (a node whose cable returns).
+func TestNetnsLinkFlap(t *testing.T) {
+	l := newLab(t)
+	p := l.startAnnouncer("HERALD_L2_RESCAN=never")
+	p.waitResponders(l.ifA + "/arp " + l.ifA + "/ndp")
+	p.do("set "+labVIP4.String(), "ok")
+	if mac := l.arping(l.ifB, labVIP4); mac != l.macA {
+		t.Fatalf("arping got %q, want A's %s", mac, l.macA)
+	}
+	l.ip("-n", l.nsA, "link", "set", l.ifA, "down")
+	p.waitResponders("")
+	l.ip("-n", l.nsA, "link", "set", l.ifA, "up")
+	p.waitResponders(l.ifA + "/arp " + l.ifA + "/ndp")
+	if mac := l.arping(l.ifB, labVIP4); mac != l.macA {
+		t.Fatalf("after the link came back, arping got %q, want A's %s", mac, l.macA)
+	}
+}
+
 // TestNetnsNDP: a real NDP responder in namespace A joins the VIP's solicited-node
 // group, its unsolicited NA moves B's cached entry, B's kernel resolves the VIP with a
 // multicast solicitation, B's reachability probes (unicast solicitations to the VIP,
@@ -444,6 +464,9 @@ func helperAnnouncer() {
 	reg := prometheus.NewRegistry()
 	cfg := DefaultConfig()
 	cfg.Rescan = 100 * time.Millisecond
+	if os.Getenv("HERALD_L2_RESCAN") == "never" {
+		cfg.Rescan = 24 * time.Hour // only link change notifications rescan
+	}
 	cfg.Registerer = reg
 	cfg.OnAnnounce = func(an Announcement) {
 		var links []string
