@@ -40,11 +40,35 @@ verify-generated: $(CONTROLLER_GEN) ## Fail when the generated files differ from
 	  echo "generated files were stale (now regenerated): commit the result of 'make generate manifests'"; \
 	  git --no-pager diff --stat -- api config; exit 1; fi
 
+RENDERED = config/manifests/herald.yaml
+
+.PHONY: render
+render: test-binaries ## Render config/default into config/manifests/herald.yaml, the all-in-one manifest.
+	@kubectl=$$(hack/setup-test-binaries.sh)/kubectl; tmp=$$(mktemp); \
+	{ echo "# herald, all in one: rendered from config/default by 'make render'. Do not edit."; \
+	  echo "# Install: kubectl apply --server-side -f $(RENDERED)"; \
+	  $$kubectl kustomize config/default; } >$$tmp && chmod 0644 $$tmp && mv $$tmp $(RENDERED) || { rm -f $$tmp; exit 1; }
+
+.PHONY: verify-rendered
+verify-rendered: test-binaries ## Fail when config/manifests/herald.yaml differs from what config/default renders.
+	@before=$$(cat $(RENDERED) 2>/dev/null | sha256sum); \
+	$(MAKE) --no-print-directory render >/dev/null; \
+	after=$$(sha256sum <$(RENDERED)); \
+	if [ "$$before" != "$$after" ]; then \
+	  echo "$(RENDERED) was stale (now rendered again): commit the result of 'make manifests render'"; \
+	  git --no-pager diff --stat -- $(RENDERED); exit 1; fi
+
 ##@ Build
 
 .PHONY: build
 build: ## Build bin/herald.
 	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/herald .
+
+IMAGE_TAG ?= dev
+
+.PHONY: images
+images: ## Build the images herald-controller:$(IMAGE_TAG) and herald-speaker:$(IMAGE_TAG) (needs Docker).
+	for t in controller speaker; do docker build --target $$t --build-arg VERSION=$(VERSION) -t herald-$$t:$(IMAGE_TAG) .; done
 
 .PHONY: test-binaries
 test-binaries: ## Build kube-apiserver, kube-controller-manager, kubectl and etcd into bin/k8s.
@@ -61,8 +85,13 @@ vet:
 	go vet $(GO_PACKAGES)
 
 .PHONY: test
-test: verify-generated fmt-check vet test-binaries ## Every test: unit, envtest (real kube-apiserver + etcd), lab e2e.
+test: verify-generated fmt-check vet test-binaries verify-rendered ## Every test: unit, envtest (real kube-apiserver + etcd), lab e2e, kube-proxy oracle.
 	KUBEBUILDER_ASSETS=$$(hack/setup-test-binaries.sh) go test -count=1 -race $(GO_PACKAGES)
+	$(MAKE) --no-print-directory test-oracle
+
+.PHONY: test-oracle
+test-oracle: ## herald's iptables rules against kube-proxy v1.36.3 run as a library (hack/kporacle, its own module).
+	cd hack/kporacle && go vet ./... && go test -count=1 ./...
 
 .PHONY: bench
 bench: test-binaries ## Benchmarks (numbers, no assertions); writes bench.txt.
@@ -73,6 +102,10 @@ bench: test-binaries ## Benchmarks (numbers, no assertions); writes bench.txt.
 .PHONY: demo
 demo: test-binaries ## The walkthrough in the network-namespace lab (root): VIPs, owners, curls, failover. Leaves the lab running.
 	hack/demo.sh
+
+.PHONY: kind-demo
+kind-demo: ## The walkthrough on a real kind cluster (needs Docker and kind): see hack/kind-demo.sh.
+	hack/kind-demo.sh
 
 .PHONY: demo-down
 demo-down: ## Remove the lab `make demo` left running.

@@ -27,7 +27,9 @@ type Node struct {
 	Zone string
 	// IPs are the node's IPs (--node-ip / Node status). The first one of the
 	// generated family is kube-proxy's nodeIP: when a loadBalancerSourceRange contains
-	// it, traffic looping back from the VIP is allowed through KUBE-FW.
+	// it, traffic looping back from the VIP is allowed through KUBE-FW. Unlike
+	// kube-proxy, which falls back to 127.0.0.1 or ::1, a family without an IP here has
+	// no node IP; herald's runner never programs such a family.
 	IPs []netip.Addr
 	// LocalDetector says how pod traffic is told apart (--detect-local-mode).
 	LocalDetector LocalDetector
