@@ -1,0 +1,218 @@
+#!/usr/bin/env bash
+# The walkthrough on a real kind cluster, for users with Docker and kind (the lab of
+# `make demo` stands in for it where Docker cannot run):
+#
+#   hack/kind-demo.sh        # cluster, images, herald, pool, webpods, Services, curls
+#   hack/kind-demo.sh down   # delete the cluster and the client container
+#
+# The cluster is shaped like the walkthrough's: one control plane and three workers,
+# podSubnet 10.10.0.0/16, serviceSubnet 10.200.1.0/24, and no kube-proxy
+# (kubeProxyMode: none): herald's speakers program kube-proxy's iptables rules instead.
+# Without kube-proxy the `kubernetes` Service's ClusterIP works only once the speakers'
+# proxier runs, so the script points herald at the control-plane node's address itself
+# (ConfigMap herald-apiserver, read by config/default) and creates the memberlist
+# Secret up front (the speakers would otherwise wait for the controller, a pod that
+# needs the pod network and the cluster DNS). Once the speakers run, CoreDNS and
+# everything else reach the API server through the ClusterIP as usual.
+#
+# Environment: CLUSTER (myk8s), NODE_IMAGE (kind's default node image), CLIENT (mypc,
+# the netshoot container), MONITORING (auto: kube-prometheus-stack if helm is
+# installed; yes; no), KPS_VERSION (the chart's version, default latest), KUBECTL.
+set -euo pipefail
+
+CLUSTER=${CLUSTER:-myk8s}
+CLIENT=${CLIENT:-mypc}
+MONITORING=${MONITORING:-auto}
+NETWORK=${KIND_EXPERIMENTAL_DOCKER_NETWORK:-kind}
+POD_SUBNET=10.10.0.0/16 # config/kind gives the speakers the same --cluster-cidr
+SERVICE_SUBNET=10.200.1.0/24
+TAG=dev # the image tag of config/default
+root=$(cd "$(dirname "$0")/.." && pwd)
+VERSION=${VERSION:-$(git -C "$root" describe --tags --always --dirty 2>/dev/null || echo dev)}
+
+log() { printf '\n\033[1m==> %s\033[0m\n' "$*" >&2; }
+die() { echo "kind-demo: $*" >&2; exit 1; }
+need() { command -v "$1" >/dev/null || die "$1 is needed: $2"; }
+
+if [[ ${1:-} == down ]]; then
+	need kind "https://kind.sigs.k8s.io/docs/user/quick-start/#installation"
+	docker rm -f "$CLIENT" >/dev/null 2>&1 || true
+	kind delete cluster --name "$CLUSTER"
+	exit 0
+fi
+[[ $# -eq 0 ]] || die "usage: $0 [down]"
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+need docker "https://docs.docker.com/get-docker/"
+need kind "https://kind.sigs.k8s.io/docs/user/quick-start/#installation"
+if [[ -z ${KUBECTL:-} ]]; then
+	if command -v kubectl >/dev/null; then
+		KUBECTL=kubectl
+	else
+		log "no kubectl in PATH: building one (hack/setup-test-binaries.sh, minutes the first time)"
+		KUBECTL="$("$root/hack/setup-test-binaries.sh")/kubectl"
+	fi
+fi
+k() { "$KUBECTL" --context "kind-$CLUSTER" "$@"; }
+
+# ---------------------------------------------------------------------------- cluster
+if kind get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
+	log "kind cluster $CLUSTER exists: reusing it"
+else
+	log "creating kind cluster $CLUSTER (1 control plane, 3 workers, no kube-proxy)"
+	cat >"$tmp/kind.yaml" <<EOF
+kind: Cluster
+apiVersion: kind.x-k8s.io/v1alpha4
+networking:
+  # herald's speakers replace kube-proxy (its iptables mode, same chains and rules).
+  kubeProxyMode: none
+  podSubnet: $POD_SUBNET
+  serviceSubnet: $SERVICE_SUBNET
+nodes:
+- role: control-plane
+  labels:
+    mynode: control-plane
+    topology.kubernetes.io/zone: ap-northeast-2a
+  # NodePorts of Prometheus (30001) and Grafana (30002), served by herald's proxier.
+  extraPortMappings:
+  - {containerPort: 30000, hostPort: 30000}
+  - {containerPort: 30001, hostPort: 30001}
+  - {containerPort: 30002, hostPort: 30002}
+  - {containerPort: 30003, hostPort: 30003}
+  - {containerPort: 30004, hostPort: 30004}
+- role: worker
+  labels: {mynode: worker1, topology.kubernetes.io/zone: ap-northeast-2a}
+- role: worker
+  labels: {mynode: worker2, topology.kubernetes.io/zone: ap-northeast-2b}
+- role: worker
+  labels: {mynode: worker3, topology.kubernetes.io/zone: ap-northeast-2c}
+EOF
+	kind create cluster --name "$CLUSTER" --config "$tmp/kind.yaml" ${NODE_IMAGE:+--image "$NODE_IMAGE"}
+fi
+
+# ----------------------------------------------------------------------------- images
+log "building the images herald-controller:$TAG and herald-speaker:$TAG (version $VERSION)"
+for target in controller speaker; do
+	docker build --target "$target" --build-arg VERSION="$VERSION" -t "herald-$target:$TAG" "$root"
+done
+kind load docker-image --name "$CLUSTER" "herald-controller:$TAG" "herald-speaker:$TAG"
+
+# ----------------------------------------------------------------------------- herald
+cp_ip=$(docker inspect -f "{{(index .NetworkSettings.Networks \"$NETWORK\").IPAddress}}" "$CLUSTER-control-plane")
+[[ -n $cp_ip ]] || die "no IPv4 address of $CLUSTER-control-plane on the docker network $NETWORK"
+log "installing herald (kube-apiserver at $cp_ip:6443 for herald itself)"
+k apply --server-side -k "$root/config/namespace"
+k -n herald-system create configmap herald-apiserver --from-literal=host="$cp_ip" --from-literal=port=6443 \
+	--dry-run=client -o yaml | k apply --server-side -f -
+if ! k -n herald-system get secret herald-memberlist >/dev/null 2>&1; then
+	# What the controller would create: 32 random bytes, base64. It never replaces it.
+	k -n herald-system create secret generic herald-memberlist \
+		--from-literal=secretkey="$(head -c 32 /dev/urandom | base64)"
+fi
+k apply --server-side -k "$root/config/kind"
+k -n herald-system rollout status daemonset/herald-speaker --timeout=5m
+k -n herald-system rollout status deployment/herald-controller --timeout=5m
+log "waiting for CoreDNS, which reaches the API server through herald's proxier"
+k -n kube-system rollout status deployment/coredns --timeout=5m
+
+# ------------------------------------------------------------------------------- pool
+# The free end of the kind network's IPv4 subnet, as the walkthrough picks
+# 172.18.255.200-172.18.255.250 out of 172.18.0.0/16: docker hands out addresses from
+# the start.
+subnet=$(docker network inspect -f '{{range .IPAM.Config}}{{.Subnet}} {{end}}' "$NETWORK" | tr ' ' '\n' | grep -m1 -E '^[0-9]+\.' || true)
+[[ -n $subnet ]] || die "the docker network $NETWORK has no IPv4 subnet"
+ip2int() { local IFS=.; read -r a b c d <<<"$1"; echo $(((a << 24) | (b << 16) | (c << 8) | d)); }
+int2ip() { echo "$((($1 >> 24) & 255)).$((($1 >> 16) & 255)).$((($1 >> 8) & 255)).$(($1 & 255))"; }
+bits=${subnet#*/}
+((bits <= 24)) || die "the docker network $NETWORK ($subnet) is smaller than a /24: no room for a pool at its end"
+last=$(($(ip2int "${subnet%/*}") | ((1 << (32 - bits)) - 1)))
+pool="$(int2ip $((last - 55)))-$(int2ip $((last - 5)))"
+log "IPAddressPool my-ippool: $pool (from $subnet) and an L2Advertisement"
+"$KUBECTL" kustomize "$root/config/samples" | sed "s/172\.18\.255\.200-172\.18\.255\.250/$pool/" | k apply -f -
+
+# --------------------------------------------------------------- webpods and Services
+log "webpods on $CLUSTER-worker and $CLUSTER-worker2, three LoadBalancer Services"
+sed -E "s/nodeName: (worker[0-9]*)/nodeName: $CLUSTER-\1/" "$root/hack/demo/webpods.yaml" | k apply -f -
+k apply -f "$root/hack/demo/services.yaml"
+k wait --for=condition=Ready pod -l app=webpod --timeout=5m
+services=(svc1 svc2 svc3)
+vips=()
+for svc in "${services[@]}"; do
+	ip=
+	for _ in $(seq 120); do
+		ip=$(k get service "$svc" -o jsonpath='{.status.loadBalancer.ingress[0].ip}')
+		[[ -n $ip ]] && break
+		sleep 1
+	done
+	[[ -n $ip ]] || die "Service $svc got no external IP: kubectl describe service $svc"
+	vips+=("$ip")
+done
+k get service -o wide
+
+# ------------------------------------------------------------------------------ curls
+log "netshoot container $CLIENT on the $NETWORK network (outside the cluster, like a LAN client)"
+if [[ $(docker inspect -f '{{.State.Running}}' "$CLIENT" 2>/dev/null) != true ]]; then
+	docker rm -f "$CLIENT" >/dev/null 2>&1 || true
+	docker run -d --rm --name "$CLIENT" --network "$NETWORK" nicolaka/netshoot sleep infinity >/dev/null
+fi
+# "name mac" of every node of the cluster, to say whose MAC answers for a VIP.
+nodes=$(docker ps -q --filter "label=io.x-k8s.kind.cluster=$CLUSTER" |
+	xargs docker inspect -f "{{.Name}} {{(index .NetworkSettings.Networks \"$NETWORK\").MacAddress}}")
+for i in "${!services[@]}"; do
+	svc=${services[$i]} ip=${vips[$i]}
+	log "$svc: curl http://$ip 100 times from $CLIENT"
+	docker exec "$CLIENT" sh -c "for i in \$(seq 100); do curl -s --connect-timeout 1 http://$ip | grep Hostname; done | sort | uniq -c | sort -nr"
+	mac=$(docker exec "$CLIENT" ip neigh show "$ip" | awk '{for (i = 1; i < NF; i++) if ($i == "lladdr") print $(i + 1)}')
+	node=$(awk -v mac="$mac" '$2 == mac {sub("^/", "", $1); print $1}' <<<"$nodes")
+	echo "$ip is at ${mac:-?}: ${node:-no kind node has that MAC}"
+done
+log "who announces what (Events from the speakers)"
+k get events -A --field-selector reason=Announcing \
+	-o custom-columns=NAMESPACE:.metadata.namespace,SERVICE:.involvedObject.name,MESSAGE:.message
+
+# ------------------------------------------------------------------------- monitoring
+if [[ $MONITORING == yes || ($MONITORING == auto && -n $(command -v helm || true)) ]]; then
+	need helm "https://helm.sh/docs/intro/install/ (or MONITORING=no)"
+	log "kube-prometheus-stack: Prometheus at http://localhost:30001, Grafana at http://localhost:30002 (admin/herald)"
+	cat >"$tmp/values.yaml" <<'EOF'
+prometheus:
+  service: {type: NodePort, nodePort: 30001}
+  prometheusSpec:
+    # Pick up herald's PodMonitors (config/prometheus), whatever their labels.
+    podMonitorSelectorNilUsesHelmValues: false
+    serviceMonitorSelectorNilUsesHelmValues: false
+    nodeSelector: {mynode: control-plane}
+    tolerations: [{key: node-role.kubernetes.io/control-plane, operator: Exists, effect: NoSchedule}]
+grafana:
+  adminPassword: herald
+  service: {type: NodePort, nodePort: 30002}
+  nodeSelector: {mynode: control-plane}
+  tolerations: [{key: node-role.kubernetes.io/control-plane, operator: Exists, effect: NoSchedule}]
+# There is no kube-proxy to scrape: herald's speakers export herald_proxy_* instead.
+kubeProxy: {enabled: false}
+alertmanager: {enabled: false}
+defaultRules: {create: false}
+EOF
+	helm repo add prometheus-community https://prometheus-community.github.io/helm-charts >/dev/null
+	helm repo update prometheus-community >/dev/null
+	helm upgrade --install kube-prometheus-stack prometheus-community/kube-prometheus-stack \
+		--kube-context "kind-$CLUSTER" --namespace monitoring --create-namespace ${KPS_VERSION:+--version "$KPS_VERSION"} \
+		--wait --timeout 10m -f "$tmp/values.yaml"
+	k apply --server-side -k "$root/config/prometheus"
+	# herald's dashboard, when this checkout has it: the Grafana sidecar loads every
+	# ConfigMap labelled grafana_dashboard=1 in its namespace.
+	shopt -s nullglob
+	dashboards=("$root"/config/grafana/*.json)
+	if ((${#dashboards[@]})); then
+		args=()
+		for d in "${dashboards[@]}"; do args+=(--from-file="$d"); done
+		k -n monitoring create configmap herald-dashboards "${args[@]}" --dry-run=client -o yaml |
+			k label --local -f - grafana_dashboard=1 -o yaml | k apply --server-side -f -
+	else
+		echo "(no config/grafana/*.json in this checkout: no herald dashboard yet; the herald_* metrics are in Prometheus)"
+	fi
+fi
+
+log "done. kubectl --context kind-$CLUSTER get svc,pods -o wide; $0 down removes it all"

@@ -1,0 +1,578 @@
+package manifests
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"herald.dev/herald/internal/lab"
+	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/scheme"
+)
+
+const (
+	// labPrefix names this package's network namespaces (netlab: hmf-cp, hmf-w1, ...).
+	labPrefix  = "hmf-"
+	fieldOwner = "herald-manifests-test"
+	waitFor    = 60 * time.Second
+)
+
+// labEnv is a control plane (real etcd, kube-apiserver, kube-controller-manager) in a
+// namespace of a netlab lab, and the herald binary.
+type labEnv struct {
+	t      testing.TB
+	ctx    context.Context
+	runDir string
+	lab    *netlab.Lab
+	cp     *netlab.ControlPlane
+	c      client.Client        // cluster admin
+	kube   kubernetes.Interface // cluster admin
+	herald string
+}
+
+// labAssets fails the test (never skips it) without root or without the binaries of
+// hack/setup-test-binaries.sh, and returns their directory.
+func labAssets(t *testing.T) string {
+	t.Helper()
+	if err := netlab.Check(); err != nil {
+		t.Fatalf("the manifests' lab tests need the network-namespace lab (run as root): %v", err)
+	}
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is unset: run `make test`, or export KUBEBUILDER_ASSETS=$(hack/setup-test-binaries.sh)")
+	}
+	return assets
+}
+
+// newLab builds the lab with the binaries in assets.
+func newLab(t *testing.T, assets string) *labEnv {
+	t.Helper()
+	runDir := filepath.Join(os.TempDir(), "herald-manifests", t.Name())
+	_ = os.RemoveAll(runDir)
+	if err := netlab.Cleanup(labPrefix, runDir); err != nil {
+		t.Fatalf("cleaning up an earlier run: %v", err)
+	}
+	l, err := netlab.New(labPrefix, netip.MustParsePrefix("172.18.0.0/16"), runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &labEnv{t: t, ctx: context.Background(), runDir: runDir, lab: l}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("logs of the failed run are in %s", runDir)
+		}
+		if err := l.Close(); err != nil {
+			t.Errorf("closing the lab: %v", err)
+		}
+	})
+	if env.herald, err = l.Build(env.ctx, "herald.dev/herald"); err != nil {
+		t.Fatal(err)
+	}
+	cpHost, err := l.AddHost("cp", netip.MustParseAddr("172.18.0.2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.cp, err = netlab.StartControlPlane(env.ctx, cpHost, assets); err != nil {
+		t.Fatal(err)
+	}
+	if env.c, err = client.New(env.cp.Config, client.Options{Scheme: scheme.New()}); err != nil {
+		t.Fatal(err)
+	}
+	if env.kube, err = kubernetes.NewForConfig(env.cp.Config); err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// apply server-side applies obj as the cluster admin, for real or as a dry run.
+func (e *labEnv) apply(obj *unstructured.Unstructured, dryRun bool) error {
+	opts := []client.ApplyOption{client.ForceOwnership, client.FieldOwner(fieldOwner)}
+	if dryRun {
+		opts = append(opts, client.DryRunAll)
+	}
+	return e.c.Apply(e.ctx, client.ApplyConfigurationFromUnstructured(obj.DeepCopy()), opts...)
+}
+
+func describe(o *unstructured.Unstructured) string {
+	if o.GetNamespace() == "" {
+		return o.GetKind() + " " + o.GetName()
+	}
+	return o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()
+}
+
+// TestManifestsOnARealAPIServer applies config/manifests/herald.yaml (and the kind
+// overlay) to a real kube-apiserver: with server-side dry-run, then Pod Security, then
+// for real, and runs herald's controller and speakers under the manifests'
+// ServiceAccounts.
+func TestManifestsOnARealAPIServer(t *testing.T) {
+	assets := labAssets(t)
+	objs := readObjects(t, rendered)
+	kindObjs, err := decodeObjects(kustomize(t, "config/kind"))
+	if err != nil {
+		t.Fatalf("config/kind: %v", err)
+	}
+	env := newLab(t, assets)
+
+	// Namespaced objects need their namespace to exist even in a dry run; the
+	// manifest's own Namespace object is applied for real first.
+	ns := find(t, objs, "Namespace", "", heraldNS)
+	if err := env.apply(ns, false); err != nil {
+		t.Fatalf("applying %s: %v", describe(ns), err)
+	}
+
+	t.Run("server-side dry-run", func(t *testing.T) {
+		for _, set := range []struct {
+			name string
+			objs []*unstructured.Unstructured
+		}{{rendered, objs}, {"config/kind", kindObjs}} {
+			for _, o := range set.objs {
+				if err := env.apply(o, true); err != nil {
+					t.Errorf("%s: %s refused by the API server: %v", set.name, describe(o), err)
+				}
+			}
+		}
+		// A dry run must have left nothing behind.
+		var d appsv1.Deployment
+		err := env.c.Get(env.ctx, types.NamespacedName{Namespace: heraldNS, Name: "herald-controller"}, &d)
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("after the dry run, Deployment herald-controller: %v (want NotFound)", err)
+		}
+	})
+
+	t.Run("pod security", func(t *testing.T) { env.podSecurity(t, objs) })
+
+	t.Run("components under their ServiceAccounts", func(t *testing.T) { env.runAsServiceAccounts(t, objs) })
+}
+
+// podSecurity creates, with dry-run, Pods from the workloads' templates in namespaces
+// enforcing each Pod Security level: the controller passes "restricted", the speaker
+// only "privileged", which herald-system enforces.
+func (e *labEnv) podSecurity(t *testing.T, objs []*unstructured.Unstructured) {
+	for _, level := range []string{"restricted", "baseline"} {
+		err := e.c.Create(e.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "psa-" + level, Labels: map[string]string{
+			"pod-security.kubernetes.io/enforce": level, "pod-security.kubernetes.io/enforce-version": "latest"}}})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	controller := into[appsv1.Deployment](t, find(t, objs, "Deployment", heraldNS, "herald-controller")).Spec.Template
+	speaker := into[appsv1.DaemonSet](t, find(t, objs, "DaemonSet", heraldNS, "herald-speaker")).Spec.Template
+	for _, tc := range []struct {
+		pod      string
+		template corev1.PodTemplateSpec
+		ns       string
+		admitted bool
+	}{
+		{"controller", controller, "psa-restricted", true},
+		{"controller", controller, heraldNS, true},
+		{"speaker", speaker, heraldNS, true},
+		{"speaker", speaker, "psa-baseline", false},
+		{"speaker", speaker, "psa-restricted", false},
+	} {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: "psa-" + tc.pod, Labels: tc.template.Labels},
+			Spec:       tc.template.Spec,
+		}
+		err := e.c.Create(e.ctx, pod, client.DryRunAll)
+		switch {
+		case tc.admitted && err != nil:
+			t.Errorf("the %s's Pod in %s: %v", tc.pod, tc.ns, err)
+		case !tc.admitted && err == nil:
+			t.Errorf("the %s's Pod was admitted in %s: is Pod Security admission on?", tc.pod, tc.ns)
+		case !tc.admitted && !strings.Contains(err.Error(), "violates PodSecurity"):
+			t.Errorf("the %s's Pod in %s refused, but not by Pod Security: %v", tc.pod, tc.ns, err)
+		}
+	}
+}
+
+// runAsServiceAccounts applies the manifests for real, then runs two controller
+// replicas and two speakers in the lab with kubeconfigs holding tokens of the
+// manifests' ServiceAccounts: the memberlist Secret is created, a Service gets an
+// address that one speaker announces, Events are recorded, the leader Lease moves when
+// the leader stops, and no component is ever refused by the API server.
+func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstructured) {
+	for _, o := range objs {
+		if err := e.apply(o, false); err != nil {
+			t.Fatalf("applying %s: %v", describe(o), err)
+		}
+	}
+	controllerKC := e.serviceAccountKubeconfig(t, types.NamespacedName{Namespace: heraldNS, Name: "herald-controller"})
+	speakerKC := e.serviceAccountKubeconfig(t, types.NamespacedName{Namespace: heraldNS, Name: "herald-speaker"})
+
+	var workers []*netlab.Host
+	for i, name := range []string{"w1", "w2"} {
+		h, err := e.lab.AddHost(name, netip.AddrFrom4([4]byte{172, 18, 0, byte(3 + i)}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		workers = append(workers, h)
+		e.node(t, name, h.Addr())
+	}
+	clientHost, err := e.lab.AddHost("client", netip.MustParseAddr("172.18.0.100"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var procs []*netlab.Process
+	t.Cleanup(func() {
+		for _, p := range procs {
+			_ = p.Stop(5 * time.Second)
+		}
+	})
+	// No component may be refused anything: that is what proves the RBAC enough.
+	defer func() {
+		for _, p := range procs {
+			if lines := refusals(p.LogPath()); len(lines) > 0 {
+				t.Errorf("%s was refused by the API server (missing RBAC?):\n%s", filepath.Base(p.LogPath()), strings.Join(lines, "\n"))
+			}
+		}
+	}()
+
+	// Controllers: the first becomes leader before the second starts, so stopping the
+	// first later moves the Lease.
+	startController := func(name, probe string) *netlab.Process {
+		p, err := e.cp.Host.Start(name, e.herald, "controller", "--kubeconfig", controllerKC, "--namespace", heraldNS,
+			"--metrics-bind-address", "0", "--health-probe-bind-address", probe, "--leader-elect=true")
+		if err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, p)
+		e.waitReady(t, e.cp.Host, p, "http://"+probe+"/readyz")
+		return p
+	}
+	first := startController("controller1", "127.0.0.1:7473")
+	leader := e.waitLeader(t, "")
+	startController("controller2", "127.0.0.1:7483")
+
+	// The controller creates the memberlist Secret the speakers need.
+	var secret corev1.Secret
+	e.eventually(t, "the memberlist Secret", func() error {
+		return e.c.Get(e.ctx, types.NamespacedName{Namespace: heraldNS, Name: "herald-memberlist"}, &secret)
+	})
+
+	// Speakers read the key through the API (no file at --ml-secret-key-path), which
+	// exercises their Secret rule, and run the iptables proxier in their node's namespace.
+	for _, h := range workers {
+		p, err := h.Start("speaker", e.herald, "speaker", "--kubeconfig", speakerKC, "--node-name", h.Name(),
+			"--ml-bind-addr", h.Addr().String(), "--namespace", heraldNS,
+			"--ml-secret-key-path", filepath.Join(e.runDir, "no-such-dir", "secretkey"),
+			"--metrics-bind-address", "127.0.0.1:7474", "--health-probe-bind-address", "127.0.0.1:7475")
+		if err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, p)
+	}
+	for i, h := range workers {
+		e.waitReady(t, h, procs[2+i], "http://127.0.0.1:7475/readyz")
+	}
+
+	// The walkthrough's pool and advertisement, from config/samples.
+	samples, err := decodeObjects(kustomize(t, "config/samples"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range samples {
+		if err := e.apply(o, false); err != nil {
+			t.Fatalf("applying %s: %v", describe(o), err)
+		}
+	}
+
+	ip := e.lbService(t, "svc1", "w1")
+	if pool := netip.MustParsePrefix("172.18.255.192/26"); !pool.Contains(ip) {
+		t.Errorf("svc1 got %s, outside the sample pool", ip)
+	}
+	macs := map[string]string{}
+	for _, h := range workers {
+		macs[h.MAC().String()] = h.Name()
+	}
+	e.eventually(t, fmt.Sprintf("one speaker answering ARP for %s", ip), func() error {
+		got, err := lab.WhoHas(clientHost.Namespace(), ip, time.Second)
+		if err != nil {
+			return err
+		}
+		if len(got) != 1 || macs[got[0]] == "" {
+			return fmt.Errorf("MACs answering: %v (workers: %v)", got, macs)
+		}
+		return nil
+	})
+	e.eventually(t, "Events IPAllocated (controller) and Announcing (speaker) on svc1", func() error {
+		evs, err := e.kube.EventsV1().Events("default").List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		var reasons []string
+		for _, ev := range evs.Items {
+			if ev.Regarding.Name == "svc1" {
+				reasons = append(reasons, ev.Reason)
+			}
+		}
+		if !slices.Contains(reasons, "IPAllocated") || !slices.Contains(reasons, "Announcing") {
+			return fmt.Errorf("reasons so far: %v", reasons)
+		}
+		return nil
+	})
+
+	// The leader stops (releasing its Lease); the standby takes over and serves.
+	if err := first.Stop(10 * time.Second); err != nil {
+		t.Logf("stopping controller1: %v", err)
+	}
+	e.waitLeader(t, leader)
+	e.lbService(t, "svc2", "w2")
+
+	// svc2 stops being a LoadBalancer: the new leader clears its status and the pool
+	// annotation (the release path's writes) and reports IPReleased.
+	svc := &corev1.Service{}
+	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		if err := e.c.Get(e.ctx, types.NamespacedName{Namespace: "default", Name: "svc2"}, svc); err != nil {
+			return err
+		}
+		svc.Spec.Type = corev1.ServiceTypeClusterIP
+		svc.Spec.ExternalTrafficPolicy = ""
+		svc.Spec.AllocateLoadBalancerNodePorts = nil
+		for i := range svc.Spec.Ports {
+			svc.Spec.Ports[i].NodePort = 0
+		}
+		return e.c.Update(e.ctx, svc)
+	})
+	if err != nil {
+		t.Fatalf("making svc2 a ClusterIP Service: %v", err)
+	}
+	e.eventually(t, "svc2 released (no ingress, no pool annotation, Event IPReleased)", func() error {
+		if err := e.c.Get(e.ctx, types.NamespacedName{Namespace: "default", Name: "svc2"}, svc); err != nil {
+			return err
+		}
+		if len(svc.Status.LoadBalancer.Ingress) > 0 || len(svc.Annotations) > 0 {
+			return fmt.Errorf("ingress %v, annotations %v", svc.Status.LoadBalancer.Ingress, svc.Annotations)
+		}
+		evs, err := e.kube.EventsV1().Events("default").List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, ev := range evs.Items {
+			if ev.Regarding.Name == "svc2" && ev.Reason == "IPReleased" {
+				return nil
+			}
+		}
+		return errors.New("no Event IPReleased yet")
+	})
+}
+
+// serviceAccountKubeconfig writes a kubeconfig holding a token of sa (TokenRequest API)
+// for the lab's API server, and checks that the API server sees it as that account.
+func (e *labEnv) serviceAccountKubeconfig(t *testing.T, sa types.NamespacedName) string {
+	t.Helper()
+	tr, err := e.kube.CoreV1().ServiceAccounts(sa.Namespace).CreateToken(e.ctx, sa.Name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token of ServiceAccount %s: %v", sa, err)
+	}
+	admin, err := clientcmd.LoadFromFile(e.cp.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := admin.Clusters[admin.Contexts[admin.CurrentContext].Cluster]
+	if cluster == nil {
+		t.Fatalf("%s: no cluster in the current context", e.cp.Kubeconfig)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["lab"] = cluster
+	cfg.AuthInfos[sa.Name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	cfg.Contexts["lab"] = &clientcmdapi.Context{Cluster: "lab", AuthInfo: sa.Name, Namespace: sa.Namespace}
+	cfg.CurrentContext = "lab"
+	path := filepath.Join(e.runDir, sa.Name+".kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+
+	// Who does the API server think we are with it?
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := clientcmd.RESTConfigFromKubeConfig(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Dial = e.cp.Host.DialContext
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	review, err := kube.AuthenticationV1().SelfSubjectReviews().Create(e.ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("SelfSubjectReview with %s: %v", path, err)
+	}
+	if want := "system:serviceaccount:" + sa.Namespace + ":" + sa.Name; review.Status.UserInfo.Username != want {
+		t.Fatalf("%s authenticates as %q, want %q", path, review.Status.UserInfo.Username, want)
+	}
+	return path
+}
+
+// node creates a Node with addr as InternalIP, the way a kubelet registers.
+func (e *labEnv) node(t *testing.T, name string, addr netip.Addr) {
+	t.Helper()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}
+	if err := e.c.Create(e.ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	// kube-controller-manager annotates new Nodes meanwhile: retry on conflict.
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		if err := e.c.Get(e.ctx, client.ObjectKeyFromObject(n), n); err != nil {
+			return err
+		}
+		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: addr.String()}, {Type: corev1.NodeHostName, Address: name}}
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}}
+		return e.c.Status().Update(e.ctx, n)
+	})
+	if err != nil {
+		t.Fatalf("node %s status: %v", name, err)
+	}
+}
+
+// lbService creates a LoadBalancer Service without selector and an EndpointSlice with
+// one ready endpoint on node, and returns the address the controller gives it.
+func (e *labEnv) lbService(t *testing.T, name, node string) netip.Addr {
+	t.Helper()
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{
+			{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+	}
+	slice := &discoveryv1.EndpointSlice{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name + "-1",
+			Labels: map[string]string{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: "manifests.herald.dev"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.1.10"}, NodeName: ptr.To(node),
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](8080)}},
+	}
+	for _, o := range []client.Object{svc, slice} {
+		if err := e.c.Create(e.ctx, o); err != nil {
+			t.Fatalf("creating %s: %v", o.GetName(), err)
+		}
+	}
+	var ip netip.Addr
+	e.eventually(t, "an external IP for Service "+name, func() error {
+		if err := e.c.Get(e.ctx, client.ObjectKeyFromObject(svc), svc); err != nil {
+			return err
+		}
+		if len(svc.Status.LoadBalancer.Ingress) == 0 {
+			return errors.New("status.loadBalancer.ingress is empty")
+		}
+		var err error
+		ip, err = netip.ParseAddr(svc.Status.LoadBalancer.Ingress[0].IP)
+		return err
+	})
+	return ip
+}
+
+// waitLeader waits until the controller Lease has a holder other than not, and
+// returns it.
+func (e *labEnv) waitLeader(t *testing.T, not string) string {
+	t.Helper()
+	var holder string
+	e.eventually(t, "a controller leader other than "+strings.TrimSpace(not+" (none)"), func() error {
+		var l coordinationv1.Lease
+		if err := e.c.Get(e.ctx, types.NamespacedName{Namespace: heraldNS, Name: "herald-controller"}, &l); err != nil {
+			return err
+		}
+		holder = ptr.Deref(l.Spec.HolderIdentity, "")
+		if holder == "" || holder == not {
+			return fmt.Errorf("holder %q", holder)
+		}
+		return nil
+	})
+	return holder
+}
+
+// waitReady polls a readiness URL from inside host's namespace until it answers 200.
+func (e *labEnv) waitReady(t *testing.T, h *netlab.Host, p *netlab.Process, url string) {
+	t.Helper()
+	hc := &http.Client{Transport: &http.Transport{DialContext: h.DialContext}, Timeout: time.Second}
+	deadline := time.Now().Add(waitFor)
+	for {
+		resp, err := hc.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if p.Exited() || time.Now().After(deadline) {
+			t.Fatalf("%s not ready at %s; its log ends:\n%s", filepath.Base(p.LogPath()), url, tail(p.LogPath()))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// eventually retries check until it succeeds or waitFor passes.
+func (e *labEnv) eventually(t *testing.T, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s after %s: %v", what, waitFor, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// refusals returns the log lines where the API server refused a request: an RBAC
+// denial ("... is forbidden: User \"system:serviceaccount:...\" cannot list ...") or
+// a rejected credential.
+func refusals(path string) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if l := strings.ToLower(line); strings.Contains(l, "forbidden") || strings.Contains(l, "unauthorized") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
