@@ -26,8 +26,6 @@ func (s *Speaker) elect(ctx context.Context) {
 		s.log.Error(err, "reading the cache for an election")
 		return
 	}
-	// The proxier converts only what changed since the last call, and syncs on its own.
-	s.proxier.Update(in.Services, in.EndpointSlices)
 	view, services, problems := BuildView(in)
 	for _, p := range problems {
 		s.log.Info("left out of the election", "object", p.Object, "error", p.Err.Error())

@@ -7,7 +7,9 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -60,4 +62,37 @@ func nodeIPs(node *corev1.Node, bindAddr string) []netip.Addr {
 		}
 	}
 	return out
+}
+
+// feedProxier hands the cached Services and EndpointSlices to the proxier after every
+// change, from the moment the informers synced until ctx ends. The proxier converts
+// only what changed since the previous call and syncs on its own schedule.
+func (s *Speaker) feedProxier(ctx context.Context, c cache.Cache) {
+	if !c.WaitForCacheSync(ctx) {
+		return
+	}
+	for {
+		var svcs corev1.ServiceList
+		var slices discoveryv1.EndpointSliceList
+		if err := c.List(ctx, &svcs); err != nil {
+			s.log.Error(err, "listing Services for the proxier")
+		} else if err := c.List(ctx, &slices); err != nil {
+			s.log.Error(err, "listing EndpointSlices for the proxier")
+		} else {
+			services := make([]*corev1.Service, len(svcs.Items))
+			for i := range svcs.Items {
+				services[i] = &svcs.Items[i]
+			}
+			eps := make([]*discoveryv1.EndpointSlice, len(slices.Items))
+			for i := range slices.Items {
+				eps[i] = &slices.Items[i]
+			}
+			s.proxier.Update(services, eps)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.proxyPoke:
+		}
+	}
 }

@@ -50,8 +50,10 @@ type Speaker struct {
 	proxier  *proxy.Proxier
 
 	trigger chan struct{}
-	synced  atomic.Bool
-	joined  atomic.Bool
+	// proxyPoke asks the proxier's feeder for an Update; pokes coalesce.
+	proxyPoke chan struct{}
+	synced    atomic.Bool
+	joined    atomic.Bool
 
 	// Only the loop goroutine touches live and lostAt.
 	live   map[string]bool
@@ -90,13 +92,6 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
-	if err := loadKey(ctx, mgr.GetAPIReader(), &cfg, log); err != nil {
-		return err
-	}
-	if err := cfg.Members.Validate(); err != nil {
-		return fmt.Errorf("memberlist: %w", err)
-	}
-
 	s := &Speaker{
 		cfg:       cfg,
 		log:       log,
@@ -104,6 +99,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		recorder:  mgr.GetEventRecorder("herald-speaker"),
 		tracker:   NewTracker(cfg.NodeName),
 		trigger:   make(chan struct{}, 1),
+		proxyPoke: make(chan struct{}, 1),
 		live:      map[string]bool{},
 		lostAt:    map[string]time.Time{},
 		takeovers: map[string]pendingTakeover{},
@@ -133,30 +129,46 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	if err := mgr.AddReadyzCheck("speaker", s.readyz); err != nil {
 		return err
 	}
-
 	if s.proxier, err = newProxier(ctx, mgr.GetAPIReader(), cfg, log.WithName("proxy")); err != nil {
 		return err
 	}
 
-	if s.members, err = members.Start(cfg.Members, log.WithName("memberlist"), crmetrics.Registry); err != nil {
-		return err
-	}
-	log.Info("memberlist started", "node", cfg.NodeName, "addr", s.members.Addr())
-
-	// The manager (informers, metrics, probes) and the responders outlive ctx: on
-	// SIGTERM they keep answering until memberlist has been left.
+	// The manager (informers, metrics, probes) and the proxier start first and outlive
+	// ctx: on a cluster without kube-proxy, the Service IPs the controller needs (to
+	// create the memberlist Secret, say) exist only once some proxier programmed them,
+	// so the proxier must not wait for memberlist. Its rules stay when the speaker
+	// stops, as kube-proxy's do.
 	mgrCtx, stopMgr := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopMgr()
 	mgrDone := make(chan error, 1)
 	go func() { mgrDone <- mgr.Start(mgrCtx) }()
+	proxyDone := make(chan error, 1)
+	go func() { proxyDone <- s.proxier.Run(mgrCtx) }()
+	go s.feedProxier(mgrCtx, mgr.GetCache())
+	stopEarly := func(err error) error {
+		stopMgr()
+		<-proxyDone
+		<-mgrDone
+		return err
+	}
+
+	if err := loadKey(ctx, mgr.GetAPIReader(), &cfg, log); err != nil {
+		return stopEarly(err)
+	}
+	if err := cfg.Members.Validate(); err != nil {
+		return stopEarly(fmt.Errorf("memberlist: %w", err))
+	}
+	if s.members, err = members.Start(cfg.Members, log.WithName("memberlist"), crmetrics.Registry); err != nil {
+		return stopEarly(err)
+	}
+	log.Info("memberlist started", "node", cfg.NodeName, "addr", s.members.Addr())
+
+	// The responders also outlive ctx: on SIGTERM they keep answering until memberlist
+	// has been left.
 	l2Ctx, stopL2 := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopL2()
 	l2Done := make(chan error, 1)
 	go func() { l2Done <- s.l2.Run(l2Ctx) }()
-	// The proxier's rules stay when the speaker stops, as kube-proxy's do: traffic keeps
-	// flowing while a new speaker starts.
-	proxyDone := make(chan error, 1)
-	go func() { proxyDone <- s.proxier.Run(mgrCtx) }()
 
 	err = s.serve(ctx, mgr.GetCache())
 
@@ -233,11 +245,14 @@ func (s *Speaker) readyz(*http.Request) error {
 	return nil
 }
 
-// poke asks the loop for an election; pokes coalesce.
+// poke asks the loop for an election and the proxier's feeder for an Update; pokes
+// coalesce.
 func (s *Speaker) poke() {
-	select {
-	case s.trigger <- struct{}{}:
-	default:
+	for _, c := range []chan struct{}{s.trigger, s.proxyPoke} {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
 	}
 }
 
