@@ -1,0 +1,693 @@
+package e2e
+
+// The full lab (internal/lab): the walkthrough's cluster with pods and the proxier, as
+// `make demo` builds it. The TestLab* tests and BenchmarkLab share one such lab, built
+// on first use and removed by TestMain; each test creates Services, pools and pods of
+// its own and undoes whatever cluster-wide change it makes (labels, faults) before it
+// returns, so the tests do not depend on one another's order.
+//
+// The shared lab: prefix he-, three workers (worker, worker2, worker3), the pool and
+// L2Advertisement of config/samples, webpod1 on worker and webpod2 on worker2
+// (hack/demo/webpods.yaml, also labelled herald-e2e/pod=<name>) and svc1..svc3
+// (hack/demo/services.yaml), and the client at 172.18.0.100.
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"herald.dev/herald/internal/lab"
+	"herald.dev/herald/internal/lab/netns"
+	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/scheme"
+	"herald.dev/herald/speaker/election"
+)
+
+const (
+	// fullPrefix keeps the shared lab apart from the CLI's (hl-), internal/lab's tests'
+	// (hlt-) and this package's lighter clusters (hs-, hb-).
+	fullPrefix = "he-"
+	// labWait bounds every wait for the lab to converge. It is a limit, never an
+	// assertion on speed: the machine running the tests may be busy.
+	labWait = 90 * time.Second
+	// ownerWindow is how long exactly one MAC must answer ARP, every 20 ms, to count as
+	// the owner (or none, to count as silence).
+	ownerWindow = 1500 * time.Millisecond
+	// podLabel names each pod of the tests, so a Service can select one pod.
+	podLabel = "herald-e2e/pod"
+)
+
+// walkthrough are the Services of hack/demo/services.yaml.
+var walkthrough = []string{"svc1", "svc2", "svc3"}
+
+var fullRunDir = filepath.Join(os.TempDir(), "herald-e2e", fullPrefix+"lab")
+
+// fullLab is the shared lab as the tests use it.
+type fullLab struct {
+	*lab.Lab
+	s        *lab.State
+	c        client.Client // with herald's types
+	clientNS string
+	nodes    []string          // the workers, in order
+	macs     map[string]string // eth0 MAC by worker
+	vips     map[string]netip.Addr
+}
+
+var shared struct {
+	once sync.Once
+	used bool
+	lab  *fullLab
+	err  error
+}
+
+// TestMain removes the shared lab, if a test built it, once every test has run. A run
+// killed before that (a test binary timeout) leaves it behind; the next run removes it
+// before building its own.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.used {
+		if err := lab.Down(fullRunDir, fullPrefix); err != nil {
+			fmt.Fprintf(os.Stderr, "removing the shared lab (%s): %v\n", fullPrefix, err)
+			code = max(code, 1)
+		}
+		if code != 0 && shared.err == nil {
+			fmt.Fprintf(os.Stderr, "logs of the shared lab are in %s\n", fullRunDir)
+		}
+	}
+	os.Exit(code)
+}
+
+// fullLabFor returns the shared lab, building it on first use. It fails (never skips)
+// where the lab cannot be built, saying why, and repairs what an earlier failed test may
+// have left broken (a speaker or the controller not running, a cable pulled).
+func fullLabFor(tb testing.TB) *fullLab {
+	tb.Helper()
+	shared.once.Do(func() {
+		shared.used = true
+		shared.lab, shared.err = upFullLab()
+	})
+	if shared.err != nil {
+		tb.Fatalf("the shared lab (prefix %s, logs in %s) is not up: %v", fullPrefix, fullRunDir, shared.err)
+	}
+	f := shared.lab
+	f.heal(tb)
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			tb.Logf("logs of the lab are in %s", fullRunDir)
+		}
+	})
+	return f
+}
+
+// upFullLab builds the walkthrough's cluster: `make demo` up to the curls.
+func upFullLab() (*fullLab, error) {
+	if err := netlab.Check(); err != nil {
+		return nil, fmt.Errorf("the end-to-end tests need the network-namespace lab: %w", err)
+	}
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		return nil, errors.New("KUBEBUILDER_ASSETS is unset: run `make test`, or export KUBEBUILDER_ASSETS=$(hack/setup-test-binaries.sh)")
+	}
+	if err := lab.Down(fullRunDir, fullPrefix); err != nil { // an earlier run's leftovers
+		return nil, fmt.Errorf("removing an earlier run's lab: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var progress bytes.Buffer
+	l, err := lab.Up(ctx, lab.Config{Prefix: fullPrefix, RunDir: fullRunDir, Workers: 3, Assets: assets, Log: &progress})
+	if err != nil {
+		return nil, fmt.Errorf("%w\nprogress:\n%s", err, progress.String())
+	}
+	f := &fullLab{Lab: l, s: l.State, macs: map[string]string{}, vips: map[string]netip.Addr{}}
+	if err := f.setUp(ctx); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func (f *fullLab) setUp(ctx context.Context) error {
+	if !f.s.Proxier {
+		return fmt.Errorf("the speaker of %s has no --proxy flag: the full lab needs the proxier", f.s.Herald)
+	}
+	var err error
+	if f.c, err = client.New(f.CP.Config, client.Options{Scheme: scheme.New()}); err != nil {
+		return err
+	}
+	cl, err := f.s.Host(lab.ClientHost)
+	if err != nil {
+		return err
+	}
+	f.clientNS = cl.Namespace
+	for _, w := range f.s.Workers() {
+		f.nodes = append(f.nodes, w.Name)
+		f.macs[w.Name] = w.MAC
+	}
+	root, err := netlab.RepoRoot(ctx)
+	if err != nil {
+		return err
+	}
+	apply := func(files ...string) error {
+		args := []string{"apply"}
+		for _, file := range files {
+			args = append(args, "-f", filepath.Join(root, file))
+		}
+		_, err := f.s.Kubectl(ctx, args...)
+		return err
+	}
+	if err := apply("config/samples/ipaddresspool.yaml", "config/samples/l2advertisement.yaml", "hack/demo/webpods.yaml"); err != nil {
+		return err
+	}
+	for _, pod := range []string{"webpod1", "webpod2"} {
+		if err := f.waitPodReady(ctx, "default", pod); err != nil {
+			return err
+		}
+		if _, err := f.s.Kubectl(ctx, "label", "pod", pod, podLabel+"="+pod); err != nil {
+			return err
+		}
+	}
+	if err := apply("hack/demo/services.yaml"); err != nil {
+		return err
+	}
+	for _, name := range walkthrough {
+		ip, err := f.ingress(ctx, name)
+		for err != nil || !ip.IsValid() {
+			if ctx.Err() != nil {
+				return fmt.Errorf("Service %s got no external IP: %v", name, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+			ip, err = f.ingress(ctx, name)
+		}
+		f.vips[name] = ip
+	}
+	return nil
+}
+
+// heal starts again a speaker or controller that an earlier test left stopped, and
+// plugs every cable back in, so that one failure does not cascade into every test.
+func (f *fullLab) heal(tb testing.TB) {
+	tb.Helper()
+	ctx := tb.Context()
+	for _, n := range f.nodes {
+		if err := f.s.LinkUp(ctx, n); err != nil {
+			tb.Fatalf("plugging %s's cable back in: %v", n, err)
+		}
+		if p := f.s.Procs[n+"-speaker"]; !p.Alive() {
+			tb.Logf("the speaker of %s is not running (left by an earlier test?): starting it", n)
+			if err := f.s.StartSpeaker(ctx, n); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+	if p := f.s.Procs[lab.CPHost+"-controller"]; !p.Alive() {
+		tb.Logf("herald's controller is not running (left by an earlier test?): starting it")
+		if err := f.s.RestartController(ctx); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+func (f *fullLab) waitPodReady(ctx context.Context, ns, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, labWait)
+	defer cancel()
+	for {
+		pod, err := f.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err == nil && pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "" && podReady(pod) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = fmt.Errorf("phase %s, IP %q, conditions %v", pod.Status.Phase, pod.Status.PodIP, pod.Status.Conditions)
+			}
+			return fmt.Errorf("pod %s/%s not Running and Ready: %v", ns, name, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// ingress returns the Service's first external IP, the zero Addr when it has none.
+func (f *fullLab) ingress(ctx context.Context, name string) (netip.Addr, error) {
+	svc, err := f.Kube.CoreV1().Services("default").Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	if len(svc.Status.LoadBalancer.Ingress) == 0 {
+		return netip.Addr{}, nil
+	}
+	return netip.ParseAddr(svc.Status.LoadBalancer.Ingress[0].IP)
+}
+
+// eventually polls check until it returns nil, failing the test with its last error
+// after labWait.
+func eventually(tb testing.TB, what string, check func() error) {
+	tb.Helper()
+	deadline := time.Now().Add(labWait)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) || tb.Context().Err() != nil {
+			tb.Fatalf("%s: still not so after %v: %v", what, labWait, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// --- Services -------------------------------------------------------------------
+
+// lbService returns a LoadBalancer Service named name in default selecting the
+// walkthrough's pods (app=webpod) on port 80 named http, as hack/demo/services.yaml.
+func lbService(name string, mutate ...func(*corev1.Service)) *corev1.Service {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeLoadBalancer,
+			Selector: map[string]string{"app": "webpod"},
+			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80,
+				TargetPort: intstr.FromInt32(80)}},
+		},
+	}
+	for _, m := range mutate {
+		m(svc)
+	}
+	return svc
+}
+
+func annotate(key, value string) func(*corev1.Service) {
+	return func(s *corev1.Service) {
+		if s.Annotations == nil {
+			s.Annotations = map[string]string{}
+		}
+		s.Annotations[key] = value
+	}
+}
+
+// createService creates svc and deletes it when the test ends.
+func (f *fullLab) createService(tb testing.TB, svc *corev1.Service) *corev1.Service {
+	tb.Helper()
+	created, err := f.Kube.CoreV1().Services(svc.Namespace).Create(tb.Context(), svc, metav1.CreateOptions{})
+	if err != nil {
+		tb.Fatalf("creating Service %s: %v", svc.Name, err)
+	}
+	tb.Cleanup(func() { f.deleteService(tb, created.Name) })
+	return created
+}
+
+func (f *fullLab) deleteService(tb testing.TB, name string) {
+	err := f.Kube.CoreV1().Services("default").Delete(context.Background(), name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		tb.Errorf("deleting Service %s: %v", name, err)
+	}
+}
+
+// waitIP waits until the Service has an external IP and returns it.
+func (f *fullLab) waitIP(tb testing.TB, name string) netip.Addr {
+	tb.Helper()
+	var ip netip.Addr
+	eventually(tb, "Service "+name+" has an external IP", func() error {
+		var err error
+		ip, err = f.ingress(tb.Context(), name)
+		if err == nil && !ip.IsValid() {
+			err = errors.New("status.loadBalancer.ingress is empty")
+		}
+		return err
+	})
+	return ip
+}
+
+// usedIPs are the external IPs of every Service.
+func (f *fullLab) usedIPs(tb testing.TB) map[netip.Addr]string {
+	tb.Helper()
+	list, err := f.Kube.CoreV1().Services("").List(tb.Context(), metav1.ListOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	used := map[netip.Addr]string{}
+	for _, s := range list.Items {
+		for _, in := range s.Status.LoadBalancer.Ingress {
+			if ip, err := netip.ParseAddr(in.IP); err == nil {
+				used[ip] = s.Namespace + "/" + s.Name
+			}
+		}
+	}
+	return used
+}
+
+// freeIPFirstFor picks a free address of the walkthrough's pool (from its top end,
+// away from the addresses handed out in order) that the election gives first to node
+// among every worker, so a test can choose which node owns its VIP.
+func (f *fullLab) freeIPFirstFor(tb testing.TB, node string) netip.Addr {
+	tb.Helper()
+	used := f.usedIPs(tb)
+	for last := 250; last >= 200; last-- {
+		ip := netip.AddrFrom4([4]byte{172, 18, 255, byte(last)})
+		if _, taken := used[ip]; !taken && election.Order(ip, f.nodes)[0] == node {
+			return ip
+		}
+	}
+	tb.Fatalf("no free IP of 172.18.255.200-250 is elected to %s first", node)
+	return netip.Addr{}
+}
+
+// owner is the node the election picks for vip among candidates (every worker when
+// none are given): the first of the rendezvous order, since the tests' Services fit
+// their candidates alike.
+func (f *fullLab) owner(vip netip.Addr, candidates ...string) string {
+	if len(candidates) == 0 {
+		candidates = f.nodes
+	}
+	return election.Order(vip, candidates)[0]
+}
+
+func without(nodes []string, drop ...string) []string {
+	return slices.DeleteFunc(slices.Clone(nodes), func(n string) bool { return slices.Contains(drop, n) })
+}
+
+// --- ARP, seen from the client --------------------------------------------------
+
+// expectOwner waits until exactly one MAC, want's, answers ARP for vip over a whole
+// ownerWindow, asked from the client every 20 ms.
+func (f *fullLab) expectOwner(tb testing.TB, vip netip.Addr, want, when string) {
+	tb.Helper()
+	wantMAC := f.macs[want]
+	if wantMAC == "" {
+		tb.Fatalf("%s: %q is no worker", when, want)
+	}
+	f.watchUntil(tb, vip, when, fmt.Sprintf("want exactly one: %s's (%s)", want, wantMAC), func(macs []string) bool {
+		return len(macs) == 1 && macs[0] == wantMAC
+	})
+}
+
+// expectSilence waits until no MAC answers ARP for vip over a whole ownerWindow.
+func (f *fullLab) expectSilence(tb testing.TB, vip netip.Addr, when string) {
+	tb.Helper()
+	f.watchUntil(tb, vip, when, "want none", func(macs []string) bool { return len(macs) == 0 })
+}
+
+func (f *fullLab) watchUntil(tb testing.TB, vip netip.Addr, when, want string, ok func(macs []string) bool) {
+	tb.Helper()
+	w, err := lab.WatchARP(f.clientNS, vip, 20*time.Millisecond)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer w.Close()
+	deadline := time.Now().Add(labWait)
+	for {
+		start := time.Now()
+		time.Sleep(ownerWindow)
+		macs := w.MACsSince(start)
+		if ok(macs) {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s: after %v the MACs answering ARP for %s over the last %v were %s; %s",
+				when, labWait, vip, ownerWindow, f.describeMACs(macs), want)
+		}
+	}
+}
+
+// describeMACs names the hosts of MACs: "[02:42:.. (worker2)]".
+func (f *fullLab) describeMACs(macs []string) string {
+	out := make([]string, len(macs))
+	for i, m := range macs {
+		name := "not a lab host"
+		if h, ok := f.s.HostByMAC(m); ok {
+			name = h.Name
+		}
+		out[i] = fmt.Sprintf("%s (%s)", m, name)
+	}
+	return "[" + strings.Join(out, ", ") + "]"
+}
+
+// --- HTTP from the client ---------------------------------------------------------
+
+// expectCurls waits until one request to url from the client succeeds, then sends n
+// more, 10 at a time, each on a new connection, and requires every one to succeed. It
+// returns them counted by Hostname.
+func (f *fullLab) expectCurls(tb testing.TB, url string, n int, when string) lab.CurlResult {
+	tb.Helper()
+	eventually(tb, when+": a first request to "+url+" succeeds", func() error {
+		_, err := f.get(tb, url)
+		return err
+	})
+	res := lab.Curl(tb.Context(), f.clientNS, url, n, 10, 3*time.Second)
+	if res.OK != n || res.Failed != 0 {
+		var b strings.Builder
+		res.Print(&b)
+		tb.Fatalf("%s: %d of %d requests to %s succeeded; answers by Hostname:\n%s", when, res.OK, n, url, b.String())
+	}
+	return res
+}
+
+// get makes one request to url from the client on a new connection and returns the
+// body (whoami's: Hostname, IPs, RemoteAddr, headers).
+func (f *fullLab) get(tb testing.TB, url string) (string, error) {
+	hc := &http.Client{Transport: &http.Transport{DialContext: netns.Dialer(f.clientNS), DisableKeepAlives: true},
+		Timeout: 2 * time.Second}
+	req, err := http.NewRequestWithContext(tb.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("HTTP %s: %s", resp.Status, body)
+	}
+	return string(body), err
+}
+
+// whoamiField returns the value of the first line of a whoami answer starting with
+// name + ": ".
+func whoamiField(body, name string) string {
+	for line := range strings.Lines(body) {
+		if v, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), name+": "); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// --- Events -------------------------------------------------------------------
+
+// expectEvent waits for an Event of type typ and reason on svc (this very object, by
+// UID) whose note satisfies match, and returns the note.
+func (f *fullLab) expectEvent(tb testing.TB, svc *corev1.Service, typ, reason string, match func(note string) bool, want string) string {
+	tb.Helper()
+	var found string
+	deadline := time.Now().Add(labWait)
+	for {
+		evs, err := f.Kube.EventsV1().Events(svc.Namespace).List(tb.Context(), metav1.ListOptions{})
+		var seen []string
+		if err == nil {
+			for _, e := range evs.Items {
+				if e.Regarding.UID != svc.UID {
+					continue
+				}
+				if e.Type == typ && e.Reason == reason && match(e.Note) {
+					found = e.Note
+					return found
+				}
+				seen = append(seen, fmt.Sprintf("%s %s: %s", e.Type, e.Reason, e.Note))
+			}
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("Service %s: no %s Event %s %s after %v; its Events: %q (list error %v)", svc.Name, typ, reason, want, labWait, seen, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func noteIs(want string) func(string) bool { return func(n string) bool { return n == want } }
+
+func noteHas(parts ...string) func(string) bool {
+	return func(n string) bool {
+		for _, p := range parts {
+			if !strings.Contains(n, p) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// --- Pods ---------------------------------------------------------------------
+
+// createPod runs a whoami pod on node with the given labels (and podLabel=name), waits
+// until it is Running and Ready, and deletes it when the test ends.
+func (f *fullLab) createPod(tb testing.TB, name, node string, labels map[string]string) *corev1.Pod {
+	tb.Helper()
+	l := map[string]string{podLabel: name}
+	for k, v := range labels {
+		l[k] = v
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: l},
+		Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: ptr.To[int64](0),
+			Containers: []corev1.Container{{Name: "whoami", Image: "traefik/whoami"}}},
+	}
+	if _, err := f.Kube.CoreV1().Pods("default").Create(tb.Context(), pod, metav1.CreateOptions{}); err != nil {
+		tb.Fatalf("creating pod %s: %v", name, err)
+	}
+	tb.Cleanup(func() { f.deletePod(tb, name) })
+	if err := f.waitPodReady(tb.Context(), "default", name); err != nil {
+		tb.Fatal(err)
+	}
+	pod, err := f.Kube.CoreV1().Pods("default").Get(tb.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return pod
+}
+
+// deletePod deletes a pod and waits until it is gone (its agent removed it).
+func (f *fullLab) deletePod(tb testing.TB, name string) {
+	ctx := context.Background()
+	err := f.Kube.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return
+	}
+	if err != nil {
+		tb.Errorf("deleting pod %s: %v", name, err)
+		return
+	}
+	deadline := time.Now().Add(labWait)
+	for {
+		_, err := f.Kube.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Errorf("pod %s still exists %v after its deletion (%v)", name, labWait, err)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// --- herald objects -----------------------------------------------------------
+
+// createObject creates a herald object (or any other) and deletes it when the test ends,
+// waiting until it is gone: a pool keeps its finalizer until its last IP is released.
+func (f *fullLab) createObject(tb testing.TB, obj client.Object) {
+	tb.Helper()
+	if err := f.c.Create(tb.Context(), obj); err != nil {
+		tb.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+	tb.Cleanup(func() {
+		ctx := context.Background()
+		if err := f.c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+			tb.Errorf("deleting %T %s: %v", obj, obj.GetName(), err)
+			return
+		}
+		key := client.ObjectKeyFromObject(obj)
+		deadline := time.Now().Add(labWait)
+		for {
+			err := f.c.Get(ctx, key, obj)
+			if apierrors.IsNotFound(err) {
+				return
+			}
+			if time.Now().After(deadline) {
+				tb.Errorf("%T %s still exists %v after its deletion (%v, finalizers %v)", obj, key, labWait, err, obj.GetFinalizers())
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+}
+
+// getObject reads obj again by its key.
+func (f *fullLab) getObject(tb testing.TB, obj client.Object) {
+	tb.Helper()
+	if err := f.c.Get(tb.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// --- iptables -----------------------------------------------------------------
+
+// natTable is `iptables-save -t nat` on a node.
+func (f *fullLab) natTable(tb testing.TB, node string) string {
+	tb.Helper()
+	out, err := f.s.Exec(tb.Context(), node, "iptables-save", "-t", "nat")
+	if err != nil {
+		tb.Fatalf("iptables-save on %s: %v", node, err)
+	}
+	return string(out)
+}
+
+// kubeProxyChain is the name kube-proxy's iptables proxier gives the per-service-port
+// chains (prefix KUBE-SVC-, KUBE-EXT-, KUBE-FW-, KUBE-SVL-): the prefix and 16
+// characters of base32(sha256(servicePortName + protocol)), servicePortName being
+// "namespace/name:portName" and protocol in lower case (pkg/proxy/iptables/proxier.go,
+// portProtoHash). It is computed here from kube-proxy's definition, not from herald's.
+func kubeProxyChain(prefix, servicePortName string, protocol corev1.Protocol) string {
+	sum := sha256.Sum256([]byte(servicePortName + strings.ToLower(string(protocol))))
+	return prefix + base32.StdEncoding.EncodeToString(sum[:])[:16]
+}
+
+// chainsJumpedTo returns the chains the rules of chain jump to whose names start with
+// prefix, in an iptables-save dump.
+func chainsJumpedTo(dump, chain, prefix string) []string {
+	var out []string
+	for line := range strings.Lines(dump) {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[0] != "-A" || f[1] != chain {
+			continue
+		}
+		for i := 2; i+1 < len(f); i++ {
+			if f[i] == "-j" && strings.HasPrefix(f[i+1], prefix) && !slices.Contains(out, f[i+1]) {
+				out = append(out, f[i+1])
+			}
+		}
+	}
+	return out
+}
+
+// hasChain says whether an iptables-save dump declares chain.
+func hasChain(dump, chain string) bool {
+	for line := range strings.Lines(dump) {
+		if strings.HasPrefix(line, ":"+chain+" ") {
+			return true
+		}
+	}
+	return false
+}
+
+func keyIn(namespace, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: namespace, Name: name}
+}
