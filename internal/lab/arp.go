@@ -10,7 +10,7 @@ import (
 
 	"github.com/mdlayher/arp"
 
-	"herald.dev/herald/internal/lab/netns"
+	"herald.dev/herald/internal/netns"
 )
 
 // ARPWatch asks who has an IP from a host's eth0 every interval and records every

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"herald.dev/herald/internal/lab/netns"
+	"herald.dev/herald/internal/netns"
 )
 
 // The command lines of the lab's components. They are derived from the state alone, so

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"herald.dev/herald/internal/lab/netns"
+	"herald.dev/herald/internal/netns"
 )
 
 // CurlResult counts the answers of repeated requests: by their Hostname line (what the

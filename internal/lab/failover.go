@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"herald.dev/herald/internal/lab/netns"
+	"herald.dev/herald/internal/netns"
 )
 
 // Faults that move a VIP, as MeasureFailover names them.

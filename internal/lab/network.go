@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"herald.dev/herald/internal/lab/netns"
+	"herald.dev/herald/internal/netns"
 )
 
 // routeWorker makes worker h a router for pods: it forwards (a new namespace does not;

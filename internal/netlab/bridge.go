@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+
+	"herald.dev/herald/internal/netns"
 )
 
 // buildBridge creates the bridge namespace with br0, the lab's switch.
@@ -56,7 +58,7 @@ func (l *Lab) AddSubnet(subnet netip.Prefix) error {
 // setSysctl writes a /proc/sys file as seen from inside the namespace ns (net sysctls
 // are per namespace, chosen by the writing thread's namespace).
 func setSysctl(ns, key, value string) error {
-	return inNamespace(ns, func() error {
+	return netns.Do(ns, func() error {
 		if err := os.WriteFile(filepath.Join("/proc/sys", key), []byte(value), 0); err != nil {
 			return fmt.Errorf("sysctl %s=%s in %s: %w", key, value, ns, err)
 		}

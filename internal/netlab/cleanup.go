@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"herald.dev/herald/internal/netns"
 )
 
 // Cleanup removes what a lab with this prefix left behind when its run crashed before
@@ -62,7 +64,7 @@ func boolInt(b bool) int {
 // comment for why that is ours to kill) and deletes it. A namespace already gone is
 // fine.
 func deleteNamespace(ns string) error {
-	if _, err := os.Stat(filepath.Join(netnsDir, ns)); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(netns.Dir, ns)); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	var errs []error

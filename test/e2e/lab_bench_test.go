@@ -23,7 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"herald.dev/herald/internal/lab"
-	"herald.dev/herald/internal/lab/netns"
+	"herald.dev/herald/internal/netns"
 )
 
 // BenchmarkLab measures, in the full lab (the walkthrough's cluster with pods and the

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"herald.dev/herald/internal/lab/netns"
+	"herald.dev/herald/internal/netns"
 )
 
 // ipTimeout bounds each `ip` command; they are all quick.

@@ -1,10 +1,7 @@
 // Package netns runs code inside a named network namespace (/run/netns/NAME) from a Go
-// process that lives elsewhere: the lab CLI in the root namespace talking to the
-// client namespace, the lab agent in a worker namespace serving HTTP in pod namespaces.
-//
-// netlab has the same mechanism behind its Host type, but a Host only exists in the
-// process that built the lab; the lab's later commands and its agents know namespaces
-// by name only.
+// process that lives elsewhere: a go test in the root namespace talking to a lab
+// host (netlab's Host methods), the lab CLI talking to the client namespace, the lab
+// agent in a worker namespace serving HTTP in pod namespaces.
 package netns
 
 import (
@@ -73,6 +70,20 @@ func Listen(name, network, address string) (net.Listener, error) {
 		return nil, fmt.Errorf("listening on %s %s in %s: %w", network, address, name, err)
 	}
 	return l, nil
+}
+
+// ListenPacket is Listen for packet sockets (UDP, raw IP).
+func ListenPacket(name, network, address string) (net.PacketConn, error) {
+	var c net.PacketConn
+	err := Do(name, func() error {
+		var err error
+		c, err = net.ListenPacket(network, address)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s %s in %s: %w", network, address, name, err)
+	}
+	return c, nil
 }
 
 // Dialer returns a DialContext that connects from inside the namespace name, for
