@@ -86,6 +86,9 @@ func (w *ARPWatch) read() {
 	}
 }
 
+// IP is the address asked for.
+func (w *ARPWatch) IP() netip.Addr { return w.ip }
+
 // Close stops asking and closes the socket; calling it again is harmless.
 func (w *ARPWatch) Close() {
 	select {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"net"
 	"net/netip"
 	"os"
@@ -47,7 +46,7 @@ func BenchmarkFailover(b *testing.B) {
 		for _, f := range faults {
 			var ds []time.Duration
 			for range trials {
-				mac, err := watch.settle(time.Second, 30*time.Second)
+				mac, err := watch.Settle(time.Second, 30*time.Second)
 				if err != nil {
 					b.Fatalf("%s: before the fault: %v", f.name, err)
 				}
@@ -56,11 +55,13 @@ func BenchmarkFailover(b *testing.B) {
 				if err := f.fault(owner); err != nil {
 					b.Fatal(err)
 				}
-				d, err := watch.firstOther(mac, at, 30*time.Second)
+				// The interruption ends with the first answer of the MAC that took over.
+				next, err := watch.Settle(time.Second, 30*time.Second, mac)
 				if err != nil {
 					b.Fatalf("%s of %s: %v", f.name, owner.Name(), err)
 				}
-				ds = append(ds, d)
+				first, _ := watch.FirstFrom(next, at)
+				ds = append(ds, first.Sub(at))
 				if err := f.restore(owner); err != nil {
 					b.Fatal(err)
 				}
@@ -71,7 +72,7 @@ func BenchmarkFailover(b *testing.B) {
 			b.Logf("failover %-9s trials=%d median=%v p95=%v max=%v", f.name, len(ds), med.Round(time.Millisecond),
 				p95.Round(time.Millisecond), slices.Max(ds).Round(time.Millisecond))
 		}
-		watch.close()
+		watch.Close()
 
 		mac, owner := "", (*netlab.Host)(nil)
 		for _, w := range c.workers { // the owner after the last restore
@@ -95,23 +96,6 @@ func (c *cluster) restartSpeaker(h *netlab.Host) error {
 	_ = p.Wait()
 	c.startSpeaker(h, "--ml-join-interval", "1s")
 	return nil
-}
-
-// firstOther waits for the first reply after since from a MAC other than old.
-func (w *arpWatch) firstOther(old string, since time.Time, limit time.Duration) (time.Duration, error) {
-	deadline := since.Add(limit)
-	for time.Now().Before(deadline) {
-		w.mu.Lock()
-		for _, r := range w.replies {
-			if r.at.After(since) && r.mac != old {
-				w.mu.Unlock()
-				return r.at.Sub(since), nil
-			}
-		}
-		w.mu.Unlock()
-		time.Sleep(5 * time.Millisecond)
-	}
-	return 0, fmt.Errorf("no MAC other than %s answered within %v", old, limit)
 }
 
 // answers says whether h's MAC answers ARP for ip, asked from the client.

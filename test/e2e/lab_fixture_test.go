@@ -38,8 +38,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"herald.dev/herald/internal/lab"
-	"herald.dev/herald/internal/netns"
 	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/netns"
 	"herald.dev/herald/internal/scheme"
 	"herald.dev/herald/speaker/election"
 )

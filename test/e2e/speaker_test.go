@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/netlab"
 	"herald.dev/herald/speaker/election"
 )
@@ -113,18 +114,18 @@ func TestSpeakerOwnershipAndFailover(t *testing.T) {
 }
 
 // expectSilence waits until nobody answers for the VIP over a whole second.
-func (c *cluster) expectSilence(w *arpWatch, when string) {
+func (c *cluster) expectSilence(w *lab.ARPWatch, when string) {
 	c.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		start := time.Now()
 		time.Sleep(time.Second)
-		macs := w.macsSince(start)
+		macs := w.MACsSince(start)
 		if len(macs) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("%s: %v still answer for %s", when, macs, w.ip)
+			c.t.Fatalf("%s: %v still answer for %s", when, macs, w.IP())
 		}
 	}
 }
@@ -146,19 +147,19 @@ func (c *cluster) update(key client.ObjectKey, obj client.Object, change func())
 
 // expectOwner waits until exactly one MAC answers for the VIP over a whole second,
 // and requires it to be want's.
-func (c *cluster) expectOwner(w *arpWatch, want *netlab.Host, when string) {
+func (c *cluster) expectOwner(w *lab.ARPWatch, want *netlab.Host, when string) {
 	c.t.Helper()
-	mac, err := w.settle(time.Second, 30*time.Second)
+	mac, err := w.Settle(time.Second, 30*time.Second)
 	if err != nil {
 		c.t.Fatalf("%s: %v", when, err)
 	}
 	if got := c.workerByMAC(mac); got != want {
-		c.t.Fatalf("%s: %s answers for %s, want %s", when, got.Name(), w.ip, want.Name())
+		c.t.Fatalf("%s: %s answers for %s, want %s", when, got.Name(), w.IP(), want.Name())
 	}
 }
 
-func (c *cluster) logFailover(w *arpWatch, to *netlab.Host, since time.Time, how string) {
-	if first, ok := w.firstFrom(to.MAC().String(), since); ok {
+func (c *cluster) logFailover(w *lab.ARPWatch, to *netlab.Host, since time.Time, how string) {
+	if first, ok := w.FirstFrom(to.MAC().String(), since); ok {
 		c.t.Logf("%s: %s answered %v after the fault", how, to.Name(), first.Sub(since).Round(time.Millisecond))
 	}
 }
