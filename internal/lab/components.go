@@ -14,15 +14,17 @@ import (
 )
 
 // The command lines of the lab's components. They are derived from the state alone, so
-// that a fault command can start a speaker again exactly as Up did.
+// that a fault command can start a speaker again exactly as Up did. herald's components
+// authenticate as the manifest's ServiceAccounts; the agents, standing in for kubelets,
+// as the cluster admin.
 
 func controllerCmd(s *State) []string {
-	return []string{s.Herald, "controller", "--kubeconfig", s.Kubeconfig, "--namespace", HeraldNamespace,
+	return []string{s.Herald, "controller", "--kubeconfig", s.ControllerKubeconfig, "--namespace", HeraldNamespace,
 		"--leader-elect=false", "--metrics-bind-address", controllerMetrics, "--health-probe-bind-address", controllerProbe}
 }
 
 func speakerCmd(s *State, h HostInfo) []string {
-	cmd := []string{s.Herald, "speaker", "--kubeconfig", s.Kubeconfig, "--node-name", h.Name,
+	cmd := []string{s.Herald, "speaker", "--kubeconfig", s.SpeakerKubeconfig, "--node-name", h.Name,
 		"--ml-bind-addr", h.Addr.String(), "--namespace", HeraldNamespace,
 		"--metrics-bind-address", speakerMetrics, "--health-probe-bind-address", speakerProbe}
 	return append(cmd, s.SpeakerArgs...)

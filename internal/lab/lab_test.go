@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +22,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
 	"herald.dev/herald/internal/lab/agent"
@@ -52,6 +55,8 @@ func TestLab(t *testing.T) {
 		}
 	}
 
+	testServiceAccounts(t, l)
+
 	pod := createPod(t, l, "web1", "worker", 8080)
 	ip := netip.MustParseAddr(pod.Status.PodIP)
 	if w, _ := s.Worker("worker"); !w.PodCIDR.Contains(ip) || pod.Status.HostIP != w.Addr.String() {
@@ -76,6 +81,9 @@ func TestLab(t *testing.T) {
 	}
 
 	testFaults(t, s)
+	for log, lines := range s.Refusals() {
+		t.Errorf("%s: refused by the API server (missing RBAC?):\n%s", log, strings.Join(lines, "\n"))
+	}
 
 	ns := agent.NamespaceFor(testPrefix, "default", "web1")
 	if err := l.Kube.CoreV1().Pods("default").Delete(ctx, "web1", metav1.DeleteOptions{}); err != nil {
@@ -106,6 +114,44 @@ func TestLab(t *testing.T) {
 		if p.Alive() {
 			t.Errorf("%s (pid %d) still runs after down", k, p.Pid)
 		}
+	}
+}
+
+// testServiceAccounts checks that herald's components run with the kubeconfigs of the
+// manifest's ServiceAccounts, which the API server takes as those accounts and allows no
+// more than the manifest's RBAC, and that the namespace is the manifest's.
+func testServiceAccounts(t *testing.T, l *Lab) {
+	s := l.State
+	for key, kubeconfig := range map[string]string{"cp-controller": s.ControllerKubeconfig, "worker-speaker": s.SpeakerKubeconfig, "worker2-speaker": s.SpeakerKubeconfig} {
+		if cmd := s.Procs[key].Cmd; !slices.Contains(cmd, kubeconfig) || slices.Contains(cmd, s.Kubeconfig) {
+			t.Errorf("%s runs %q, want --kubeconfig %s", key, cmd, kubeconfig)
+		}
+	}
+	b, err := os.ReadFile(s.SpeakerKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := clientcmd.RESTConfigFromKubeConfig(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.Dial = l.CP.Config.Dial
+	speaker, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := speaker.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{}); err != nil {
+		t.Errorf("the speaker's kubeconfig cannot list Nodes, which its RBAC allows: %v", err)
+	}
+	if _, err := speaker.CoreV1().Secrets(HeraldNamespace).List(t.Context(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the speaker's kubeconfig listing Secrets: %v, want Forbidden: is it cluster admin?", err)
+	}
+	ns, err := l.Kube.CoreV1().Namespaces().Get(t.Context(), HeraldNamespace, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ns.Labels["pod-security.kubernetes.io/enforce"] != "privileged" {
+		t.Errorf("namespace %s has labels %v: not the manifest's", HeraldNamespace, ns.Labels)
 	}
 }
 

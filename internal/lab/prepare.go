@@ -38,15 +38,16 @@ func labNamespaces(prefix string) []string {
 	return out
 }
 
-// resetRunDir removes what an earlier lab left in the run directory (state, logs, pid
-// files, pod records, the control plane's files) and keeps the binaries, which Up
+// resetRunDir removes what an earlier lab left in the run directory (state, logs,
+// kubeconfigs, pid files, pod records, the control plane's files) and keeps the binaries, which Up
 // rebuilds only as far as they changed.
 func resetRunDir(runDir string) error {
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return fmt.Errorf("lab run directory: %w", err)
 	}
 	logs, _ := filepath.Glob(filepath.Join(runDir, "*.log"))
-	old := append(logs, filepath.Join(runDir, stateFile), filepath.Join(runDir, "pids"),
+	kubeconfigs, _ := filepath.Glob(filepath.Join(runDir, "*.kubeconfig"))
+	old := append(append(logs, kubeconfigs...), filepath.Join(runDir, stateFile), filepath.Join(runDir, "pids"),
 		filepath.Join(runDir, "agents"), filepath.Join(runDir, CPHost+"-controlplane"))
 	for _, p := range old {
 		if err := os.RemoveAll(p); err != nil && !errors.Is(err, fs.ErrNotExist) {

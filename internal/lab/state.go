@@ -25,9 +25,13 @@ type State struct {
 	Started    time.Time `json:"started"`
 	Assets     string    `json:"assets"`
 	KubectlBin string    `json:"kubectl"`
-	Kubeconfig string    `json:"kubeconfig"`
-	Herald     string    `json:"herald"` // the herald binary the lab runs
-	LabBin     string    `json:"labBin"` // hack/lab, which runs the agents
+	Kubeconfig string    `json:"kubeconfig"` // cluster admin: the agents, kubectl, tests
+	Herald     string    `json:"herald"`     // the herald binary the lab runs
+	LabBin     string    `json:"labBin"`     // hack/lab, which runs the agents
+	// ControllerKubeconfig and SpeakerKubeconfig hold tokens of the manifest's
+	// ServiceAccounts herald-controller and herald-speaker, which the components run as.
+	ControllerKubeconfig string `json:"controllerKubeconfig"`
+	SpeakerKubeconfig    string `json:"speakerKubeconfig"`
 	// Proxier says whether the speakers program iptables (herald speaker has --proxy).
 	Proxier     bool            `json:"proxier"`
 	SpeakerArgs []string        `json:"speakerArgs,omitempty"` // extra speaker flags

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -28,7 +29,9 @@ func Status(ctx context.Context, w io.Writer, runDir, prefix string) error {
 	}
 	fmt.Fprintf(w, "lab %q up since %s (%s ago)\n", s.Prefix, s.Started.Format(time.RFC3339), time.Since(s.Started).Round(time.Second))
 	fmt.Fprintf(w, "run directory: %s (state %s, logs *.log)\n", s.RunDir, stateFile)
-	fmt.Fprintf(w, "kubeconfig:    %s (reachable inside the lab: hack/lab kubectl ...)\n", s.Kubeconfig)
+	fmt.Fprintf(w, "kubeconfig:    %s (cluster admin, reachable inside the lab: hack/lab kubectl ...)\n", s.Kubeconfig)
+	fmt.Fprintf(w, "herald runs as: ServiceAccounts %s (%s), %s (%s), with the RBAC of %s\n",
+		ControllerAccount.Name, s.ControllerKubeconfig, SpeakerAccount.Name, s.SpeakerKubeconfig, Manifest)
 	proxier := "no: this herald's speaker has no --proxy flag yet (issue 4)"
 	if s.Proxier {
 		proxier = "yes: " + strings.Join(s.SpeakerArgs, " ")
@@ -80,5 +83,11 @@ func Status(ctx context.Context, w io.Writer, runDir, prefix string) error {
 		return err
 	}
 	fmt.Fprintf(w, "\nnamespaces: %s\n", strings.Join(labNamespaces(s.Prefix), " "))
+	refused := s.Refusals()
+	logs := slices.Sorted(maps.Keys(refused))
+	for _, log := range logs {
+		lines := refused[log]
+		fmt.Fprintf(w, "REFUSED by the API server (missing RBAC?): %d lines in %s, the first:\n  %s\n", len(lines), log, lines[0])
+	}
 	return nil
 }

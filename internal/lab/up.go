@@ -5,14 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"herald.dev/herald/internal/netlab"
 )
@@ -29,8 +29,11 @@ type Lab struct {
 
 // Up builds the lab: the bridge, the control plane at 172.18.0.2 with herald's
 // controller, cfg.Workers workers (a Node kept Ready by a lab agent, a herald speaker)
-// and the client at 172.18.0.100. It returns once every component is ready. On error it
-// removes whatever it made.
+// and the client at 172.18.0.100. herald's CRDs, namespace, ServiceAccounts and RBAC are
+// those of config/manifests/herald.yaml, and its controller and speakers run under
+// those ServiceAccounts (controller.kubeconfig, speaker.kubeconfig in the run
+// directory). It returns once every component is ready. On error it removes whatever
+// it made.
 func Up(ctx context.Context, cfg Config) (l *Lab, err error) {
 	if err := cfg.normalize(); err != nil {
 		return nil, err
@@ -98,7 +101,8 @@ func Up(ctx context.Context, cfg Config) (l *Lab, err error) {
 	if l.Kube, err = kubernetes.NewForConfig(l.CP.Config); err != nil {
 		return l, fmt.Errorf("lab: client: %w", err)
 	}
-	if err := l.applyConfig(ctx, root); err != nil {
+	say("herald's CRDs, namespace, ServiceAccounts and RBAC from %s; kubeconfigs of its ServiceAccounts", Manifest)
+	if err := l.installHerald(ctx, root); err != nil {
 		return l, err
 	}
 
@@ -185,27 +189,27 @@ func (l *Lab) record(p Proc) {
 	_ = l.State.Save() // Up's own errors matter more; the final Save reports
 }
 
-// applyConfig creates herald's namespace and applies the RBAC roles of config/rbac (the
-// CRDs come with the control plane). The components run as cluster admin; the roles are
-// there to be inspected and bound.
-func (l *Lab) applyConfig(ctx context.Context, root string) error {
-	_, err := l.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: HeraldNamespace}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("lab: namespace %s: %w", HeraldNamespace, err)
+// installHerald applies herald's CRDs, namespace, ServiceAccounts and RBAC from the
+// manifest (InstallManifest) and writes the kubeconfigs herald's components run with:
+// tokens of the manifest's ServiceAccounts, so that they may do what the manifest's
+// RBAC grants and nothing more.
+func (l *Lab) installHerald(ctx context.Context, root string) error {
+	c, err := client.New(l.CP.Config, client.Options{})
+	if err != nil {
+		return fmt.Errorf("lab: client: %w", err)
 	}
-	var files []string
-	for _, f := range []string{"config/rbac/role.yaml", "config/rbac/speaker/role.yaml"} {
-		if _, err := os.Stat(filepath.Join(root, f)); err == nil {
-			files = append(files, "-f", filepath.Join(root, f))
+	if _, err := InstallManifest(ctx, c, root); err != nil {
+		return err
+	}
+	s := l.State
+	s.ControllerKubeconfig = filepath.Join(s.RunDir, "controller.kubeconfig")
+	s.SpeakerKubeconfig = filepath.Join(s.RunDir, "speaker.kubeconfig")
+	for sa, path := range map[types.NamespacedName]string{ControllerAccount: s.ControllerKubeconfig, SpeakerAccount: s.SpeakerKubeconfig} {
+		if err := ServiceAccountKubeconfig(ctx, l.CP, sa, tokenTTL, path); err != nil {
+			return err
 		}
 	}
-	if len(files) == 0 {
-		return nil
-	}
-	if _, err := l.State.Kubectl(ctx, append([]string{"apply"}, files...)...); err != nil {
-		return fmt.Errorf("lab: applying RBAC: %w", err)
-	}
-	return nil
+	return s.Save()
 }
 
 // waitNodesReady waits until every worker's Node is Ready, which its agent reports.
