@@ -1,7 +1,6 @@
 package manifests
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -25,8 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -133,7 +129,7 @@ func describe(o *unstructured.Unstructured) string {
 func TestManifestsOnARealAPIServer(t *testing.T) {
 	assets := labAssets(t)
 	objs := readObjects(t, rendered)
-	kindObjs, err := decodeObjects(kustomize(t, "config/kind"))
+	kindObjs, err := lab.DecodeObjects(kustomize(t, "config/kind"))
 	if err != nil {
 		t.Fatalf("config/kind: %v", err)
 	}
@@ -222,6 +218,9 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 			t.Fatalf("applying %s: %v", describe(o), err)
 		}
 	}
+	if err := lab.WaitEstablished(e.ctx, e.c, objs); err != nil {
+		t.Fatal(err)
+	}
 	controllerKC := e.serviceAccountKubeconfig(t, types.NamespacedName{Namespace: heraldNS, Name: "herald-controller"})
 	speakerKC := e.serviceAccountKubeconfig(t, types.NamespacedName{Namespace: heraldNS, Name: "herald-speaker"})
 
@@ -248,7 +247,7 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 	// No component may be refused anything: that is what proves the RBAC enough.
 	defer func() {
 		for _, p := range procs {
-			if lines := refusals(p.LogPath()); len(lines) > 0 {
+			if lines := lab.Refusals(p.LogPath()); len(lines) > 0 {
 				t.Errorf("%s was refused by the API server (missing RBAC?):\n%s", filepath.Base(p.LogPath()), strings.Join(lines, "\n"))
 			}
 		}
@@ -293,7 +292,7 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 	}
 
 	// The walkthrough's pool and advertisement, from config/samples.
-	samples, err := decodeObjects(kustomize(t, "config/samples"))
+	samples, err := lab.DecodeObjects(kustomize(t, "config/samples"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,54 +382,14 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 	})
 }
 
-// serviceAccountKubeconfig writes a kubeconfig holding a token of sa (TokenRequest API)
-// for the lab's API server, and checks that the API server sees it as that account.
+// serviceAccountKubeconfig writes a kubeconfig holding a token of sa for the lab's API
+// server, as the lab does for its components (lab.ServiceAccountKubeconfig), and
+// returns its path.
 func (e *labEnv) serviceAccountKubeconfig(t *testing.T, sa types.NamespacedName) string {
 	t.Helper()
-	tr, err := e.kube.CoreV1().ServiceAccounts(sa.Namespace).CreateToken(e.ctx, sa.Name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("token of ServiceAccount %s: %v", sa, err)
-	}
-	admin, err := clientcmd.LoadFromFile(e.cp.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cluster := admin.Clusters[admin.Contexts[admin.CurrentContext].Cluster]
-	if cluster == nil {
-		t.Fatalf("%s: no cluster in the current context", e.cp.Kubeconfig)
-	}
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["lab"] = cluster
-	cfg.AuthInfos[sa.Name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
-	cfg.Contexts["lab"] = &clientcmdapi.Context{Cluster: "lab", AuthInfo: sa.Name, Namespace: sa.Namespace}
-	cfg.CurrentContext = "lab"
 	path := filepath.Join(e.runDir, sa.Name+".kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+	if err := lab.ServiceAccountKubeconfig(e.ctx, e.cp, sa, time.Hour, path); err != nil {
 		t.Fatal(err)
-	}
-
-	// Who does the API server think we are with it?
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := clientcmd.RESTConfigFromKubeConfig(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc.Dial = e.cp.Host.DialContext
-	kube, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	review, err := kube.AuthenticationV1().SelfSubjectReviews().Create(e.ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("SelfSubjectReview with %s: %v", path, err)
-	}
-	if want := "system:serviceaccount:" + sa.Namespace + ":" + sa.Name; review.Status.UserInfo.Username != want {
-		t.Fatalf("%s authenticates as %q, want %q", path, review.Status.UserInfo.Username, want)
 	}
 	return path
 }
@@ -546,27 +505,6 @@ func (e *labEnv) eventually(t *testing.T, what string, check func() error) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-// refusals returns the log lines where the API server refused a request: an RBAC
-// denial ("... is forbidden: User \"system:serviceaccount:...\" cannot list ...") or
-// a rejected credential.
-func refusals(path string) []string {
-	f, err := os.Open(path)
-	if err != nil {
-		return []string{err.Error()}
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if l := strings.ToLower(line); strings.Contains(l, "forbidden") || strings.Contains(l, "unauthorized") {
-			out = append(out, line)
-		}
-	}
-	return out
 }
 
 func tail(path string) string {

@@ -1,45 +1,23 @@
 package manifests
 
 import (
-	"bytes"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
+	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/testenv"
 )
 
 // rendered is the all-in-one manifest, relative to the repository.
-const rendered = "config/manifests/herald.yaml"
+const rendered = lab.Manifest
 
 // repoPath is path (slash-separated, relative to the repository) on disk.
 func repoPath(path string) string {
 	return filepath.Join(testenv.RepoRoot(), filepath.FromSlash(path))
-}
-
-// decodeObjects decodes every non-empty document of a multi-document YAML stream.
-func decodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		var m map[string]any
-		if err := dec.Decode(&m); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, err
-		}
-		if len(m) == 0 {
-			continue
-		}
-		out = append(out, &unstructured.Unstructured{Object: m})
-	}
 }
 
 // readObjects decodes the objects of a file of the repository.
@@ -49,7 +27,7 @@ func readObjects(t testing.TB, path string) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := decodeObjects(data)
+	objs, err := lab.DecodeObjects(data)
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
