@@ -3,10 +3,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/netlab"
 	"herald.dev/herald/internal/scheme"
 )
@@ -32,7 +35,10 @@ const (
 
 // cluster is a small kind-like cluster in network namespaces: a control plane at
 // 172.18.0.2 (real etcd, kube-apiserver, kube-controller-manager) running herald's
-// controller, worker namespaces running herald speakers, and a client.
+// controller, worker namespaces running herald speakers, and a client. As in the full
+// lab, herald's CRDs, namespace, ServiceAccounts and RBAC are the manifest's
+// (lab.InstallManifest) and its components run under those ServiceAccounts; the test
+// itself is cluster admin.
 type cluster struct {
 	t       testing.TB
 	ctx     context.Context
@@ -42,8 +48,12 @@ type cluster struct {
 	herald  string // the herald binary
 	workers []*netlab.Host
 	client  *netlab.Host
+	// controllerKC and speakerKC are kubeconfigs of the manifest's ServiceAccounts.
+	controllerKC, speakerKC string
 	// speakers by worker name; nil when stopped.
 	speakers map[string]*netlab.Process
+	// logs of every herald component started, checked for refusals at the end.
+	logs map[string]bool
 }
 
 // newCluster builds the lab; it fails (never skips) when namespaces cannot be made.
@@ -61,23 +71,31 @@ func newCluster(t testing.TB, prefix string, workers int) *cluster {
 	if err := netlab.Cleanup(prefix, runDir); err != nil {
 		t.Fatalf("cleaning up an earlier run: %v", err)
 	}
-	lab, err := netlab.New(prefix, netip.MustParsePrefix("172.18.0.0/16"), runDir)
+	netLab, err := netlab.New(prefix, netip.MustParsePrefix("172.18.0.0/16"), runDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{t: t, ctx: context.Background(), lab: lab, speakers: map[string]*netlab.Process{}}
+	c := &cluster{t: t, ctx: context.Background(), lab: netLab, speakers: map[string]*netlab.Process{}, logs: map[string]bool{}}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("logs of the failed run are in %s", runDir)
 		}
-		if err := lab.Close(); err != nil {
+		if err := netLab.Close(); err != nil {
 			t.Errorf("closing the lab: %v", err)
 		}
 	})
-	if c.herald, err = lab.Build(c.ctx, "herald.dev/herald"); err != nil {
+	// Runs first: no component may have been refused anything by the API server.
+	t.Cleanup(func() {
+		for _, log := range slices.Sorted(maps.Keys(c.logs)) {
+			if lines := lab.Refusals(log); len(lines) > 0 {
+				t.Errorf("%s was refused by the API server (missing RBAC?):\n%s", filepath.Base(log), strings.Join(lines, "\n"))
+			}
+		}
+	})
+	if c.herald, err = netLab.Build(c.ctx, "herald.dev/herald"); err != nil {
 		t.Fatal(err)
 	}
-	cpHost, err := lab.AddHost("cp", netip.MustParseAddr("172.18.0.2"))
+	cpHost, err := netLab.AddHost("cp", netip.MustParseAddr("172.18.0.2"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,23 +105,38 @@ func newCluster(t testing.TB, prefix string, workers int) *cluster {
 	if c.c, err = client.New(c.cp.Config, client.Options{Scheme: scheme.New()}); err != nil {
 		t.Fatal(err)
 	}
+	root, err := netlab.RepoRoot(c.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lab.InstallManifest(c.ctx, c.c, root); err != nil {
+		t.Fatal(err)
+	}
+	c.controllerKC = filepath.Join(runDir, "controller.kubeconfig")
+	c.speakerKC = filepath.Join(runDir, "speaker.kubeconfig")
+	for sa, path := range map[types.NamespacedName]string{lab.ControllerAccount: c.controllerKC, lab.SpeakerAccount: c.speakerKC} {
+		if err := lab.ServiceAccountKubeconfig(c.ctx, c.cp, sa, 24*time.Hour, path); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i := range workers {
 		name := fmt.Sprintf("w%d", i+1)
-		h, err := lab.AddHost(name, netip.AddrFrom4([4]byte{172, 18, 0, byte(3 + i)}))
+		h, err := netLab.AddHost(name, netip.AddrFrom4([4]byte{172, 18, 0, byte(3 + i)}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		c.workers = append(c.workers, h)
 		c.node(name, h.Addr())
 	}
-	if c.client, err = lab.AddHost("client", netip.MustParseAddr("172.18.0.100")); err != nil {
+	if c.client, err = netLab.AddHost("client", netip.MustParseAddr("172.18.0.100")); err != nil {
 		t.Fatal(err)
 	}
-	c.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: heraldNS}})
-	if _, err := cpHost.Start("controller", c.herald, "controller", "--kubeconfig", c.cp.Kubeconfig,
-		"--namespace", heraldNS, "--leader-elect=false", "--metrics-bind-address", "0", "--health-probe-bind-address", "0"); err != nil {
+	p, err := cpHost.Start("controller", c.herald, "controller", "--kubeconfig", c.controllerKC,
+		"--namespace", heraldNS, "--leader-elect=false", "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+	if err != nil {
 		t.Fatal(err)
 	}
+	c.logs[p.LogPath()] = true
 	return c
 }
 
@@ -136,7 +169,7 @@ func (c *cluster) create(obj client.Object) {
 // ready (informers synced, memberlist joined, responders up).
 func (c *cluster) startSpeaker(h *netlab.Host, extra ...string) {
 	c.t.Helper()
-	args := append([]string{c.herald, "speaker", "--kubeconfig", c.cp.Kubeconfig, "--node-name", h.Name(),
+	args := append([]string{c.herald, "speaker", "--kubeconfig", c.speakerKC, "--node-name", h.Name(),
 		"--ml-bind-addr", h.Addr().String(), "--namespace", heraldNS,
 		"--metrics-bind-address", "127.0.0.1:7474", "--health-probe-bind-address", "127.0.0.1:7475"}, extra...)
 	p, err := h.Start("speaker", args...)
@@ -144,6 +177,7 @@ func (c *cluster) startSpeaker(h *netlab.Host, extra ...string) {
 		c.t.Fatal(err)
 	}
 	c.speakers[h.Name()] = p
+	c.logs[p.LogPath()] = true
 	hc := &http.Client{Transport: &http.Transport{DialContext: h.DialContext}, Timeout: time.Second}
 	deadline := time.Now().Add(waitFor)
 	for {

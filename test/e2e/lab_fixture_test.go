@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/netip"
 	"os"
@@ -79,13 +80,23 @@ var shared struct {
 	used bool
 	lab  *fullLab
 	err  error
+	// reported counts, by log, the refusals already reported (newRefusals).
+	reported map[string]int
 }
 
 // TestMain removes the shared lab, if a test built it, once every test has run. A run
 // killed before that (a test binary timeout) leaves it behind; the next run removes it
-// before building its own.
+// before building its own. Before that it fails the run if herald's components were
+// refused anything since the last test's check (newRefusals).
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if shared.lab != nil {
+		// Refusals after the last test's own check, up to now.
+		if lines := shared.lab.newRefusals(); len(lines) > 0 {
+			fmt.Fprintf(os.Stderr, "herald's components in the shared lab were refused by the API server (missing RBAC?):\n%s\n", strings.Join(lines, "\n"))
+			code = max(code, 1)
+		}
+	}
 	if shared.used {
 		if err := lab.Down(fullRunDir, fullPrefix); err != nil {
 			fmt.Fprintf(os.Stderr, "removing the shared lab (%s): %v\n", fullPrefix, err)
@@ -113,11 +124,36 @@ func fullLabFor(tb testing.TB) *fullLab {
 	f := shared.lab
 	f.heal(tb)
 	tb.Cleanup(func() {
+		// herald's components run under the manifest's ServiceAccounts (lab.Up): a
+		// refusal means the manifest's RBAC lacks something this test needed.
+		if lines := f.newRefusals(); len(lines) > 0 {
+			tb.Errorf("herald's components were refused by the API server during this test (missing RBAC in %s?):\n%s",
+				lab.Manifest, strings.Join(lines, "\n"))
+		}
 		if tb.Failed() {
 			tb.Logf("logs of the lab are in %s", fullRunDir)
 		}
 	})
 	return f
+}
+
+// newRefusals returns the lines of the controller's and the speakers' logs where the
+// API server refused them something (lab.Refusals), prefixed with the log's name, that
+// no earlier call returned.
+func (f *fullLab) newRefusals() []string {
+	if shared.reported == nil {
+		shared.reported = map[string]int{}
+	}
+	refused := f.s.Refusals()
+	var out []string
+	for _, log := range slices.Sorted(maps.Keys(refused)) {
+		lines := refused[log]
+		for _, l := range lines[min(shared.reported[log], len(lines)):] {
+			out = append(out, filepath.Base(log)+": "+l)
+		}
+		shared.reported[log] = len(lines)
+	}
+	return out
 }
 
 // upFullLab builds the walkthrough's cluster: `make demo` up to the curls.
