@@ -1,7 +1,9 @@
 // Command controlplane runs a local Kubernetes control plane (etcd, kube-apiserver and
-// kube-controller-manager built by hack/setup-test-binaries.sh) with herald's CRDs
-// installed, writes an admin kubeconfig and runs until SIGINT/SIGTERM. `make demo` uses
-// it.
+// kube-controller-manager built by hack/setup-test-binaries.sh), writes an admin
+// kubeconfig and runs until SIGINT/SIGTERM. The lab (internal/netlab, internal/lab, so
+// `make demo` and the end-to-end tests) runs it. It installs nothing of herald's: whoever
+// uses it applies herald's CRDs and RBAC from config/manifests/herald.yaml
+// (lab.InstallManifest), the one source of them.
 //
 // kube-apiserver serves on loopback unless --bind-address says otherwise: the lab runs
 // this command inside a network namespace of its own (`ip netns exec hl-cp controlplane
@@ -77,7 +79,7 @@ func run(dir, assets string, opts ...testenv.Option) error {
 		return err
 	}
 	// The walkthrough's kind cluster uses serviceSubnet 10.200.1.0/24.
-	env := testenv.Environment(assets, "10.200.1.0/24", opts...)
+	env := testenv.Environment(assets, "10.200.1.0/24", append(opts, testenv.NoCRDs())...)
 	if _, err := env.Start(); err != nil {
 		_ = env.Stop() // Start may fail after launching the processes
 		return fmt.Errorf("starting etcd and kube-apiserver: %w", err)

@@ -19,11 +19,12 @@ import (
 const APIServerPort = 6443
 
 // controlPlaneTimeout bounds building and starting the control plane when the caller's
-// context has no deadline; etcd, kube-apiserver and the CRDs take 10-30 s on two cores.
+// context has no deadline; etcd and kube-apiserver take 10-30 s on two cores.
 const controlPlaneTimeout = 3 * time.Minute
 
 // ControlPlane is etcd, kube-apiserver and kube-controller-manager (hack/controlplane)
-// running in a host's namespace and serving on the host's address.
+// running in a host's namespace and serving on the host's address. It holds nothing of
+// herald's: lab.InstallManifest applies herald's CRDs and RBAC from the manifest.
 type ControlPlane struct {
 	Host       *Host
 	Process    *Process

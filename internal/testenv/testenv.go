@@ -69,6 +69,16 @@ func ServeOn(addr netip.AddrPort) Option {
 	}
 }
 
+// NoCRDs starts the control plane without herald's CRDs, for whoever installs them
+// itself: the lab applies them, with the rest of config/manifests/herald.yaml, so that
+// the manifest is the one source of what the cluster holds.
+func NoCRDs() Option {
+	return func(env *envtest.Environment) {
+		env.CRDDirectoryPaths = nil
+		env.ErrorIfCRDPathMissing = false
+	}
+}
+
 // FreePort returns a TCP port nobody listens on at addr right now, for ServeOn.
 func FreePort(addr netip.Addr) (uint16, error) {
 	l, err := net.Listen("tcp", netip.AddrPortFrom(addr, 0).String())
