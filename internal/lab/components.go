@@ -90,6 +90,10 @@ func waitHealthy(ctx context.Context, ns, addr string, p Proc, limit time.Durati
 		}
 		select {
 		case <-ctx.Done():
+			if refused := Refusals(p.Log); len(refused) > 0 {
+				return fmt.Errorf("lab: %s not ready after %v: the API server refused it %d times (missing RBAC in %s?), first:\n%s",
+					p.Key(), limit, len(refused), Manifest, refused[0])
+			}
 			return fmt.Errorf("lab: %s not ready after %v; %s ends:\n%s", p.Key(), limit, p.Log, logTail(p.Log, 15))
 		case <-time.After(200 * time.Millisecond):
 		}
