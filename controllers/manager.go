@@ -31,6 +31,12 @@ type ManagerOptions struct {
 	SeveralInProcess bool
 }
 
+// Leader election (controller-runtime's) creates the Lease, then reads and renews it by
+// name (LeaderElectionID), and reports the new leader as a core/v1 Event on it.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=create,namespace=herald-system
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;update,namespace=herald-system,resourceNames=herald-controller
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=herald-system
+
 // NewManager returns a manager running herald's reconcilers. Only one replica at a
 // time reconciles when LeaderElect is set, so two controllers never fight over a
 // Service's IP.

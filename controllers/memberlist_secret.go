@@ -15,7 +15,9 @@ import (
 	"herald.dev/herald/speaker/members"
 )
 
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create,namespace=herald-system
+// create cannot be limited by name; get is, to the memberlist Secret.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=create,namespace=herald-system
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get,namespace=herald-system,resourceNames=herald-memberlist
 
 // ensureMemberlistSecret creates the speakers' memberlist Secret with a fresh random
 // key when it does not exist. An existing Secret is never changed: speakers running

@@ -29,9 +29,10 @@ type PoolReconciler struct {
 	Served servedFunc
 }
 
-// +kubebuilder:rbac:groups=herald.dev,resources=ipaddresspools,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=herald.dev,resources=ipaddresspools/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=herald.dev,resources=ipaddresspools/finalizers,verbs=update
+// Pools count only in herald-system (the manager's cache watches no other namespace).
+// +kubebuilder:rbac:groups=herald.dev,resources=ipaddresspools,verbs=get;list;watch;update;patch,namespace=herald-system
+// +kubebuilder:rbac:groups=herald.dev,resources=ipaddresspools/status,verbs=get;update;patch,namespace=herald-system
+// +kubebuilder:rbac:groups=herald.dev,resources=ipaddresspools/finalizers,verbs=update,namespace=herald-system
 
 // Reconcile writes one pool's status and finalizer.
 func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

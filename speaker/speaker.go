@@ -30,9 +30,9 @@ import (
 
 // +kubebuilder:rbac:groups="",resources=services;nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
-// +kubebuilder:rbac:groups=herald.dev,resources=ipaddresspools;l2advertisements,verbs=get;list;watch
+// +kubebuilder:rbac:groups=herald.dev,resources=ipaddresspools;l2advertisements,verbs=get;list;watch,namespace=herald-system
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get,namespace=herald-system
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get,namespace=herald-system,resourceNames=herald-memberlist
 
 // Speaker is `herald speaker`: it keeps memberlist membership, elects the owner of
 // every LoadBalancer IP on each change, and makes this node answer ARP/NDP for the

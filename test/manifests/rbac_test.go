@@ -32,43 +32,28 @@ var components = []struct {
 }
 
 // narrowings are where the deployed roles grant less than the markers, on purpose: the
-// markers could say namespace=herald-system or resourceNames=... but do not (yet), and
-// the narrower grant is enough (lab_test.go runs the components under it). Each entry
-// must still be needed: once a marker says it, the test asks to delete the entry.
+// narrower grant is enough (lab_test.go and every lab run the components under it) and
+// the markers could say so (namespace=..., resourceNames=...) but do not. Each entry
+// must still be needed: once a marker says it, the test asks to delete the entry. None
+// now: the markers name herald-system and the memberlist Secret themselves.
 var narrowings = []struct {
 	component, group, resource string
 	verbs                      []string
 	namespace                  string // the deployed scope, "" = the marker's
 	name                       string // the only resourceName, "" = any
 	why                        string
-}{
-	{"controller", "herald.dev", "ipaddresspools", []string{"get", "list", "watch", "update", "patch"}, heraldNS, "",
-		"pools count only in herald-system: the manager's cache watches no other namespace"},
-	{"controller", "herald.dev", "ipaddresspools/status", []string{"get", "update", "patch"}, heraldNS, "", "the status of those pools"},
-	{"controller", "herald.dev", "ipaddresspools/finalizers", []string{"update"}, heraldNS, "", "the finalizers of those pools"},
-	{"controller", "", "secrets", []string{"get"}, "", "herald-memberlist", "the memberlist Secret is the only Secret the controller reads"},
-	{"speaker", "herald.dev", "ipaddresspools", []string{"get", "list", "watch"}, heraldNS, "",
-		"pools count only in herald-system: the speaker's cache watches no other namespace"},
-	{"speaker", "herald.dev", "l2advertisements", []string{"get", "list", "watch"}, heraldNS, "", "as pools"},
-	{"speaker", "", "secrets", []string{"get"}, "", "herald-memberlist", "the memberlist Secret is the only Secret the speaker reads"},
-}
+}{}
 
 // extras are what the deployed roles grant beyond the markers, each with its reason:
 // anything else a hand-written role grants fails the test, so privileges cannot creep
 // in unnoticed. Like narrowings, an entry the markers come to cover must be deleted.
+// None now: leader election's Lease and Event have markers in controllers/manager.go.
 var extras = []struct {
 	component, namespace, group, resource string
 	verbs                                 []string
 	name                                  string
 	why                                   string
-}{
-	{"controller", heraldNS, "coordination.k8s.io", "leases", []string{"create"}, "",
-		"leader election (controller-runtime) creates the Lease; no marker asks for it"},
-	{"controller", heraldNS, "coordination.k8s.io", "leases", []string{"get", "update"}, "herald-controller",
-		"leader election reads and renews its Lease, LeaderElectionID herald-controller"},
-	{"controller", heraldNS, "", "events", []string{"create", "patch"}, "",
-		"leader election reports the new leader as a core/v1 Event on the Lease"},
-}
+}{}
 
 // grant is one permission: a verb on a resource, in a namespace or everywhere, on
 // objects of one name or any.
