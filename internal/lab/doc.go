@@ -12,6 +12,14 @@
 // Workers forward and route each other's pod CIDRs; pods get namespaces of their own,
 // <prefix>pod<name><hash>, made by the agents.
 //
+// Identities. herald's CRDs, namespace, ServiceAccounts and RBAC come from
+// config/manifests/herald.yaml (InstallManifest, server-side apply; not its workloads),
+// and the controller and speakers run under the manifest's ServiceAccounts, with
+// kubeconfigs holding their tokens (controller.kubeconfig, speaker.kubeconfig in the run
+// directory), so whatever runs in the lab also shows the manifest's RBAC is enough;
+// State.Refusals finds any request the API server refused them. The agents, kubectl
+// and the tests' clients are cluster admin.
+//
 // Lifetime. Up starts every long-running process through netlab (a process group of
 // its own, a log and a pid file in the run directory) and returns; the processes do
 // not depend on the process that ran Up. Everything Up built is recorded in
