@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,9 +56,11 @@ type Speaker struct {
 	synced    atomic.Bool
 	joined    atomic.Bool
 
-	// Only the loop goroutine touches live and lostAt.
+	// Only the loop goroutine touches live, lostAt and counted.
 	live   map[string]bool
 	lostAt map[string]time.Time
+	// counted are the IPs whose leader-change counter this node exports.
+	counted map[netip.Addr]bool
 
 	mu sync.Mutex
 	// takeovers are takeovers whose first gratuitous frame has not gone out yet.
@@ -102,6 +105,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		proxyPoke: make(chan struct{}, 1),
 		live:      map[string]bool{},
 		lostAt:    map[string]time.Time{},
+		counted:   map[netip.Addr]bool{},
 		takeovers: map[string]pendingTakeover{},
 	}
 	s.reports = newReporter(s)
