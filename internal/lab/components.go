@@ -69,11 +69,16 @@ func proxierArgs(ctx context.Context, herald string) ([]string, error) {
 // waitHealthy polls http://addr/readyz inside the namespace ns until it answers 200,
 // failing early when the process exits.
 func waitHealthy(ctx context.Context, ns, addr string, p Proc, limit time.Duration) error {
+	return waitOK(ctx, ns, "http://"+addr+"/readyz", p, limit)
+}
+
+// waitOK waits until url, asked from namespace ns, answers 200 OK while p runs.
+func waitOK(ctx context.Context, ns, url string, p Proc, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	hc := &http.Client{Transport: &http.Transport{DialContext: netns.Dialer(ns)}, Timeout: time.Second}
 	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/readyz", nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return err
 		}

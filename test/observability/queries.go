@@ -192,9 +192,11 @@ func ForPrometheus(expr string) (string, error) {
 	return out, nil
 }
 
-// WithVIP is ForPrometheus with $vip set to one IP.
+// WithVIP is ForPrometheus with $vip set to one IP: a regular expression matching just
+// that IP, its backslashes escaped for a PromQL string.
 func WithVIP(expr, vip string) (string, error) {
-	return ForPrometheus(strings.NewReplacer("${vip}", regexp.QuoteMeta(vip), "$vip", regexp.QuoteMeta(vip)).Replace(expr))
+	re := strings.ReplaceAll(regexp.QuoteMeta(vip), `\`, `\\`)
+	return ForPrometheus(strings.NewReplacer("${vip}", re, "$vip", re).Replace(expr))
 }
 
 var heraldName = regexp.MustCompile(`\bherald_[a-zA-Z0-9_:]*[a-zA-Z0-9]`)
