@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/scheme"
@@ -79,9 +78,13 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	}
 	cfg.Members.NodeName = cfg.NodeName
 
+	metrics, err := cfg.Metrics.Options()
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                 scheme.New(),
-		Metrics:                metricsserver.Options{BindAddress: cfg.MetricsAddr},
+		Metrics:                metrics,
 		HealthProbeBindAddress: cfg.ProbeAddr,
 		Logger:                 log,
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{

@@ -258,7 +258,7 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 	// first later moves the Lease.
 	startController := func(name, probe string) *netlab.Process {
 		p, err := e.cp.Host.Start(name, e.herald, "controller", "--kubeconfig", controllerKC, "--namespace", heraldNS,
-			"--metrics-bind-address", "0", "--health-probe-bind-address", probe, "--leader-elect=true")
+			"--metrics-bind-address", "0", "--metrics-secure=false", "--health-probe-bind-address", probe, "--leader-elect=true")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -282,7 +282,7 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 		p, err := h.Start("speaker", e.herald, "speaker", "--kubeconfig", speakerKC, "--node-name", h.Name(),
 			"--ml-bind-addr", h.Addr().String(), "--namespace", heraldNS,
 			"--ml-secret-key-path", filepath.Join(e.runDir, "no-such-dir", "secretkey"),
-			"--metrics-bind-address", "127.0.0.1:7474", "--health-probe-bind-address", "127.0.0.1:7475")
+			"--metrics-bind-address", "127.0.0.1:7474", "--metrics-secure=false", "--health-probe-bind-address", "127.0.0.1:7475")
 		if err != nil {
 			t.Fatal(err)
 		}
