@@ -31,6 +31,11 @@ type ManagerOptions struct {
 	SeveralInProcess bool
 }
 
+// The HTTPS metrics endpoint (--metrics-secure, internal/metricsserve) asks the API
+// server who a scraper is and whether it may get /metrics:
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 // NewManager returns a manager running herald's reconcilers. Only one replica at a
 // time reconciles when LeaderElect is set, so two controllers never fight over a
 // Service's IP.

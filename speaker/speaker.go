@@ -33,6 +33,11 @@ import (
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get,namespace=herald-system
 
+// The HTTPS metrics endpoint (--metrics-secure, internal/metricsserve) asks the API
+// server who a scraper is and whether it may get /metrics:
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 // Speaker is `herald speaker`: it keeps memberlist membership, elects the owner of
 // every LoadBalancer IP on each change, and makes this node answer ARP/NDP for the
 // IPs it owns.
