@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/scheme"
@@ -34,6 +33,11 @@ import (
 // +kubebuilder:rbac:groups=herald.dev,resources=ipaddresspools;l2advertisements,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get,namespace=herald-system
+
+// The HTTPS metrics endpoint (--metrics-secure, internal/metricsserve) asks the API
+// server who a scraper is and whether it may get /metrics:
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // Speaker is `herald speaker`: it keeps memberlist membership, elects the owner of
 // every LoadBalancer IP on each change, and makes this node answer ARP/NDP for the
@@ -82,9 +86,13 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	}
 	cfg.Members.NodeName = cfg.NodeName
 
+	metrics, err := cfg.Metrics.Options()
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                 scheme.New(),
-		Metrics:                metricsserver.Options{BindAddress: cfg.MetricsAddr},
+		Metrics:                metrics,
 		HealthProbeBindAddress: cfg.ProbeAddr,
 		Logger:                 log,
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{

@@ -14,17 +14,19 @@ import (
 )
 
 // The command lines of the lab's components. They are derived from the state alone, so
-// that a fault command can start a speaker again exactly as Up did.
+// that a fault command can start a speaker again exactly as Up did. Their metrics are
+// plain HTTP (--metrics-secure=false): the lab and its tests scrape them without a
+// token.
 
 func controllerCmd(s *State) []string {
 	return []string{s.Herald, "controller", "--kubeconfig", s.Kubeconfig, "--namespace", HeraldNamespace,
-		"--leader-elect=false", "--metrics-bind-address", controllerMetrics, "--health-probe-bind-address", controllerProbe}
+		"--leader-elect=false", "--metrics-bind-address", controllerMetrics, "--metrics-secure=false", "--health-probe-bind-address", controllerProbe}
 }
 
 func speakerCmd(s *State, h HostInfo) []string {
 	cmd := []string{s.Herald, "speaker", "--kubeconfig", s.Kubeconfig, "--node-name", h.Name,
 		"--ml-bind-addr", h.Addr.String(), "--namespace", HeraldNamespace,
-		"--metrics-bind-address", speakerMetrics, "--health-probe-bind-address", speakerProbe}
+		"--metrics-bind-address", speakerMetrics, "--metrics-secure=false", "--health-probe-bind-address", speakerProbe}
 	return append(cmd, s.SpeakerArgs...)
 }
 

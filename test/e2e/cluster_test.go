@@ -101,7 +101,7 @@ func newCluster(t testing.TB, prefix string, workers int) *cluster {
 	}
 	c.create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: heraldNS}})
 	if _, err := cpHost.Start("controller", c.herald, "controller", "--kubeconfig", c.cp.Kubeconfig,
-		"--namespace", heraldNS, "--leader-elect=false", "--metrics-bind-address", "0", "--health-probe-bind-address", "0"); err != nil {
+		"--namespace", heraldNS, "--leader-elect=false", "--metrics-bind-address", "0", "--metrics-secure=false", "--health-probe-bind-address", "0"); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -138,7 +138,8 @@ func (c *cluster) startSpeaker(h *netlab.Host, extra ...string) {
 	c.t.Helper()
 	args := append([]string{c.herald, "speaker", "--kubeconfig", c.cp.Kubeconfig, "--node-name", h.Name(),
 		"--ml-bind-addr", h.Addr().String(), "--namespace", heraldNS,
-		"--metrics-bind-address", "127.0.0.1:7474", "--health-probe-bind-address", "127.0.0.1:7475"}, extra...)
+		// Plain HTTP: metric() scrapes without a token.
+		"--metrics-bind-address", "127.0.0.1:7474", "--metrics-secure=false", "--health-probe-bind-address", "127.0.0.1:7475"}, extra...)
 	p, err := h.Start("speaker", args...)
 	if err != nil {
 		c.t.Fatal(err)
