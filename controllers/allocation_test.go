@@ -43,6 +43,12 @@ func TestAllocateInOrderWithEventsAndStatus(t *testing.T) {
 	if got := gauge(t, "herald_pool_addresses", map[string]string{"pool": "default", "family": "IPv4", "state": "available"}); got != 48 {
 		t.Errorf("herald_pool_addresses{available} = %v, want 48", got)
 	}
+	for i, name := range []string{"svc1", "svc2", "svc3"} {
+		labels := map[string]string{"ip": fmt.Sprintf("172.18.255.%d", 200+i), "service": "default/" + name, "pool": "default"}
+		if got := gauge(t, "herald_service_ip_info", labels); got != 1 {
+			t.Errorf("herald_service_ip_info%v = %v, want 1", labels, got)
+		}
+	}
 	if got := gauge(t, "herald_allocations_total", map[string]string{"result": "allocated"}); got < 3 {
 		t.Errorf("herald_allocations_total{allocated} = %v, want >= 3", got)
 	}

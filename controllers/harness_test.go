@@ -21,6 +21,7 @@ import (
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/controllers"
+	"herald.dev/herald/internal/metricsserve"
 	"herald.dev/herald/internal/testenv"
 )
 
@@ -56,7 +57,7 @@ func newHarness(t testing.TB) *harness {
 func defaultOptions() controllers.ManagerOptions {
 	return controllers.ManagerOptions{
 		Options:          controllers.Options{Namespace: ns, LBClass: "herald.dev/lb", ServiceWorkers: 4},
-		MetricsAddr:      "0",
+		Metrics:          metricsserve.Config{BindAddress: "0"},
 		SeveralInProcess: true,
 		LeaseDuration:    2 * time.Second,
 		RenewDeadline:    1500 * time.Millisecond,

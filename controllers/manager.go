@@ -10,9 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/internal/metricsserve"
 	"herald.dev/herald/internal/scheme"
 )
 
@@ -20,8 +20,8 @@ import (
 // election. The binary and the tests build the manager the same way.
 type ManagerOptions struct {
 	Options
-	MetricsAddr   string // "0" disables the endpoint
-	ProbeAddr     string // "" or "0" disables it
+	Metrics       metricsserve.Config // BindAddress "0" disables the endpoint
+	ProbeAddr     string              // "" or "0" disables it
 	LeaderElect   bool
 	LeaseDuration time.Duration
 	RenewDeadline time.Duration
@@ -37,13 +37,22 @@ type ManagerOptions struct {
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;update,namespace=herald-system,resourceNames=herald-controller
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch,namespace=herald-system
 
+// The HTTPS metrics endpoint (--metrics-secure, internal/metricsserve) asks the API
+// server who a scraper is and whether it may get /metrics:
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
 // NewManager returns a manager running herald's reconcilers. Only one replica at a
 // time reconciles when LeaderElect is set, so two controllers never fight over a
 // Service's IP.
 func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
+	metrics, err := o.Metrics.Options()
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme.New(),
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                       metrics,
 		HealthProbeBindAddress:        o.ProbeAddr,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              "herald-controller",

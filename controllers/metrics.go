@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -18,8 +20,44 @@ var (
 	}, []string{"result"})
 )
 
+// serviceIPs exports one herald_service_ip_info series per allocated IP, read from the
+// allocator at scrape time so it can never drift from it. Alerts join it with the
+// speakers' herald_l2_owner to find IPs that nobody announces.
+var serviceIPs = &holdingsCollector{desc: prometheus.NewDesc("herald_service_ip_info",
+	"1 for each LoadBalancer IP the controller has allocated to a Service (only the leader exports it).",
+	[]string{"ip", "service", "pool"}, nil)}
+
 func init() {
-	metrics.Registry.MustRegister(poolAddresses, allocationsTotal)
+	metrics.Registry.MustRegister(poolAddresses, allocationsTotal, serviceIPs)
+	// Known outcomes start at 0, so rate() and increase() see their first event.
+	for _, r := range []string{"allocated", "failed", "released"} {
+		allocationsTotal.WithLabelValues(r)
+	}
+}
+
+type holdingsCollector struct {
+	desc  *prometheus.Desc
+	state atomic.Pointer[Allocations]
+}
+
+func (c *holdingsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *holdingsCollector) Collect(ch chan<- prometheus.Metric) {
+	a := c.state.Load()
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	var holdings []ipam.Holding
+	if a.loaded { // a replica that is not the leader has not loaded anything
+		holdings = a.alloc.Holdings()
+	}
+	a.mu.Unlock()
+	for _, h := range holdings {
+		for _, ip := range h.IPs {
+			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, 1, ip.String(), h.Key, h.Pool)
+		}
+	}
 }
 
 func setPoolMetrics(pool string, st ipam.PoolStats) {

@@ -31,6 +31,7 @@ type Options struct {
 // Setup registers the Service and pool reconcilers with mgr.
 func Setup(mgr ctrl.Manager, opts Options) error {
 	state := NewAllocations(opts.Namespace)
+	serviceIPs.state.Store(state)
 	svcs := &ServiceReconciler{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("herald-controller"),

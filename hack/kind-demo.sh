@@ -180,13 +180,15 @@ if [[ $MONITORING == yes || ($MONITORING == auto && -n $(command -v helm || true
 prometheus:
   service: {type: NodePort, nodePort: 30001}
   prometheusSpec:
-    # Pick up herald's PodMonitors (config/prometheus), whatever their labels.
+    # Pick up herald's PodMonitors and PrometheusRule (config/prometheus), whatever their labels.
     podMonitorSelectorNilUsesHelmValues: false
     serviceMonitorSelectorNilUsesHelmValues: false
+    ruleSelectorNilUsesHelmValues: false
     nodeSelector: {mynode: control-plane}
     tolerations: [{key: node-role.kubernetes.io/control-plane, operator: Exists, effect: NoSchedule}]
 grafana:
   adminPassword: herald
+  sidecar: {dashboards: {searchNamespace: ALL}}
   service: {type: NodePort, nodePort: 30002}
   nodeSelector: {mynode: control-plane}
   tolerations: [{key: node-role.kubernetes.io/control-plane, operator: Exists, effect: NoSchedule}]
@@ -200,19 +202,10 @@ EOF
 	helm upgrade --install kube-prometheus-stack prometheus-community/kube-prometheus-stack \
 		--kube-context "kind-$CLUSTER" --namespace monitoring --create-namespace ${KPS_VERSION:+--version "$KPS_VERSION"} \
 		--wait --timeout 10m -f "$tmp/values.yaml"
+	# PodMonitors and alerts (config/prometheus), and the dashboard as a ConfigMap that
+	# Grafana's sidecar loads (config/grafana; searchNamespace ALL above).
 	k apply --server-side -k "$root/config/prometheus"
-	# herald's dashboard, when this checkout has it: the Grafana sidecar loads every
-	# ConfigMap labelled grafana_dashboard=1 in its namespace.
-	shopt -s nullglob
-	dashboards=("$root"/config/grafana/*.json)
-	if ((${#dashboards[@]})); then
-		args=()
-		for d in "${dashboards[@]}"; do args+=(--from-file="$d"); done
-		k -n monitoring create configmap herald-dashboards "${args[@]}" --dry-run=client -o yaml |
-			k label --local -f - grafana_dashboard=1 -o yaml | k apply --server-side -f -
-	else
-		echo "(no config/grafana/*.json in this checkout: no herald dashboard yet; the herald_* metrics are in Prometheus)"
-	fi
+	k apply --server-side -k "$root/config/grafana"
 fi
 
 log "done. kubectl --context kind-$CLUSTER get svc,pods -o wide; $0 down removes it all"

@@ -51,6 +51,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: `1 while the proxier is off, with why: "flag" (--proxy=none) or "kube-proxy" (kube-proxy programs this node).`,
 		}, []string{"reason"}),
 	}
+	// Every reason is exported from the start (at 0), so dashboards and alerts see the
+	// series before the proxier ever turns off.
+	for _, r := range []string{disabledFlag, disabledKubeProxy} {
+		m.disabled.WithLabelValues(r)
+	}
 	if reg == nil {
 		return m, nil
 	}

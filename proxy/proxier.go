@@ -169,9 +169,13 @@ func (p *Proxier) disabled() bool {
 	return p.status.Disabled != ""
 }
 
-// Run syncs until ctx ends: the first sync (full) after the first Update, then at most
-// one per MinSyncPeriod while changes come, a full one after an error (retried with
-// backoff), when a canary disappears, and every SyncPeriod. Before writing anything it
+// syncBurst syncs may run back to back after a quiet spell (kube-proxy's burstSyncs).
+const syncBurst = 2
+
+// Run syncs until ctx ends: the first sync (full) after the first Update, then one per
+// MinSyncPeriod on average while changes come (two back to back after a quiet spell),
+// a full one after an error (retried with backoff), when a canary disappears, and
+// every SyncPeriod. Before writing anything it
 // looks for kube-proxy's canary; if that is found, at start or later, the proxier turns
 // off and Run just waits. Run returns nil when ctx ends (its signature fits
 // controller-runtime's manager.RunnableFunc).
@@ -185,7 +189,7 @@ func (p *Proxier) Run(ctx context.Context) error {
 		p.log.Error(err, "cannot tell whether kube-proxy programs this node; asking again before the first sync")
 	}
 
-	sched := schedule{minInterval: p.cfg.MinSyncPeriod}
+	sched := schedule{minInterval: p.cfg.MinSyncPeriod, burst: syncBurst}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	canary := time.NewTicker(p.cfg.CanaryPeriod)

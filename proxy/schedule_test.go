@@ -39,6 +39,35 @@ func TestSchedule(t *testing.T) {
 	}
 }
 
+// With a burst of 2 (kube-proxy's), a second sync may follow the first at once; then
+// syncs are one interval apart, and a quiet spell earns the burst back.
+func TestScheduleBurst(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	ms := time.Millisecond
+	s := schedule{minInterval: time.Second, burst: 2}
+	steps := []struct {
+		request, now time.Duration // a request at, asked at now
+		wantWait     time.Duration
+	}{
+		{0, 0, 0},                                     // first sync
+		{100 * ms, 100 * ms, 0},                       // the burst's second
+		{200 * ms, 200 * ms, 800 * ms},                // then one per interval (2 s of credit used)
+		{1200 * ms, 1200 * ms, 800 * ms},              // the sync at 1 s pushed the next to 2 s
+		{10 * time.Second, 10 * time.Second, 0},       // after a quiet spell
+		{10*time.Second + ms, 10*time.Second + ms, 0}, // the burst is back
+		{10*time.Second + 2*ms, 10*time.Second + 2*ms, time.Second - 2*ms},
+	}
+	for i, st := range steps {
+		s.request(at(st.request))
+		wait, ok := s.next(at(st.now))
+		if !ok || wait != st.wantWait {
+			t.Fatalf("step %d: request at %v waits %v (ok %v), want %v", i, st.request, wait, ok, st.wantWait)
+		}
+		s.start(at(st.now + wait))
+	}
+}
+
 func TestRetryDelay(t *testing.T) {
 	for _, tc := range []struct {
 		n    int

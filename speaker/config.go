@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"herald.dev/herald/internal/metricsserve"
 	"herald.dev/herald/proxy"
 	"herald.dev/herald/speaker/layer2"
 	"herald.dev/herald/speaker/members"
@@ -48,8 +49,10 @@ type Config struct {
 	// Rescan is how often interfaces are listed again.
 	Rescan time.Duration
 
-	MetricsAddr string
-	ProbeAddr   string
+	// Metrics is the metrics endpoint (--metrics-bind-address, --metrics-secure,
+	// --metrics-cert-dir).
+	Metrics   metricsserve.Config
+	ProbeAddr string
 
 	// Proxy configures the embedded proxier (--proxy and its flags); the speaker fills
 	// in the node name, IPs and zone.
@@ -77,7 +80,7 @@ func DefaultConfig() Config {
 		ExcludeInterfaces: layer2.DefaultExcludeInterfaces,
 		Schedule:          layer2.DefaultSchedule(),
 		Rescan:            10 * time.Second,
-		MetricsAddr:       ":7474",
+		Metrics:           metricsserve.Defaults(":7474"),
 		ProbeAddr:         ":7475",
 		Proxy:             proxy.DefaultConfig(),
 	}
@@ -98,7 +101,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ExcludeInterfaces, "exclude-interfaces", c.ExcludeInterfaces, "regular expression of interface names never answered on")
 	fs.DurationVar(&c.Schedule.Refresh, "gratuitous-refresh", c.Schedule.Refresh, "period of the gratuitous ARP/NA refresh of owned IPs (0 disables)")
 	fs.DurationVar(&c.Rescan, "interface-rescan", c.Rescan, "how often interfaces are listed again to follow ones appearing and disappearing")
-	fs.StringVar(&c.MetricsAddr, "metrics-bind-address", c.MetricsAddr, "address of the Prometheus metrics endpoint (plain HTTP); 0 disables it")
+	c.Metrics.AddFlags(fs)
 	fs.StringVar(&c.ProbeAddr, "health-probe-bind-address", c.ProbeAddr, "address of /healthz and /readyz")
 	c.Proxy.AddFlags(fs)
 }
@@ -122,6 +125,9 @@ func (c *Config) validate() (*regexp.Regexp, error) {
 	}
 	if c.JoinInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--ml-join-interval %v must be positive", c.JoinInterval))
+	}
+	if err := c.Metrics.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := c.Proxy.Validate(); err != nil {
 		errs = append(errs, err)

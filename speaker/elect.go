@@ -132,6 +132,7 @@ func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string) {
 		s.mu.Unlock()
 		s.setOwner(t.Decision)
 		s.metrics.leaderChanges.WithLabelValues(t.IP.String()).Inc()
+		s.counted[t.IP] = true
 		s.log.Info("taking over", "ip", t.IP, "services", t.Services, "previousOwner", t.Previous, "interfaces", t.Interfaces)
 		s.announce(t.Decision)
 	}
@@ -140,6 +141,7 @@ func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string) {
 		s.setOwner(d)
 		s.announce(d)
 	}
+	s.prepareCounters(decisions)
 	s.reports.afterElection(decisions, live, s.l2.Responders())
 }
 

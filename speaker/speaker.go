@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/scheme"
@@ -33,6 +33,11 @@ import (
 // +kubebuilder:rbac:groups=herald.dev,resources=ipaddresspools;l2advertisements,verbs=get;list;watch,namespace=herald-system
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get,namespace=herald-system,resourceNames=herald-memberlist
+
+// The HTTPS metrics endpoint (--metrics-secure, internal/metricsserve) asks the API
+// server who a scraper is and whether it may get /metrics:
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // Speaker is `herald speaker`: it keeps memberlist membership, elects the owner of
 // every LoadBalancer IP on each change, and makes this node answer ARP/NDP for the
@@ -55,9 +60,11 @@ type Speaker struct {
 	synced    atomic.Bool
 	joined    atomic.Bool
 
-	// Only the loop goroutine touches live and lostAt.
+	// Only the loop goroutine touches live, lostAt and counted.
 	live   map[string]bool
 	lostAt map[string]time.Time
+	// counted are the IPs whose leader-change counter this node exports.
+	counted map[netip.Addr]bool
 
 	mu sync.Mutex
 	// takeovers are takeovers whose first gratuitous frame has not gone out yet.
@@ -79,9 +86,13 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	}
 	cfg.Members.NodeName = cfg.NodeName
 
+	metrics, err := cfg.Metrics.Options()
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(restCfg, ctrl.Options{
 		Scheme:                 scheme.New(),
-		Metrics:                metricsserver.Options{BindAddress: cfg.MetricsAddr},
+		Metrics:                metrics,
 		HealthProbeBindAddress: cfg.ProbeAddr,
 		Logger:                 log,
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
@@ -102,6 +113,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		proxyPoke: make(chan struct{}, 1),
 		live:      map[string]bool{},
 		lostAt:    map[string]time.Time{},
+		counted:   map[netip.Addr]bool{},
 		takeovers: map[string]pendingTakeover{},
 	}
 	s.reports = newReporter(s)

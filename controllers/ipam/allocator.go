@@ -3,6 +3,7 @@ package ipam
 import (
 	"net/netip"
 	"slices"
+	"strings"
 )
 
 // Allocator decides which Service holds which IP. It is pure bookkeeping in memory: the
@@ -230,4 +231,21 @@ func (a *Allocator) countUsers(al *allocation, delta int) {
 
 func (al *allocation) result(changed bool) Result {
 	return Result{IPs: slices.Clone(al.ips), Pool: al.pool, Changed: changed}
+}
+
+// Holding is one Service's allocation as the allocator records it.
+type Holding struct {
+	Key  string // namespace/name
+	Pool string // "" when no current pool contains the IPs
+	IPs  []netip.Addr
+}
+
+// Holdings lists every Service's allocation, by key.
+func (a *Allocator) Holdings() []Holding {
+	out := make([]Holding, 0, len(a.allocs))
+	for _, al := range a.allocs {
+		out = append(out, Holding{Key: al.key, Pool: al.pool, IPs: slices.Clone(al.ips)})
+	}
+	slices.SortFunc(out, func(x, y Holding) int { return strings.Compare(x.Key, y.Key) })
+	return out
 }

@@ -38,7 +38,7 @@ func TestControllerFlagsDocumented(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, flag := range []string{"--lb-class", "--namespace", "--leader-elect", "--metrics-bind-address", "--kubeconfig"} {
+	for _, flag := range []string{"--lb-class", "--namespace", "--leader-elect", "--metrics-bind-address", "--metrics-secure", "--metrics-cert-dir", "--kubeconfig"} {
 		if !strings.Contains(out, flag) {
 			t.Errorf("controller --help lacks %s", flag)
 		}

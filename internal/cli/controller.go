@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"herald.dev/herald/controllers"
+	"herald.dev/herald/internal/metricsserve"
 	"herald.dev/herald/speaker/members"
 )
 
@@ -23,7 +24,7 @@ type ControllerConfig struct {
 	Kubeconfig     string
 	Namespace      string
 	LBClass        string
-	MetricsAddr    string
+	Metrics        metricsserve.Config
 	ProbeAddr      string
 	LeaderElect    bool
 	LeaseDuration  time.Duration
@@ -45,7 +46,7 @@ func DefaultControllerConfig() ControllerConfig {
 	}
 	return ControllerConfig{
 		Namespace:        ns,
-		MetricsAddr:      ":7472",
+		Metrics:          metricsserve.Defaults(":7472"),
 		ProbeAddr:        ":7473",
 		LeaderElect:      true,
 		LeaseDuration:    15 * time.Second,
@@ -72,7 +73,7 @@ func newControllerCommand() *cobra.Command {
 	f.StringVar(&cfg.Kubeconfig, "kubeconfig", cfg.Kubeconfig, "kubeconfig file (default: in-cluster config, then $KUBECONFIG)")
 	f.StringVar(&cfg.Namespace, "namespace", cfg.Namespace, "namespace of herald's IPAddressPools and leader-election lease (default: $POD_NAMESPACE or herald-system)")
 	f.StringVar(&cfg.LBClass, "lb-class", cfg.LBClass, "loadBalancerClass served besides Services without a class; Services of other classes are ignored")
-	f.StringVar(&cfg.MetricsAddr, "metrics-bind-address", cfg.MetricsAddr, "address of the Prometheus metrics endpoint (plain HTTP); 0 disables it")
+	cfg.Metrics.AddFlags(f)
 	f.StringVar(&cfg.ProbeAddr, "health-probe-bind-address", cfg.ProbeAddr, "address of /healthz and /readyz")
 	f.BoolVar(&cfg.LeaderElect, "leader-elect", cfg.LeaderElect, "elect one active replica through a Lease, so replicas never fight over Services")
 	f.DurationVar(&cfg.LeaseDuration, "leader-elect-lease-duration", cfg.LeaseDuration, "how long a lost leader's lease blocks the others")
@@ -101,7 +102,7 @@ func RunController(ctx context.Context, cfg ControllerConfig) error {
 			Namespace: cfg.Namespace, LBClass: cfg.LBClass, ServiceWorkers: cfg.ServiceWorkers,
 			MemberlistSecret: cfg.MemberlistSecret,
 		},
-		MetricsAddr:   cfg.MetricsAddr,
+		Metrics:       cfg.Metrics,
 		ProbeAddr:     cfg.ProbeAddr,
 		LeaderElect:   cfg.LeaderElect,
 		LeaseDuration: cfg.LeaseDuration,

@@ -16,17 +16,18 @@ import (
 // The command lines of the lab's components. They are derived from the state alone, so
 // that a fault command can start a speaker again exactly as Up did. herald's components
 // authenticate as the manifest's ServiceAccounts; the agents, standing in for kubelets,
-// as the cluster admin.
+// as the cluster admin. Their metrics are plain HTTP (--metrics-secure=false): the lab
+// and its tests scrape them without a token.
 
 func controllerCmd(s *State) []string {
 	return []string{s.Herald, "controller", "--kubeconfig", s.ControllerKubeconfig, "--namespace", HeraldNamespace,
-		"--leader-elect=false", "--metrics-bind-address", controllerMetrics, "--health-probe-bind-address", controllerProbe}
+		"--leader-elect=false", "--metrics-bind-address", controllerMetrics, "--metrics-secure=false", "--health-probe-bind-address", controllerProbe}
 }
 
 func speakerCmd(s *State, h HostInfo) []string {
 	cmd := []string{s.Herald, "speaker", "--kubeconfig", s.SpeakerKubeconfig, "--node-name", h.Name,
 		"--ml-bind-addr", h.Addr.String(), "--namespace", HeraldNamespace,
-		"--metrics-bind-address", speakerMetrics, "--health-probe-bind-address", speakerProbe}
+		"--metrics-bind-address", speakerMetrics, "--metrics-secure=false", "--health-probe-bind-address", speakerProbe}
 	return append(cmd, s.SpeakerArgs...)
 }
 
@@ -71,11 +72,16 @@ func proxierArgs(ctx context.Context, herald string) ([]string, error) {
 // waitHealthy polls http://addr/readyz inside the namespace ns until it answers 200,
 // failing early when the process exits.
 func waitHealthy(ctx context.Context, ns, addr string, p Proc, limit time.Duration) error {
+	return waitOK(ctx, ns, "http://"+addr+"/readyz", p, limit)
+}
+
+// waitOK waits until url, asked from namespace ns, answers 200 OK while p runs.
+func waitOK(ctx context.Context, ns, url string, p Proc, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	hc := &http.Client{Transport: &http.Transport{DialContext: netns.Dialer(ns)}, Timeout: time.Second}
 	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/readyz", nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return err
 		}

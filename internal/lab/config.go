@@ -29,9 +29,9 @@ const (
 	// MaxWorkers keeps worker addresses below the client's and names within netlab's.
 	MaxWorkers = 20
 
-	speakerMetrics    = "127.0.0.1:7474"
+	speakerMetrics    = ":7474" // every address: the lab's Prometheus scrapes it over the bridge
 	speakerProbe      = "127.0.0.1:7475"
-	controllerMetrics = "127.0.0.1:7472"
+	controllerMetrics = ":7472"
 	controllerProbe   = "127.0.0.1:7473"
 
 	agentHeartbeat = 10 * time.Second

@@ -166,24 +166,34 @@ func established(crd *unstructured.Unstructured) bool {
 	return false
 }
 
-// ServiceAccountKubeconfig writes at path a kubeconfig for cp's API server holding a
-// token of sa (TokenRequest API, asked for ttl), and checks that the API server takes it
-// as that account and that the token lasts at least 90% of ttl. The ServiceAccount must
+// ServiceAccountToken returns a token of sa from cp's API server (TokenRequest API,
+// asked for ttl), checking that it lasts at least 90% of ttl. The ServiceAccount must
 // exist.
-func ServiceAccountKubeconfig(ctx context.Context, cp *netlab.ControlPlane, sa types.NamespacedName, ttl time.Duration, path string) error {
+func ServiceAccountToken(ctx context.Context, cp *netlab.ControlPlane, sa types.NamespacedName, ttl time.Duration) (string, error) {
 	admin, err := kubernetes.NewForConfig(cp.Config)
 	if err != nil {
-		return fmt.Errorf("lab: %w", err)
+		return "", fmt.Errorf("lab: %w", err)
 	}
 	tr, err := admin.CoreV1().ServiceAccounts(sa.Namespace).CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{
 		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(ttl / time.Second))},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		return fmt.Errorf("lab: token of ServiceAccount %s: %w", sa, err)
+		return "", fmt.Errorf("lab: token of ServiceAccount %s: %w", sa, err)
 	}
 	if left := time.Until(tr.Status.ExpirationTimestamp.Time); left < ttl*9/10 {
-		return fmt.Errorf("lab: the token of ServiceAccount %s expires in %v, asked for %v: does kube-apiserver cap it (--service-account-max-token-expiration)?",
+		return "", fmt.Errorf("lab: the token of ServiceAccount %s expires in %v, asked for %v: does kube-apiserver cap it (--service-account-max-token-expiration)?",
 			sa, left.Round(time.Second), ttl)
+	}
+	return tr.Status.Token, nil
+}
+
+// ServiceAccountKubeconfig writes at path a kubeconfig for cp's API server holding a
+// token of sa (ServiceAccountToken), and checks that the API server takes it as that
+// account.
+func ServiceAccountKubeconfig(ctx context.Context, cp *netlab.ControlPlane, sa types.NamespacedName, ttl time.Duration, path string) error {
+	token, err := ServiceAccountToken(ctx, cp, sa, ttl)
+	if err != nil {
+		return err
 	}
 	kc, err := clientcmd.LoadFromFile(cp.Kubeconfig)
 	if err != nil {
@@ -195,7 +205,7 @@ func ServiceAccountKubeconfig(ctx context.Context, cp *netlab.ControlPlane, sa t
 	}
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["lab"] = kc.Clusters[ctxt.Cluster]
-	cfg.AuthInfos[sa.Name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	cfg.AuthInfos[sa.Name] = &clientcmdapi.AuthInfo{Token: token}
 	cfg.Contexts["lab"] = &clientcmdapi.Context{Cluster: "lab", AuthInfo: sa.Name, Namespace: sa.Namespace}
 	cfg.CurrentContext = "lab"
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {

@@ -132,7 +132,7 @@ func newCluster(t testing.TB, prefix string, workers int) *cluster {
 		t.Fatal(err)
 	}
 	p, err := cpHost.Start("controller", c.herald, "controller", "--kubeconfig", c.controllerKC,
-		"--namespace", heraldNS, "--leader-elect=false", "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+		"--namespace", heraldNS, "--leader-elect=false", "--metrics-bind-address", "0", "--metrics-secure=false", "--health-probe-bind-address", "0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,8 @@ func (c *cluster) startSpeaker(h *netlab.Host, extra ...string) {
 	c.t.Helper()
 	args := append([]string{c.herald, "speaker", "--kubeconfig", c.speakerKC, "--node-name", h.Name(),
 		"--ml-bind-addr", h.Addr().String(), "--namespace", heraldNS,
-		"--metrics-bind-address", "127.0.0.1:7474", "--health-probe-bind-address", "127.0.0.1:7475"}, extra...)
+		// Plain HTTP: metric() scrapes without a token.
+		"--metrics-bind-address", "127.0.0.1:7474", "--metrics-secure=false", "--health-probe-bind-address", "127.0.0.1:7475"}, extra...)
 	p, err := h.Start("speaker", args...)
 	if err != nil {
 		c.t.Fatal(err)

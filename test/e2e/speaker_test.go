@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -81,9 +82,10 @@ func TestSpeakerOwnershipAndFailover(t *testing.T) {
 		}
 		c.expectEvent("svc1", fmt.Sprintf("announcing %s from %s on eth0, previous owner %s", vip, next.Name(), owner.Name()))
 		m := c.metrics(next)
-		for _, want := range []string{"herald_l2_failover_seconds_count ", fmt.Sprintf(`herald_l2_leader_changes_total{ip="%s"}`, vip)} {
-			if !strings.Contains(m, want) {
-				t.Errorf("new owner %s lacks %s in its metrics", next.Name(), want)
+		// Both series exist before the takeover (at 0); the takeover counts 1 in each.
+		for _, series := range []string{"herald_l2_failover_seconds_count", fmt.Sprintf(`herald_l2_leader_changes_total{ip="%s"}`, vip)} {
+			if v, ok := sampleValue(m, series); !ok || v < 1 {
+				t.Errorf("new owner %s: %s = %v (found: %v), want >= 1", next.Name(), series, v, ok)
 			}
 		}
 	}
@@ -185,4 +187,16 @@ func (c *cluster) expectEvent(service, note string) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	c.t.Errorf("no Event %q on %s; its Events: %q", note, service, notes)
+}
+
+// sampleValue returns the value of series (name and labels exactly as exposed) in a
+// Prometheus text exposition.
+func sampleValue(exposition, series string) (float64, bool) {
+	for line := range strings.SplitSeq(exposition, "\n") {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			v, err := strconv.ParseFloat(strings.Fields(rest)[0], 64)
+			return v, err == nil
+		}
+	}
+	return 0, false
 }

@@ -7,13 +7,18 @@
 //     +kubebuilder:rbac markers ask for (config/rbac, generated) and nothing the markers
 //     do not, except the narrowings and extras listed there with their reasons.
 //   - render_test.go: config/manifests/herald.yaml is what config/default renders.
+//   - prometheus_test.go: herald.yaml installs the ClusterRole herald-metrics-reader
+//     (get /metrics) without binding it; config/prometheus's PodMonitors scrape over
+//     HTTPS with the token of a ServiceAccount bound to it, and label targets by node.
 //   - lab_test.go, as root with the binaries of hack/setup-test-binaries.sh: every
 //     manifest applies with server-side dry-run to a real kube-apiserver; the
 //     controller's Pod passes Pod Security "restricted" and the speaker's needs
 //     "privileged"; and herald's controller (two replicas, leader election) and speakers
 //     run in a network-namespace lab under the manifests' ServiceAccounts (kubeconfigs
 //     holding their tokens), allocate and announce an address, and are never refused
-//     by the API server.
+//     by the API server; their HTTPS metrics endpoints answer 401 without a token, 403
+//     to a ServiceAccount without herald-metrics-reader and 200 to config/prometheus's
+//     reader, as the lab's kube-apiserver decides.
 //   - wrapper_test.go, as root: the speaker image's iptables wrapper picks the node's
 //     iptables backend.
 //

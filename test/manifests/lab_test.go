@@ -2,8 +2,10 @@ package manifests
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/netip"
 	"os"
@@ -210,8 +212,9 @@ func (e *labEnv) podSecurity(t *testing.T, objs []*unstructured.Unstructured) {
 // runAsServiceAccounts applies the manifests for real, then runs two controller
 // replicas and two speakers in the lab with kubeconfigs holding tokens of the
 // manifests' ServiceAccounts: the memberlist Secret is created, a Service gets an
-// address that one speaker announces, Events are recorded, the leader Lease moves when
-// the leader stops, and no component is ever refused by the API server.
+// address that one speaker announces, Events are recorded, the HTTPS metrics endpoints
+// answer only the metrics reader, the leader Lease moves when the leader stops, and no
+// component is ever refused by the API server.
 func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstructured) {
 	for _, o := range objs {
 		if err := e.apply(o, false); err != nil {
@@ -255,9 +258,11 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 
 	// Controllers: the first becomes leader before the second starts, so stopping the
 	// first later moves the Lease.
-	startController := func(name, probe string) *netlab.Process {
+	// Metrics are served as the manifests serve them: HTTPS behind the API server's
+	// authentication and authorization, whose reviews the components' RBAC must allow.
+	startController := func(name, metrics, probe string) *netlab.Process {
 		p, err := e.cp.Host.Start(name, e.herald, "controller", "--kubeconfig", controllerKC, "--namespace", heraldNS,
-			"--metrics-bind-address", "0", "--health-probe-bind-address", probe, "--leader-elect=true")
+			"--metrics-bind-address", metrics, "--metrics-secure=true", "--health-probe-bind-address", probe, "--leader-elect=true")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -265,9 +270,9 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 		e.waitReady(t, e.cp.Host, p, "http://"+probe+"/readyz")
 		return p
 	}
-	first := startController("controller1", "127.0.0.1:7473")
+	first := startController("controller1", "127.0.0.1:7472", "127.0.0.1:7473")
 	leader := e.waitLeader(t, "")
-	startController("controller2", "127.0.0.1:7483")
+	startController("controller2", "127.0.0.1:7482", "127.0.0.1:7483")
 
 	// The controller creates the memberlist Secret the speakers need.
 	var secret corev1.Secret
@@ -281,7 +286,7 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 		p, err := h.Start("speaker", e.herald, "speaker", "--kubeconfig", speakerKC, "--node-name", h.Name(),
 			"--ml-bind-addr", h.Addr().String(), "--namespace", heraldNS,
 			"--ml-secret-key-path", filepath.Join(e.runDir, "no-such-dir", "secretkey"),
-			"--metrics-bind-address", "127.0.0.1:7474", "--health-probe-bind-address", "127.0.0.1:7475")
+			"--metrics-bind-address", "127.0.0.1:7474", "--metrics-secure=true", "--health-probe-bind-address", "127.0.0.1:7475")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -337,6 +342,12 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 		return nil
 	})
 
+	// The metrics endpoints of the leader (which allocated) and of a speaker answer only
+	// the herald-metrics-reader token of config/prometheus.
+	tokens := e.metricsTokens(t)
+	e.secureMetrics(t, tokens, e.cp.Host, "https://127.0.0.1:7472/metrics", "herald_allocations_total")
+	e.secureMetrics(t, tokens, workers[0], "https://127.0.0.1:7474/metrics", "herald_")
+
 	// The leader stops (releasing its Lease); the standby takes over and serves.
 	if err := first.Stop(10 * time.Second); err != nil {
 		t.Logf("stopping controller1: %v", err)
@@ -380,6 +391,119 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 		}
 		return errors.New("no Event IPReleased yet")
 	})
+}
+
+// metricsTokens are bearer tokens for the metrics endpoints.
+type metricsTokens struct {
+	reader, other string
+}
+
+// metricsTokens applies config/prometheus but for its PodMonitors (the lab has no
+// Prometheus Operator CRDs): the ServiceAccount, its token Secret and the binding to
+// the ClusterRole herald-metrics-reader that herald.yaml installs. It returns a token
+// of the ServiceAccount the PodMonitors' Secret belongs to, and one of a ServiceAccount
+// bound to nothing.
+func (e *labEnv) metricsTokens(t *testing.T) metricsTokens {
+	t.Helper()
+	objs, err := lab.DecodeObjects(kustomize(t, "config/prometheus"))
+	if err != nil {
+		t.Fatalf("config/prometheus: %v", err)
+	}
+	for _, o := range objs {
+		if o.GetKind() == "PodMonitor" {
+			continue
+		}
+		if err := e.apply(o, false); err != nil {
+			t.Fatalf("applying %s: %v", describe(o), err)
+		}
+	}
+	reader := podMonitorsServiceAccount(t, objs)
+	other := types.NamespacedName{Namespace: "default", Name: "not-a-metrics-reader"}
+	if err := e.c.Create(e.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: other.Namespace, Name: other.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	return metricsTokens{reader: e.token(t, reader), other: e.token(t, other)}
+}
+
+// token returns a token of sa (lab.ServiceAccountToken).
+func (e *labEnv) token(t *testing.T, sa types.NamespacedName) string {
+	t.Helper()
+	token, err := lab.ServiceAccountToken(e.ctx, e.cp, sa, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token
+}
+
+// secureMetrics checks an HTTPS metrics endpoint from inside host's namespace: without
+// a token it answers 401, with the token of an account not bound to
+// herald-metrics-reader 403, with the reader's token 200 and metrics, one of them a
+// sample whose line starts with want. Each answer comes from the lab's kube-apiserver,
+// which the component asks with a TokenReview and a SubjectAccessReview.
+func (e *labEnv) secureMetrics(t *testing.T, tokens metricsTokens, h *netlab.Host, url, want string) {
+	t.Helper()
+	hc := &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{
+		DialContext: h.DialContext,
+		// Self-signed, as in the manifests (no --metrics-cert-dir).
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // see above
+	}}
+	get := func(token string) (int, string, error) {
+		req, err := http.NewRequestWithContext(e.ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return 0, "", err
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), err
+	}
+	// Plain HTTP is not served on the secure port.
+	if plain, err := hc.Get("http" + strings.TrimPrefix(url, "https")); err == nil {
+		plain.Body.Close()
+		if plain.StatusCode == http.StatusOK {
+			t.Errorf("%s: plain HTTP answered 200", url)
+		}
+	}
+	for _, tc := range []struct {
+		who   string
+		token string
+		code  int
+	}{
+		{"no token", "", http.StatusUnauthorized},
+		{"a ServiceAccount without herald-metrics-reader", tokens.other, http.StatusForbidden},
+		{"the herald-metrics-reader ServiceAccount", tokens.reader, http.StatusOK},
+	} {
+		code, body, err := get(tc.token)
+		if err != nil {
+			t.Errorf("%s with %s: %v", url, tc.who, err)
+			continue
+		}
+		t.Logf("%s with %s: %d", url, tc.who, code)
+		if code != tc.code {
+			t.Errorf("%s with %s: %d, want %d; body:\n%.300s", url, tc.who, code, tc.code, body)
+			continue
+		}
+		if code == http.StatusOK && !hasSample(body, want) {
+			t.Errorf("%s with %s: no sample line starting with %s in:\n%.2000s", url, tc.who, want, body)
+		}
+	}
+}
+
+// hasSample says whether a Prometheus text exposition has a sample line (not a
+// comment) starting with prefix.
+func hasSample(body, prefix string) bool {
+	for line := range strings.Lines(body) {
+		if strings.HasPrefix(line, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // serviceAccountKubeconfig writes a kubeconfig holding a token of sa for the lab's API

@@ -59,6 +59,7 @@ func TestWorkloadShape(t *testing.T) {
 		check(t, !c.Resources.Requests.Cpu().IsZero() && !c.Resources.Requests.Memory().IsZero(), "CPU and memory requests")
 		check(t, hasFieldEnv(c, "POD_NAMESPACE", "metadata.namespace"), "POD_NAMESPACE from the downward API")
 		check(t, hasPort(c, 7472, corev1.ProtocolTCP), "metrics port 7472 declared")
+		check(t, slices.Contains(c.Args, "--metrics-secure=true"), "metrics over HTTPS behind authentication and authorization, said explicitly")
 	})
 	t.Run("speaker", func(t *testing.T) {
 		ds := into[appsv1.DaemonSet](t, find(t, objs, "DaemonSet", heraldNS, "herald-speaker"))
@@ -84,6 +85,7 @@ func TestWorkloadShape(t *testing.T) {
 		}
 		check(t, hasPort(c, 7946, corev1.ProtocolTCP) && hasPort(c, 7946, corev1.ProtocolUDP), "memberlist port 7946 TCP and UDP declared")
 		check(t, hasPort(c, 7474, corev1.ProtocolTCP), "metrics port 7474 declared")
+		check(t, slices.Contains(c.Args, "--metrics-secure=true"), "metrics over HTTPS behind authentication and authorization, said explicitly")
 		checkProbes(t, c, 7475)
 		check(t, spec.TerminationGracePeriodSeconds != nil && *spec.TerminationGracePeriodSeconds >= 5,
 			"a termination grace period that leaves time to leave memberlist (1 s) and stop")

@@ -1,0 +1,289 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/internal/lab"
+	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/speaker/election"
+	"herald.dev/herald/test/observability"
+)
+
+// TestLabObservability runs a real Prometheus (the Debian package) in the lab with
+// herald's alert rules, scraping the controller and every speaker as a cluster's
+// PodMonitors would, and checks what issue 6 asks of the dashboard and the alerts:
+//   - every metric the dashboard and the alerts use is one the running binaries export;
+//   - every dashboard query and alert runs in Prometheus without error;
+//   - after a failover the dashboard's leader-change query shows a change for the VIP
+//     and its owner query shows the new node;
+//   - HeraldVIPMultipleOwners fires while two speakers announce the VIP (the owner's
+//     memberlist traffic is dropped, so each side thinks the other is dead) and clears
+//     once they see each other again;
+//   - HeraldVIPWithoutOwner fires while every node is excluded and clears afterwards.
+//
+// The alerts' `for` is cut to a few seconds here; the expressions are the shipped ones.
+func TestLabObservability(t *testing.T) {
+	f := fullLabFor(t)
+	ctx := t.Context()
+	root := testenv.RepoRoot()
+	dash, err := observability.ReadDashboard(root + "/" + observability.DashboardPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	panels, err := dash.Queries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := observability.ReadRules(root + "/" + observability.RulesPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for gi := range groups {
+		for ri := range groups[gi].Rules {
+			if groups[gi].Rules[ri].For != "" {
+				groups[gi].Rules[ri].For = "3s"
+			}
+		}
+	}
+	rules, err := observability.RuleFile(groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prom, err := f.s.StartPrometheus(ctx, rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := prom.Stop(); err != nil {
+			t.Errorf("stopping the lab's Prometheus: %v", err)
+		}
+	})
+	targets := 1 + len(f.nodes)
+	eventually(t, "Prometheus scrapes the controller and every speaker", func() error {
+		up, err := prom.Query(ctx, `up == 1`)
+		if err != nil {
+			return err
+		}
+		if len(up) != targets {
+			return fmt.Errorf("%d of %d targets up: %v", len(up), targets, up)
+		}
+		return nil
+	})
+
+	// A VIP of this test, owned by worker3 (which runs no pod) and next taking over.
+	want := f.freeIPFirstFor(t, "worker3")
+	svc := f.createService(t, lbService("observed", annotate(heraldv1.AnnotationLoadBalancerIPs, want.String())))
+	vip := f.waitIP(t, svc.Name)
+	if vip != want {
+		t.Fatalf("Service observed asked for %s and got %s", want, vip)
+	}
+	next := f.owner(vip, without(f.nodes, "worker3")...)
+	f.expectOwner(t, vip, "worker3", "before the failover")
+
+	t.Run("metric names are the binaries' own", func(t *testing.T) {
+		exported := map[string]string{} // name → type, from the live endpoints
+		for _, host := range append([]string{lab.CPHost}, f.nodes...) {
+			text, err := f.s.Scrape(ctx, host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for line := range strings.Lines(text) {
+				if fs := strings.Fields(line); len(fs) == 4 && fs[0] == "#" && fs[1] == "TYPE" {
+					exported[fs[2]] = fs[3]
+				}
+			}
+		}
+		all := append(slices.Clone(panels), observability.RuleQueries(groups)...)
+		for _, q := range all {
+			for _, name := range observability.MetricNames(q.Expr) {
+				if !isExported(exported, name) {
+					t.Errorf("%s uses %s, which no herald binary in the lab exports", q.Where, name)
+				}
+			}
+		}
+		if len(exported) == 0 || !isExported(exported, "herald_l2_owner") {
+			t.Fatalf("the scrapes hold no herald metric: %v", exported)
+		}
+	})
+
+	dashboardQuery := func(title string) string {
+		for _, p := range dash.Panels {
+			if p.Title == title && len(p.Targets) > 0 {
+				expr, err := observability.WithVIP(p.Targets[0].Expr, vip.String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				return expr
+			}
+		}
+		t.Fatalf("the dashboard has no panel %q", title)
+		return ""
+	}
+	ownersQuery := dashboardQuery("Current owners")
+	changesQuery := dashboardQuery("Leader changes per VIP")
+	ownersAre := func(want ...string) func() error {
+		return func() error {
+			s, err := prom.Query(ctx, ownersQuery)
+			if err != nil {
+				return err
+			}
+			var got []string
+			for _, x := range s {
+				got = append(got, x.Labels["node"])
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				return fmt.Errorf("%s gives owners %v, want %v", ownersQuery, got, want)
+			}
+			return nil
+		}
+	}
+	eventually(t, "the owner panel shows worker3", ownersAre("worker3"))
+
+	t.Run("failover", func(t *testing.T) {
+		res, err := f.s.MeasureFailover(ctx, vip, lab.FaultStop)
+		defer func() {
+			if err := f.s.StartSpeaker(context.Background(), "worker3"); err != nil {
+				t.Errorf("starting worker3's speaker again: %v", err)
+			}
+			f.expectOwner(t, vip, "worker3", "after worker3's speaker came back")
+		}()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.NewOwner != next {
+			t.Fatalf("the VIP went to %s, want %s", res.NewOwner, next)
+		}
+		eventually(t, "the owner panel shows "+next, ownersAre(next))
+		eventually(t, "the leader-change panel shows a change of "+vip.String(), func() error {
+			s, err := prom.Query(ctx, changesQuery)
+			if err != nil {
+				return err
+			}
+			for _, x := range s {
+				if x.Labels["ip"] == vip.String() && x.Value > 0 {
+					return nil
+				}
+			}
+			return fmt.Errorf("%s gives %v, want a value > 0 for ip %s", changesQuery, s, vip)
+		})
+	})
+	eventually(t, "the owner panel shows worker3 again", ownersAre("worker3"))
+
+	t.Run("every query runs", func(t *testing.T) {
+		all := append(slices.Clone(panels), observability.RuleQueries(groups)...)
+		for _, q := range all {
+			expr, err := observability.ForPrometheus(q.Expr)
+			if err != nil {
+				t.Errorf("%s: %v", q.Where, err)
+				continue
+			}
+			if _, err := prom.Query(ctx, expr); err != nil {
+				t.Errorf("%s: %v", q.Where, err)
+			}
+		}
+	})
+
+	t.Run("two owners", func(t *testing.T) {
+		isolate := func(add bool) error {
+			op := "-I"
+			if !add {
+				op = "-D"
+			}
+			for _, rule := range [][]string{
+				{"INPUT", "-p", "tcp", "--dport", "7946"}, {"INPUT", "-p", "udp", "--dport", "7946"},
+				{"OUTPUT", "-p", "tcp", "--dport", "7946"}, {"OUTPUT", "-p", "udp", "--dport", "7946"},
+			} {
+				args := append([]string{"iptables", "-w", op}, append(rule, "-m", "comment", "--comment", "herald-e2e partition", "-j", "DROP")...)
+				if out, err := f.s.Exec(context.Background(), "worker3", args...); err != nil {
+					return fmt.Errorf("%v: %w: %s", args, err, out)
+				}
+			}
+			return nil
+		}
+		if err := isolate(true); err != nil {
+			t.Fatal(err)
+		}
+		healed := false
+		heal := func() {
+			if !healed {
+				healed = true
+				if err := isolate(false); err != nil {
+					t.Errorf("healing the partition: %v", err)
+				}
+			}
+		}
+		defer heal()
+		eventually(t, "both sides announce "+vip.String(), ownersAre(sorted("worker3", next)...))
+		f.waitAlert(t, prom, "HeraldVIPMultipleOwners", vip.String(), true)
+		heal()
+		eventually(t, "one owner again", ownersAre("worker3"))
+		f.waitAlert(t, prom, "HeraldVIPMultipleOwners", vip.String(), false)
+	})
+
+	t.Run("no owner", func(t *testing.T) {
+		for _, n := range f.nodes {
+			f.setNodeLabel(t, n, election.ExcludeLabel, ptrTo(""))
+		}
+		unlabelled := false
+		unlabel := func() {
+			if !unlabelled {
+				unlabelled = true
+				for _, n := range f.nodes {
+					f.setNodeLabel(t, n, election.ExcludeLabel, nil)
+				}
+			}
+		}
+		defer unlabel()
+		f.expectSilence(t, vip, "every node excluded")
+		f.waitAlert(t, prom, "HeraldVIPWithoutOwner", vip.String(), true)
+		unlabel()
+		f.expectOwner(t, vip, "worker3", "after the exclusion labels were removed")
+		f.waitAlert(t, prom, "HeraldVIPWithoutOwner", vip.String(), false)
+	})
+}
+
+func sorted(s ...string) []string { slices.Sort(s); return s }
+
+// isExported says whether name is a metric family of exported or a series of one of
+// its histograms or summaries (_bucket, _sum, _count).
+func isExported(exported map[string]string, name string) bool {
+	if _, ok := exported[name]; ok {
+		return true
+	}
+	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+		if base, ok := strings.CutSuffix(name, suffix); ok {
+			if typ := exported[base]; typ == "histogram" || (typ == "summary" && suffix != "_bucket") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// waitAlert waits until alert is firing for ip (firing) or no longer pending or firing
+// for it (!firing).
+func (f *fullLab) waitAlert(t *testing.T, prom *lab.Prometheus, alert, ip string, firing bool) {
+	t.Helper()
+	expr := fmt.Sprintf(`ALERTS{alertname=%q, ip=%q}`, alert, ip)
+	what := fmt.Sprintf("%s fires for %s", alert, ip)
+	if !firing {
+		what = fmt.Sprintf("%s clears for %s", alert, ip)
+	}
+	eventually(t, what, func() error {
+		s, err := prom.Query(t.Context(), expr)
+		if err != nil {
+			return err
+		}
+		on := slices.ContainsFunc(s, func(x lab.Sample) bool { return x.Labels["alertstate"] == "firing" })
+		if firing == on && (firing || len(s) == 0) {
+			return nil
+		}
+		return fmt.Errorf("%s gives %v", expr, s)
+	})
+}
