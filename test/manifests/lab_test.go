@@ -398,8 +398,9 @@ type metricsTokens struct {
 	reader, other string
 }
 
-// metricsTokens applies config/prometheus but for its PodMonitors (the lab has no
-// Prometheus Operator CRDs): the ServiceAccount, its token Secret and the binding to
+// metricsTokens applies config/prometheus but for its Prometheus Operator objects
+// (PodMonitors, PrometheusRule: the lab has no monitoring.coreos.com CRDs): the
+// ServiceAccount, its token Secret and the binding to
 // the ClusterRole herald-metrics-reader that herald.yaml installs. It returns a token
 // of the ServiceAccount the PodMonitors' Secret belongs to, and one of a ServiceAccount
 // bound to nothing.
@@ -410,7 +411,7 @@ func (e *labEnv) metricsTokens(t *testing.T) metricsTokens {
 		t.Fatalf("config/prometheus: %v", err)
 	}
 	for _, o := range objs {
-		if o.GetKind() == "PodMonitor" {
+		if o.GroupVersionKind().Group == "monitoring.coreos.com" {
 			continue
 		}
 		if err := e.apply(o, false); err != nil {
