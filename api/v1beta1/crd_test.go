@@ -28,7 +28,7 @@ func loadCRD(t *testing.T, file string) *apiextensionsv1.CustomResourceDefinitio
 
 // Every field under spec and status has a description, so `kubectl explain` helps.
 func TestEveryFieldIsDescribed(t *testing.T) {
-	for _, file := range []string{"herald.dev_ipaddresspools.yaml", "herald.dev_l2advertisements.yaml"} {
+	for _, file := range []string{"herald.dev_ipaddresspools.yaml", "herald.dev_l2advertisements.yaml", "herald.dev_vipstatuses.yaml"} {
 		crd := loadCRD(t, file)
 		root := crd.Spec.Versions[0].Schema.OpenAPIV3Schema
 		visited := 0
@@ -65,6 +65,7 @@ func TestPrinterColumns(t *testing.T) {
 	for file, want := range map[string][]string{
 		"herald.dev_ipaddresspools.yaml":   {"Auto Assign", "Avoid Buggy IPs", "Addresses", "In Use", "Available"},
 		"herald.dev_l2advertisements.yaml": {"IPAddressPools", "IPAddressPool Selectors", "Interfaces", "Node Selectors"},
+		"herald.dev_vipstatuses.yaml":      {"IP", "Node", "MAC", "Since", "Changes", "Pool"},
 	} {
 		var got []string
 		for _, c := range loadCRD(t, file).Spec.Versions[0].AdditionalPrinterColumns {
