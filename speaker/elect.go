@@ -2,6 +2,7 @@ package speaker
 
 import (
 	"context"
+	"net/netip"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,7 +34,13 @@ func (s *Speaker) elect(ctx context.Context) {
 	s.metrics.problems.Set(float64(len(problems)))
 	decisions := election.Elect(view, services)
 	s.metrics.elections.Inc()
-	s.apply(s.tracker.Apply(decisions), decisions, in.Members)
+	plan := s.tracker.Apply(decisions)
+	// Before apply: a takeover's first frames may go out before apply returns.
+	s.pub.elected(ctx, VIPElection{
+		Decisions: decisions, Services: in.Services, LBClass: s.cfg.LBClass,
+		Reporter: isReporter(in.Members, s.cfg.NodeName), Taken: takenIPs(plan), Healed: returned, Now: time.Now(),
+	})
+	s.apply(plan, decisions, in.Members)
 	if returned {
 		// A partition healed: peers that took our IPs over meanwhile made LAN hosts
 		// point at them. Announce what we still own so hosts come back at once.
@@ -41,6 +48,14 @@ func (s *Speaker) elect(ctx context.Context) {
 			s.l2.Reannounce(ip)
 		}
 	}
+}
+
+func takenIPs(p Plan) []netip.Addr {
+	out := make([]netip.Addr, len(p.Take))
+	for i, t := range p.Take {
+		out[i] = t.IP
+	}
+	return out
 }
 
 // noteMembership records when members disappear, for the failover histogram, and
@@ -171,4 +186,5 @@ func (s *Speaker) announced(a layer2.Announcement) {
 		s.metrics.failover.Observe(a.At.Sub(pt.lostAt).Seconds())
 	}
 	s.reports.takeover(pt.Takeover, a)
+	s.pub.announced(a)
 }

@@ -56,7 +56,7 @@ func (r *reporter) takeover(t Takeover, a layer2.Announcement) {
 // that a cluster of n nodes does not write n copies.
 func (r *reporter) afterElection(ds []election.Decision, live []string, responders []layer2.ResponderInfo) {
 	self := r.s.cfg.NodeName
-	reportsUnowned := len(live) > 0 && slices.Min(live) == self
+	reportsUnowned := isReporter(live, self)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	current := map[netip.Addr]bool{}
@@ -91,6 +91,12 @@ func (r *reporter) afterElection(ds []election.Decision, live []string, responde
 			delete(r.warned, ip)
 		}
 	}
+}
+
+// isReporter says whether self is the one speaker that reports IPs without owner (in
+// Events and VIPStatus objects): the live member with the smallest name.
+func isReporter(live []string, self string) bool {
+	return len(live) > 0 && slices.Min(live) == self
 }
 
 // missingInterfaces says whether the decision limits the IP to interfaces none of

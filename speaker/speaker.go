@@ -52,6 +52,7 @@ type Speaker struct {
 	metrics  *metrics
 	tracker  *Tracker
 	reports  *reporter
+	pub      *publisher
 	proxier  *proxy.Proxier
 
 	trigger chan struct{}
@@ -117,6 +118,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		takeovers: map[string]pendingTakeover{},
 	}
 	s.reports = newReporter(s)
+	s.pub = newPublisher(cfg.NodeName, mgr.GetCache(), mgr.GetClient(), log.WithName("vipstatus"))
 	if s.metrics, err = newMetrics(crmetrics.Registry); err != nil {
 		return err
 	}
@@ -133,6 +135,9 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		return fmt.Errorf("layer 2: %w", err)
 	}
 	if err := s.watch(ctx, mgr.GetCache()); err != nil {
+		return err
+	}
+	if err := s.pub.watch(ctx, mgr.GetCache()); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -157,6 +162,8 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	proxyDone := make(chan error, 1)
 	go func() { proxyDone <- s.proxier.Run(mgrCtx) }()
 	go s.feedProxier(mgrCtx, mgr.GetCache())
+	// VIPStatus writes stop with the speaker: the next owner writes its own.
+	go s.pub.run(ctx, 2)
 	stopEarly := func(err error) error {
 		stopMgr()
 		<-proxyDone

@@ -29,6 +29,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/netlab"
 	"herald.dev/herald/internal/scheme"
@@ -347,6 +348,22 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 	tokens := e.metricsTokens(t)
 	e.secureMetrics(t, tokens, e.cp.Host, "https://127.0.0.1:7472/metrics", "herald_allocations_total")
 	e.secureMetrics(t, tokens, workers[0], "https://127.0.0.1:7474/metrics", "herald_")
+
+	// The owner publishes itself in svc1's VIPStatus (the speakers' vipstatuses rule).
+	e.eventually(t, "the VIPStatus of "+ip.String()+" names the node answering ARP", func() error {
+		var v heraldv1.VIPStatus
+		if err := e.c.Get(e.ctx, types.NamespacedName{Namespace: "default", Name: heraldv1.VIPStatusName(ip)}, &v); err != nil {
+			return err
+		}
+		got, err := lab.WhoHas(clientHost.Namespace(), ip, time.Second)
+		if err != nil {
+			return err
+		}
+		if v.Status.Node == "" || len(got) != 1 || macs[got[0]] != v.Status.Node || v.Status.MAC != got[0] {
+			return fmt.Errorf("status %+v; MACs answering ARP %v (workers: %v)", v.Status, got, macs)
+		}
+		return nil
+	})
 
 	// The leader stops (releasing its Lease); the standby takes over and serves.
 	if err := first.Stop(10 * time.Second); err != nil {

@@ -1,0 +1,135 @@
+package speaker
+
+import (
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/internal/scheme"
+	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/speaker/election"
+)
+
+// The publisher against a real kube-apiserver: the owner creates the object with an
+// owner reference the API server accepts, a new owner counts a leader change, the
+// reporter writes why nobody announces the IP, and deletes the object once no
+// LoadBalancer Service holds the IP.
+func TestPublisherWritesVIPStatus(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := t.Context()
+
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "svc1",
+			Annotations: map[string]string{heraldv1.AnnotationAllocatedFromPool: "default"}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer,
+			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(80)}}},
+	}
+	if err := env.Client.Create(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: vip1.String()}}
+	if err := env.Client.Status().Update(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+
+	// Each speaker has its own informers, as in a cluster.
+	speaker := func(name string) *publisher {
+		c, err := cache.New(env.Config, cache.Options{Scheme: scheme.New()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := newPublisher(name, c, env.Client, testr.New(t).WithName(name))
+		p.grace = time.Second
+		if err := p.watch(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = c.Start(ctx) }()
+		if !c.WaitForCacheSync(ctx) {
+			t.Fatal("cache not synced")
+		}
+		go p.run(ctx, 1)
+		return p
+	}
+	w1, w2 := speaker("w1"), speaker("w2")
+
+	key := client.ObjectKey{Namespace: "default", Name: "ip-172-18-255-200"}
+	expect := func(what string, ok func(*heraldv1.VIPStatus) error) *heraldv1.VIPStatus {
+		t.Helper()
+		var obj heraldv1.VIPStatus
+		var err error
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if err = env.Client.Get(ctx, key, &obj); err == nil {
+				if err = ok(&obj); err == nil {
+					return &obj
+				}
+			}
+		}
+		t.Fatalf("%s: %v", what, err)
+		return nil
+	}
+	owns := func(p *publisher, at time.Time, mac string) {
+		p.elected(ctx, VIPElection{Decisions: []election.Decision{dec(vip1.String(), p.self, "default/svc1")},
+			Services: []*corev1.Service{svc}, Taken: []netip.Addr{vip1}, Now: at})
+		p.announced(announcement1(mac, at))
+	}
+
+	owns(w1, t0, "02:42:ac:12:00:03")
+	obj := expect("w1 publishes itself", func(v *heraldv1.VIPStatus) error {
+		if s := v.Status; s.Node != "w1" || s.MAC != "02:42:ac:12:00:03" || s.LeaderChanges != 1 || s.Pool != "default" {
+			return fmt.Errorf("status %+v", s)
+		}
+		return nil
+	})
+	if refs := obj.OwnerReferences; len(refs) != 1 || refs[0].UID != svc.UID {
+		t.Errorf("owner references %+v, want Service svc1 (UID %s)", refs, svc.UID)
+	}
+	if !obj.Status.Since.Time.Equal(t0) {
+		t.Errorf("since %v, want %v", obj.Status.Since, t0)
+	}
+
+	w1.elected(ctx, VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w2", "default/svc1")}, Services: []*corev1.Service{svc}})
+	owns(w2, t0.Add(time.Minute), "02:42:ac:12:00:04")
+	expect("w2 takes over", func(v *heraldv1.VIPStatus) error {
+		if s := v.Status; s.Node != "w2" || s.MAC != "02:42:ac:12:00:04" || s.LeaderChanges != 2 {
+			return fmt.Errorf("status %+v", s)
+		}
+		return nil
+	})
+
+	// Nobody may announce it; w1 is the reporter.
+	noEndpoints := unowned(vip1.String(), election.ReasonNoEndpoints, "default/svc1")
+	w2.elected(ctx, VIPElection{Decisions: []election.Decision{noEndpoints}, Services: []*corev1.Service{svc}})
+	w1.elected(ctx, VIPElection{Decisions: []election.Decision{noEndpoints}, Services: []*corev1.Service{svc}, Reporter: true, Now: time.Now()})
+	expect("w1 reports no owner", func(v *heraldv1.VIPStatus) error {
+		if s := v.Status; s.Node != "" || s.Reason != "NoEndpoints" || s.LeaderChanges != 2 || s.MAC != "" {
+			return fmt.Errorf("status %+v", s)
+		}
+		return nil
+	})
+
+	// The Service becomes a ClusterIP Service: the reporter deletes the leftover.
+	clusterIP := svc.DeepCopy()
+	clusterIP.Spec.Type = corev1.ServiceTypeClusterIP
+	w1.elected(ctx, VIPElection{Services: []*corev1.Service{clusterIP}, Reporter: true, Now: time.Now()})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := env.Client.Get(ctx, key, &heraldv1.VIPStatus{})
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the leftover is still there: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

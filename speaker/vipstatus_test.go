@@ -1,0 +1,380 @@
+package speaker
+
+import (
+	"net"
+	"net/netip"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/speaker/election"
+	"herald.dev/herald/speaker/layer2"
+)
+
+var (
+	t0   = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	vip1 = netip.MustParseAddr("172.18.255.200")
+	key1 = VIPKey{Namespace: "default", Name: "ip-172-18-255-200"}
+)
+
+// lbSvc is a LoadBalancer Service holding ips, allocated from pool "default".
+func lbSvc(ns, name string, ips ...string) *corev1.Service {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + ns + "-" + name),
+			Annotations: map[string]string{heraldv1.AnnotationAllocatedFromPool: "default"}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer},
+	}
+	for _, ip := range ips {
+		svc.Status.LoadBalancer.Ingress = append(svc.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
+	}
+	return svc
+}
+
+func announcement1(mac string, at time.Time) layer2.Announcement {
+	hw, _ := net.ParseMAC(mac)
+	return layer2.Announcement{IP: vip1, At: at, Links: []layer2.Link{{Interface: "eth0", MAC: hw}}}
+}
+
+func unowned(ip string, reason election.Reason, svcs ...string) election.Decision {
+	d := dec(ip, "", svcs...)
+	d.Reason, d.Message = reason, "why: "+string(reason)
+	return d
+}
+
+// node is a speaker's planner with the store it writes to, applying the actions as
+// the publisher does (minus the API server).
+type node struct {
+	t     *testing.T
+	name  string
+	p     *VIPPlanner
+	store map[VIPKey]*heraldv1.VIPStatus
+}
+
+func newNode(t *testing.T, name string, store map[VIPKey]*heraldv1.VIPStatus) *node {
+	return &node{t: t, name: name, p: NewVIPPlanner(name), store: store}
+}
+
+// reconcile runs ReconcileVIP on key, applies its write to the store and returns it.
+func (n *node) reconcile(key VIPKey, now time.Time) VIPAction {
+	n.t.Helper()
+	in := VIPInput{Key: key, Self: n.name, Reporter: n.p.Reporter(), Held: n.p.Held(key), Stored: n.store[key],
+		Now: now, Grace: 30 * time.Second}
+	task, ok := n.p.Task(key)
+	if ok {
+		in.Task = &task
+	}
+	a := ReconcileVIP(in)
+	switch a.Kind {
+	case VIPCreate:
+		if n.store[key] != nil {
+			n.t.Fatalf("%s: create of %s, which exists", n.name, key)
+		}
+		obj := a.Object.DeepCopy()
+		obj.UID, obj.ResourceVersion, obj.CreationTimestamp = "vip-uid", "1", metav1.NewTime(now)
+		n.store[key] = obj
+	case VIPUpdate:
+		if n.store[key] == nil || n.store[key].ResourceVersion != a.Object.ResourceVersion {
+			n.t.Fatalf("%s: update of %s with a stale or missing object", n.name, key)
+		}
+		obj := a.Object.DeepCopy()
+		obj.ResourceVersion += "+"
+		n.store[key] = obj
+	case VIPDelete:
+		if n.store[key] == nil || n.store[key].UID != a.UID || n.store[key].ResourceVersion != a.ResourceVersion {
+			n.t.Fatalf("%s: delete of %s with wrong preconditions", n.name, key)
+		}
+		delete(n.store, key)
+	}
+	if a.Done && ok {
+		n.p.Done(key, task.Gen)
+	}
+	return a
+}
+
+// status is the stored status in one line, for comparisons.
+func status(store map[VIPKey]*heraldv1.VIPStatus, key VIPKey) string {
+	o := store[key]
+	if o == nil {
+		return "<none>"
+	}
+	s := o.Status
+	since := "-"
+	if s.Since != nil {
+		since = s.Since.UTC().Format("15:04:05")
+	}
+	return s.IP + " node=" + s.Node + " if=" + s.Interface + " mac=" + s.MAC + " since=" + since +
+		" changes=" + itoa(s.LeaderChanges) + " pool=" + s.Pool + " svcs=" + join(s.Services) + " reason=" + s.Reason
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func join(s []string) string { return strings.Join(s, ",") }
+
+// The owner writes after its first frames, each new owner counts one leader change,
+// and a restarted owner changes nothing.
+func TestVIPStatusOwnerWrites(t *testing.T) {
+	store := map[VIPKey]*heraldv1.VIPStatus{}
+	w1, w2 := newNode(t, "w1", store), newNode(t, "w2", store)
+	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
+	elect := func(n *node, owner string, taken bool, now time.Time) []VIPKey {
+		e := VIPElection{Decisions: []election.Decision{dec(vip1.String(), owner, "default/svc1")}, Services: svcs, Now: now}
+		if taken && owner == n.name {
+			e.Taken = []netip.Addr{vip1}
+		}
+		return n.p.Elect(e)
+	}
+
+	if got := elect(w1, "w1", true, t0); !reflect.DeepEqual(got, []VIPKey{key1}) {
+		t.Fatalf("first election: changed %v, want [%v]", got, key1)
+	}
+	if a := w1.reconcile(key1, t0); a.Kind != VIPNothing || a.Done {
+		t.Fatalf("before the first frame: %+v, want nothing (the takeover is not done)", a)
+	}
+	if got := w1.p.Announced(announcement1("02:42:ac:12:00:03", t0.Add(time.Second))); !reflect.DeepEqual(got, []VIPKey{key1}) {
+		t.Fatalf("announced: changed %v", got)
+	}
+	if a := w1.reconcile(key1, t0.Add(2*time.Second)); a.Kind != VIPCreate {
+		t.Fatalf("after the first frame: %+v, want a create", a)
+	}
+	want := "172.18.255.200 node=w1 if=eth0 mac=02:42:ac:12:00:03 since=12:00:01 changes=1 pool=default svcs=svc1 reason="
+	if got := status(store, key1); got != want {
+		t.Fatalf("created:\n got %s\nwant %s", got, want)
+	}
+	refs := store[key1].OwnerReferences
+	if len(refs) != 1 || refs[0].UID != "uid-default-svc1" || refs[0].Kind != "Service" || *refs[0].Controller || *refs[0].BlockOwnerDeletion {
+		t.Errorf("owner references %+v, want one to Service svc1, neither controller nor blocking deletion", refs)
+	}
+	if a := w1.reconcile(key1, t0.Add(3*time.Second)); a.Kind != VIPNothing {
+		t.Errorf("again: %+v, want nothing (only write what changed)", a)
+	}
+	if got := elect(w1, "w1", false, t0.Add(4*time.Second)); len(got) != 0 {
+		t.Errorf("the same election again changed %v", got)
+	}
+
+	// w1 dies; w2 takes over. Frames before w2's election are ignored.
+	if got := w2.p.Announced(announcement1("02:42:ac:12:00:04", t0.Add(9*time.Second))); got != nil {
+		t.Fatalf("frames before the election changed %v", got)
+	}
+	elect(w2, "w2", true, t0.Add(10*time.Second))
+	w2.p.Announced(announcement1("02:42:ac:12:00:04", t0.Add(11*time.Second)))
+	if a := w2.reconcile(key1, t0.Add(12*time.Second)); a.Kind != VIPUpdate {
+		t.Fatalf("w2's takeover: %+v, want an update", a)
+	}
+	want = "172.18.255.200 node=w2 if=eth0 mac=02:42:ac:12:00:04 since=12:00:11 changes=2 pool=default svcs=svc1 reason="
+	if got := status(store, key1); got != want {
+		t.Fatalf("after w2's takeover:\n got %s\nwant %s", got, want)
+	}
+
+	// w2 restarts (a new planner, knowing nothing) and keeps the IP: since and the
+	// count stay.
+	w2 = newNode(t, "w2", store)
+	elect(w2, "w2", true, t0.Add(20*time.Second))
+	w2.p.Announced(announcement1("02:42:ac:12:00:04", t0.Add(21*time.Second)))
+	if a := w2.reconcile(key1, t0.Add(22*time.Second)); a.Kind != VIPNothing || !a.Done {
+		t.Errorf("restarted owner: %+v, want nothing", a)
+	}
+	if got := status(store, key1); got != want {
+		t.Fatalf("after w2's restart:\n got %s\nwant %s", got, want)
+	}
+
+	// A Service joins the IP (sharing): the owner adds it, nothing else changes.
+	svcs = append(svcs, lbSvc("default", "svc0", vip1.String()))
+	w2.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w2", "default/svc0", "default/svc1")}, Services: svcs})
+	if a := w2.reconcile(key1, t0.Add(30*time.Second)); a.Kind != VIPUpdate {
+		t.Fatalf("Service added: %+v, want an update", a)
+	}
+	want = "172.18.255.200 node=w2 if=eth0 mac=02:42:ac:12:00:04 since=12:00:11 changes=2 pool=default svcs=svc0,svc1 reason="
+	if got := status(store, key1); got != want {
+		t.Fatalf("after svc0 joined:\n got %s\nwant %s", got, want)
+	}
+	if n := len(store[key1].OwnerReferences); n != 2 {
+		t.Errorf("%d owner references, want 2: the object goes with the last of its Services", n)
+	}
+}
+
+// Two speakers that both believe they own the IP (a partition, the API server
+// reachable from both sides) write once each, then leave the object alone; when the
+// partition heals the owner takes the object back once.
+func TestVIPStatusNoTugOfWar(t *testing.T) {
+	store := map[VIPKey]*heraldv1.VIPStatus{}
+	w1, w2 := newNode(t, "w1", store), newNode(t, "w2", store)
+	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
+	for i, n := range []*node{w1, w2} {
+		n.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), n.name, "default/svc1")}, Services: svcs,
+			Taken: []netip.Addr{vip1}})
+		n.p.Announced(announcement1("02:42:ac:12:00:0"+itoa(int64(i+3)), t0.Add(time.Duration(i)*time.Second)))
+	}
+	w1.reconcile(key1, t0)
+	w2.reconcile(key1, t0)
+	for range 3 {
+		if a := w1.reconcile(key1, t0); a.Kind != VIPNothing {
+			t.Fatalf("w1 writes again: %+v", a)
+		}
+		if a := w2.reconcile(key1, t0); a.Kind != VIPNothing {
+			t.Fatalf("w2 writes again: %+v", a)
+		}
+	}
+	if got := store[key1].Status; got.Node != "w2" || got.LeaderChanges != 2 {
+		t.Fatalf("after both wrote: node %s, %d changes; want w2, 2", got.Node, got.LeaderChanges)
+	}
+	// The partition heals: w2 gives the IP up (no task), w1 announces again.
+	w2.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs})
+	if a := w2.reconcile(key1, t0); a.Kind != VIPNothing {
+		t.Errorf("w2, no longer owner: %+v", a)
+	}
+	if got := w1.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs,
+		Healed: true, Now: t0.Add(time.Minute)}); len(got) != 1 {
+		t.Fatalf("healed: changed %v, want the object", got)
+	}
+	if a := w1.reconcile(key1, t0.Add(time.Minute)); a.Kind != VIPUpdate {
+		t.Fatalf("healed: %+v, want w1 to take the object back", a)
+	}
+	if got := store[key1].Status; got.Node != "w1" || got.LeaderChanges != 3 || !got.Since.Time.Equal(t0.Add(time.Minute)) {
+		t.Errorf("after the heal: node %s, %d changes, since %v; want w1, 3, %v", got.Node, got.LeaderChanges, got.Since, t0.Add(time.Minute))
+	}
+}
+
+// The reporter writes node "" with the reason for IPs nobody announces; other
+// speakers do not.
+func TestVIPStatusReporterWritesUnowned(t *testing.T) {
+	store := map[VIPKey]*heraldv1.VIPStatus{}
+	rep, other := newNode(t, "a", store), newNode(t, "b", store)
+	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
+	e := VIPElection{Decisions: []election.Decision{unowned(vip1.String(), election.ReasonNoEndpoints, "default/svc1")}, Services: svcs, Now: t0}
+	if got := other.p.Elect(e); len(got) != 0 {
+		t.Errorf("non-reporter: changed %v", got)
+	}
+	e.Reporter = true
+	rep.p.Elect(e)
+	if a := rep.reconcile(key1, t0); a.Kind != VIPCreate {
+		t.Fatalf("reporter: %+v, want a create", a)
+	}
+	want := "172.18.255.200 node= if= mac= since=12:00:00 changes=0 pool=default svcs=svc1 reason=NoEndpoints"
+	if got := status(store, key1); got != want {
+		t.Fatalf("unowned:\n got %s\nwant %s", got, want)
+	}
+	if m := store[key1].Status.Message; m != "why: NoEndpoints" {
+		t.Errorf("message %q", m)
+	}
+	// The reason changes: updated, since stays.
+	e.Decisions = []election.Decision{unowned(vip1.String(), election.ReasonExcluded, "default/svc1")}
+	rep.p.Elect(e)
+	if a := rep.reconcile(key1, t0.Add(time.Minute)); a.Kind != VIPUpdate {
+		t.Fatalf("new reason: %+v, want an update", a)
+	}
+	if s := store[key1].Status; s.Reason != "Excluded" || !s.Since.Time.Equal(t0) {
+		t.Errorf("new reason: %s since %v, want Excluded since %v", s.Reason, s.Since, t0)
+	}
+
+	// An owner appears (w1), then disappears: the reporter clears the node, keeping
+	// the count.
+	w1 := newNode(t, "w1", store)
+	w1.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, Taken: []netip.Addr{vip1}})
+	w1.p.Announced(announcement1("02:42:ac:12:00:03", t0.Add(2*time.Minute)))
+	w1.reconcile(key1, t0.Add(2*time.Minute))
+	rep.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, Reporter: true})
+	if a := rep.reconcile(key1, t0.Add(2*time.Minute)); a.Kind != VIPNothing {
+		t.Errorf("reporter while w1 owns: %+v", a)
+	}
+	e.Decisions = []election.Decision{unowned(vip1.String(), election.ReasonNoLiveSpeaker, "default/svc1")}
+	e.Now = t0.Add(3 * time.Minute)
+	rep.p.Elect(e)
+	if a := rep.reconcile(key1, t0.Add(3*time.Minute)); a.Kind != VIPUpdate {
+		t.Fatalf("owner gone: %+v, want an update", a)
+	}
+	want = "172.18.255.200 node= if= mac= since=12:03:00 changes=1 pool=default svcs=svc1 reason=NoLiveSpeaker"
+	if got := status(store, key1); got != want {
+		t.Fatalf("owner gone:\n got %s\nwant %s", got, want)
+	}
+}
+
+// A shared IP held by Services of two namespaces has one object in each.
+func TestVIPStatusSharedAcrossNamespaces(t *testing.T) {
+	store := map[VIPKey]*heraldv1.VIPStatus{}
+	w1 := newNode(t, "w1", store)
+	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String()), lbSvc("other", "svc2", vip1.String())}
+	w1.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1", "other/svc2")}, Services: svcs, Taken: []netip.Addr{vip1}})
+	keys := w1.p.Announced(announcement1("02:42:ac:12:00:03", t0))
+	want := []VIPKey{key1, {Namespace: "other", Name: "ip-172-18-255-200"}}
+	if !reflect.DeepEqual(keys, want) {
+		t.Fatalf("keys %v, want %v", keys, want)
+	}
+	for _, k := range keys {
+		w1.reconcile(k, t0)
+	}
+	if s := store[want[1]].Status; s.Node != "w1" || !reflect.DeepEqual(s.Services, []string{"svc2"}) {
+		t.Errorf("other namespace: %+v", s)
+	}
+	// A third namespace joins later: its object is written at once, from the same
+	// takeover.
+	svcs = append(svcs, lbSvc("third", "svc3", vip1.String()))
+	changed := w1.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1", "other/svc2", "third/svc3")}, Services: svcs})
+	k3 := VIPKey{Namespace: "third", Name: "ip-172-18-255-200"}
+	if !reflect.DeepEqual(changed, []VIPKey{k3}) {
+		t.Fatalf("changed %v, want [%v]", changed, k3)
+	}
+	if a := w1.reconcile(k3, t0.Add(time.Minute)); a.Kind != VIPCreate || a.Object.Status.Since.Time != t0 {
+		t.Errorf("third namespace: %+v, want a create since the takeover", a)
+	}
+}
+
+// The reporter deletes objects no LoadBalancer Service holds, once they are older
+// than the grace period; nobody else does.
+func TestVIPStatusLeftovers(t *testing.T) {
+	old := &heraldv1.VIPStatus{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: key1.Name, UID: "u1", ResourceVersion: "7",
+		CreationTimestamp: metav1.NewTime(t0)}, Status: heraldv1.VIPStatusStatus{IP: vip1.String(), ObservedAt: ptr.To(metav1.NewTime(t0.Add(time.Minute)))}}
+	clusterIP := lbSvc("default", "svc1", vip1.String())
+	clusterIP.Spec.Type = corev1.ServiceTypeClusterIP
+	for _, c := range []struct {
+		name     string
+		reporter bool
+		svcs     []*corev1.Service
+		now      time.Time
+		want     VIPAction
+	}{
+		{"held by a LoadBalancer Service", true, []*corev1.Service{lbSvc("default", "svc1", vip1.String())}, t0.Add(time.Hour), VIPAction{}},
+		{"held in another namespace only", true, []*corev1.Service{lbSvc("other", "svc1", vip1.String())}, t0.Add(time.Hour),
+			VIPAction{Kind: VIPDelete, UID: "u1", ResourceVersion: "7"}},
+		{"Service no longer LoadBalancer", true, []*corev1.Service{clusterIP}, t0.Add(time.Hour), VIPAction{Kind: VIPDelete, UID: "u1", ResourceVersion: "7"}},
+		{"no Service at all", true, nil, t0.Add(time.Hour), VIPAction{Kind: VIPDelete, UID: "u1", ResourceVersion: "7"}},
+		{"written 10s ago: later", true, nil, t0.Add(time.Minute + 10*time.Second), VIPAction{Kind: VIPLater, After: 20 * time.Second}},
+		{"not the reporter", false, nil, t0.Add(time.Hour), VIPAction{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			store := map[VIPKey]*heraldv1.VIPStatus{key1: old.DeepCopy()}
+			n := newNode(t, "a", store)
+			n.p.Elect(VIPElection{Services: c.svcs, Reporter: c.reporter})
+			in := VIPInput{Key: key1, Self: "a", Reporter: n.p.Reporter(), Held: n.p.Held(key1), Stored: store[key1], Now: c.now, Grace: 30 * time.Second}
+			if got := ReconcileVIP(in); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("got %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}
+
+// A write done for an older task does not clear the Assert of a newer one.
+func TestVIPPlannerDoneKeepsNewerAssert(t *testing.T) {
+	p := NewVIPPlanner("w1")
+	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
+	p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, Taken: []netip.Addr{vip1}})
+	p.Announced(announcement1("02:42:ac:12:00:03", t0))
+	old, _ := p.Task(key1)
+	p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, Healed: true, Now: t0.Add(time.Minute)})
+	p.Done(key1, old.Gen)
+	if cur, _ := p.Task(key1); !cur.Assert {
+		t.Errorf("Done of generation %d cleared the Assert of generation %d", old.Gen, cur.Gen)
+	}
+	// Frames of an IP this node does not own are ignored.
+	p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w2", "default/svc1")}, Services: svcs})
+	if got := p.Announced(announcement1("02:42:ac:12:00:03", t0)); got != nil {
+		t.Errorf("frames of a released IP changed %v", got)
+	}
+}
