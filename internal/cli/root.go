@@ -2,8 +2,6 @@
 package cli
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 )
 
@@ -18,19 +16,8 @@ func NewRootCommand() *cobra.Command {
 	root.AddCommand(
 		newControllerCommand(),
 		newSpeakerCommand(),
-		notImplemented("status", "Print each LoadBalancer IP with its owner node", 6),
+		newStatusCommand(),
 		newVersionCommand(),
 	)
 	return root
-}
-
-// notImplemented is a subcommand whose issue is not done yet: it exits non-zero and says so.
-func notImplemented(name, short string, issue int) *cobra.Command {
-	return &cobra.Command{
-		Use:   name,
-		Short: short + " (not implemented yet)",
-		RunE: func(*cobra.Command, []string) error {
-			return fmt.Errorf("herald %s: not implemented yet (tracked in issue %d)", name, issue)
-		},
-	}
 }

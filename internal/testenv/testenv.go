@@ -122,3 +122,23 @@ func Start(tb testing.TB) *Env {
 	}
 	return &Env{Config: cfg, Client: c, env: env}
 }
+
+// Kubeconfig writes a kubeconfig for a new user of the API server, in the given groups
+// ("system:masters" for a cluster admin; none for a user allowed nothing), and returns
+// its path, for tests of commands that take --kubeconfig.
+func (e *Env) Kubeconfig(tb testing.TB, user string, groups ...string) string {
+	tb.Helper()
+	u, err := e.env.AddUser(envtest.User{Name: user, Groups: groups}, nil)
+	if err != nil {
+		tb.Fatalf("adding user %s: %v", user, err)
+	}
+	b, err := u.KubeConfig()
+	if err != nil {
+		tb.Fatalf("kubeconfig of %s: %v", user, err)
+	}
+	path := filepath.Join(tb.TempDir(), user+".kubeconfig")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}
