@@ -339,16 +339,19 @@ func ReconcileVIP(in VIPInput) VIPAction {
 	if t.Owned && !t.Announced {
 		return VIPAction{} // the takeover is not done until its first frame went out
 	}
+	// An object none of whose owners holds the IP now is a deleted Service's, which the
+	// garbage collector has not removed yet: its history is not these Services'.
+	fresh := stored == nil || !ownedByAny(stored.OwnerReferences, t.Services)
 	var st heraldv1.VIPStatusStatus
-	if stored != nil {
+	if !fresh {
 		st = *stored.Status.DeepCopy()
 	}
 	node := ""
 	if t.Owned {
 		node = in.Self
 	}
-	if stored == nil || st.Node != node {
-		if stored != nil && !t.Assert {
+	if fresh || st.Node != node {
+		if !fresh && !t.Assert {
 			// Another speaker wrote its view after ours; do not take turns with it.
 			return VIPAction{}
 		}
@@ -401,6 +404,18 @@ func ownerRefs(svcs []ServiceRef) []metav1.OwnerReference {
 			Controller: ptr.To(false), BlockOwnerDeletion: ptr.To(false)})
 	}
 	return out
+}
+
+// ownedByAny says whether one of refs is one of the Services.
+func ownedByAny(refs []metav1.OwnerReference, svcs []ServiceRef) bool {
+	for _, r := range refs {
+		for _, s := range svcs {
+			if r.UID == s.UID && s.UID != "" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func equalRefs(a, b []metav1.OwnerReference) bool {

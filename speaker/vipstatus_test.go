@@ -378,3 +378,24 @@ func TestVIPPlannerDoneKeepsNewerAssert(t *testing.T) {
 		t.Errorf("frames of a released IP changed %v", got)
 	}
 }
+
+// An object left by a deleted Service that held the same IP (the garbage collector has
+// not removed it yet) does not lend its history to the new Service's.
+func TestVIPStatusLeftoverOfDeletedServiceStartsOver(t *testing.T) {
+	store := map[VIPKey]*heraldv1.VIPStatus{key1: {
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: key1.Name, UID: "old", ResourceVersion: "3",
+			OwnerReferences: ownerRefs([]ServiceRef{{Name: "gone", UID: "uid-gone"}})},
+		Status: heraldv1.VIPStatusStatus{IP: vip1.String(), Node: "w2", LeaderChanges: 7, Since: ptr.To(metav1.NewTime(t0)), Services: []string{"gone"}},
+	}}
+	w1 := newNode(t, "w1", store)
+	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
+	w1.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, Taken: []netip.Addr{vip1}})
+	w1.p.Announced(announcement1("02:42:ac:12:00:03", t0.Add(time.Hour)))
+	if a := w1.reconcile(key1, t0.Add(time.Hour)); a.Kind != VIPUpdate {
+		t.Fatalf("%+v, want an update", a)
+	}
+	want := "172.18.255.200 node=w1 if=eth0 mac=02:42:ac:12:00:03 since=13:00:00 changes=1 pool=default svcs=svc1 reason="
+	if got := status(store, key1); got != want {
+		t.Errorf("\n got %s\nwant %s", got, want)
+	}
+}
