@@ -196,6 +196,21 @@ func (p *publisher) sync(ctx context.Context, key VIPKey) error {
 		}
 	case VIPLater:
 		p.queue.AddAfter(key, a.After)
+	case VIPContested:
+		p.mu.Lock()
+		after, ok := p.plan.Contest(key, task.Gen, in.Now)
+		p.mu.Unlock()
+		if ok {
+			// The first contest is mostly informers lagging; repeated ones are speakers
+			// that disagree (a split brain), worth saying.
+			log := p.log.V(1)
+			if after > contestDelay {
+				log = p.log
+			}
+			log.Info("another speaker published a different owner; taking it back unless this node's view changes",
+				"object", key, "stored", in.Stored.Status.Node, "in", after.String())
+			p.queue.AddAfter(key, after)
+		}
 	}
 	if err != nil {
 		return err

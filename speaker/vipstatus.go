@@ -28,11 +28,15 @@ import (
 //     objects no LoadBalancer Service holds any more (the garbage collector removes
 //     those of deleted Services through their owner references).
 //
-// A writer takes the IP's node field once per change it sees (a takeover, a healed
-// partition, an IP newly without owner): afterwards it updates the other fields only
-// while the stored node is still its own view. So two speakers whose views disagree
-// (a partition with the API server reachable from both sides) write one each and
-// then leave the object alone, instead of taking turns counting leader changes.
+// A writer takes the IP's node field at once for each change it sees (a takeover, a
+// healed partition, an IP newly without owner). When another speaker's write then
+// contradicts its view, it takes the field back only after a delay that doubles with
+// each contest (1 s, 2 s, ... 5 min; forgotten after 10 quiet minutes): a speaker
+// whose informers lag (it has not yet released the IP) gives up in the meantime, a
+// stale write (queued by a node while it was cut off) is corrected within a second,
+// and two speakers whose views stay apart (a partition with the API server reachable
+// from both sides) write a few times an hour instead of taking turns counting leader
+// changes.
 
 // VIPKey names a VIPStatus: the namespace of the Services holding the IP and
 // heraldv1.VIPStatusName of the IP.
@@ -60,6 +64,9 @@ type VIPTask struct {
 	Reason, Message string
 	// Assert: write the node field once, whatever the stored one says.
 	Assert bool
+	// RetakeAt: another speaker's write contradicts this task; take the node field
+	// back from then on (see Contest). Zero when not contested.
+	RetakeAt time.Time
 	// Gen changes with every change of the task, so that a write done for an older
 	// one does not clear a newer Assert.
 	Gen uint64
@@ -95,6 +102,8 @@ type VIPElection struct {
 type VIPPlanner struct {
 	self  string
 	tasks map[VIPKey]*VIPTask
+	// contests count, per object, the writes of other speakers this node took back.
+	contests map[VIPKey]contest
 	// anns are the first frames of the takeovers of the IPs this node owns, for the
 	// objects of every namespace holding the IP, present and future.
 	anns     map[netip.Addr]announcement
@@ -104,6 +113,18 @@ type VIPPlanner struct {
 	gen      uint64
 }
 
+type contest struct {
+	n    int
+	last time.Time
+}
+
+// Contest delays: the first, the longest, and how long a quiet object keeps its count.
+const (
+	contestDelay  = time.Second
+	contestMax    = 5 * time.Minute
+	contestForget = 10 * time.Minute
+)
+
 type announcement struct {
 	iface, mac string
 	at         time.Time
@@ -111,7 +132,7 @@ type announcement struct {
 
 // NewVIPPlanner returns the planner of the node named self.
 func NewVIPPlanner(self string) *VIPPlanner {
-	return &VIPPlanner{self: self, tasks: map[VIPKey]*VIPTask{}, anns: map[netip.Addr]announcement{},
+	return &VIPPlanner{self: self, tasks: map[VIPKey]*VIPTask{}, contests: map[VIPKey]contest{}, anns: map[netip.Addr]announcement{},
 		owned: map[netip.Addr]bool{}, held: map[VIPKey]bool{}}
 }
 
@@ -179,6 +200,9 @@ func (p *VIPPlanner) Elect(e VIPElection) []VIPKey {
 				// Newly without owner as this node sees it, or newly its reporter.
 				t.Assert = prev == nil || prev.Owned || prev.Assert
 			}
+			if prev != nil && prev.Owned == t.Owned && !t.Assert {
+				t.RetakeAt = prev.RetakeAt
+			}
 			if prev != nil && prev.sameTarget(t) && prev.Assert == t.Assert {
 				t.Gen = prev.Gen
 			} else {
@@ -192,6 +216,11 @@ func (p *VIPPlanner) Elect(e VIPElection) []VIPKey {
 	for key := range p.tasks {
 		if _, ok := tasks[key]; !ok {
 			changed = append(changed, key)
+		}
+	}
+	for key, c := range p.contests {
+		if e.Now.Sub(c.last) > contestForget {
+			delete(p.contests, key)
 		}
 	}
 	p.tasks, p.owned, p.held, p.reporter = tasks, owned, held, e.Reporter
@@ -244,8 +273,32 @@ func (p *VIPPlanner) Announced(a layer2.Announcement) []VIPKey {
 // node field need not be written again.
 func (p *VIPPlanner) Done(key VIPKey, gen uint64) {
 	if t, ok := p.tasks[key]; ok && t.Gen == gen {
-		t.Assert = false
+		t.Assert, t.RetakeAt = false, time.Time{}
 	}
+}
+
+// Contest records that another speaker's write of key contradicts the task of
+// generation gen, and returns when to take the node field back: a delay that doubles
+// with each contest of the object. False when the task has changed meanwhile (its
+// change queued the key again).
+func (p *VIPPlanner) Contest(key VIPKey, gen uint64, now time.Time) (time.Duration, bool) {
+	t, ok := p.tasks[key]
+	if !ok || t.Gen != gen {
+		return 0, false
+	}
+	c := p.contests[key]
+	if now.Sub(c.last) > contestForget {
+		c.n = 0
+	}
+	delay := contestMax
+	if c.n < 16 {
+		delay = min(contestDelay<<c.n, contestMax)
+	}
+	c.n++
+	c.last = now
+	p.contests[key] = c
+	t.RetakeAt = now.Add(delay)
+	return delay, true
 }
 
 // Task returns a copy of the task of key.
@@ -288,6 +341,9 @@ const (
 	VIPDelete
 	// VIPLater: look again after VIPAction.After.
 	VIPLater
+	// VIPContested: another speaker's write contradicts this node's view; ask
+	// VIPPlanner.Contest when to take the object back.
+	VIPContested
 )
 
 // VIPAction is the write ReconcileVIP asks for.
@@ -352,8 +408,13 @@ func ReconcileVIP(in VIPInput) VIPAction {
 	}
 	if fresh || st.Node != node {
 		if !fresh && !t.Assert {
-			// Another speaker wrote its view after ours; do not take turns with it.
-			return VIPAction{}
+			// Another speaker wrote its view after ours: take it back, but not at once.
+			switch {
+			case t.RetakeAt.IsZero():
+				return VIPAction{Kind: VIPContested}
+			case in.Now.Before(t.RetakeAt):
+				return VIPAction{Kind: VIPLater, After: t.RetakeAt.Sub(in.Now)}
+			}
 		}
 		st.Node = node
 		if t.Owned {

@@ -92,6 +92,10 @@ func (n *node) reconcile(key VIPKey, now time.Time) VIPAction {
 			n.t.Fatalf("%s: delete of %s with wrong preconditions", n.name, key)
 		}
 		delete(n.store, key)
+	case VIPContested:
+		if _, ok := n.p.Contest(key, task.Gen, now); !ok {
+			n.t.Fatalf("%s: contest of %s refused", n.name, key)
+		}
 	}
 	if a.Done && ok {
 		n.p.Done(key, task.Gen)
@@ -201,44 +205,115 @@ func TestVIPStatusOwnerWrites(t *testing.T) {
 }
 
 // Two speakers that both believe they own the IP (a partition, the API server
-// reachable from both sides) write once each, then leave the object alone; when the
-// partition heals the owner takes the object back once.
+// reachable from both sides) take the object back from each other ever more slowly:
+// at most every 5 minutes once the contest went on for a while. When the partition
+// heals, the owner takes the object back at once.
 func TestVIPStatusNoTugOfWar(t *testing.T) {
 	store := map[VIPKey]*heraldv1.VIPStatus{}
 	w1, w2 := newNode(t, "w1", store), newNode(t, "w2", store)
 	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
 	for i, n := range []*node{w1, w2} {
 		n.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), n.name, "default/svc1")}, Services: svcs,
-			Taken: []netip.Addr{vip1}})
-		n.p.Announced(announcement1("02:42:ac:12:00:0"+itoa(int64(i+3)), t0.Add(time.Duration(i)*time.Second)))
+			Taken: []netip.Addr{vip1}, Now: t0})
+		n.p.Announced(announcement1("02:42:ac:12:00:0"+itoa(int64(i+3)), t0))
 	}
-	w1.reconcile(key1, t0)
-	w2.reconcile(key1, t0)
-	for range 3 {
-		if a := w1.reconcile(key1, t0); a.Kind != VIPNothing {
-			t.Fatalf("w1 writes again: %+v", a)
-		}
-		if a := w2.reconcile(key1, t0); a.Kind != VIPNothing {
-			t.Fatalf("w2 writes again: %+v", a)
+	writes := map[string][]time.Duration{}
+	for now := t0; now.Before(t0.Add(time.Hour)); now = now.Add(time.Second) {
+		for _, n := range []*node{w1, w2} {
+			if a := n.reconcile(key1, now); a.Kind == VIPCreate || a.Kind == VIPUpdate {
+				writes[n.name] = append(writes[n.name], now.Sub(t0))
+			}
 		}
 	}
-	if got := store[key1].Status; got.Node != "w2" || got.LeaderChanges != 2 {
-		t.Fatalf("after both wrote: node %s, %d changes; want w2, 2", got.Node, got.LeaderChanges)
+	for _, n := range []string{"w1", "w2"} {
+		w := writes[n]
+		if len(w) > 25 {
+			t.Errorf("%s wrote %d times in an hour: %v", n, len(w), w)
+		}
+		for i := 1; i < len(w); i++ {
+			if gap := w[i] - w[i-1]; i > 12 && gap < 5*time.Minute {
+				t.Errorf("%s: writes %v and %v only %v apart after %d contests", n, w[i-1], w[i], gap, i)
+			}
+		}
 	}
-	// The partition heals: w2 gives the IP up (no task), w1 announces again.
-	w2.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs})
-	if a := w2.reconcile(key1, t0); a.Kind != VIPNothing {
+	total := int64(len(writes["w1"]) + len(writes["w2"]))
+	if got := store[key1].Status.LeaderChanges; got != total {
+		t.Errorf("%d leader changes after %d writes of alternating owners", got, total)
+	}
+	t.Logf("an hour of split brain: %d writes by w1, %d by w2", len(writes["w1"]), len(writes["w2"]))
+
+	// The partition heals: w2 gives the IP up (no task), w1 announces again and takes the
+	// object back at once, whoever wrote last.
+	healed := t0.Add(2 * time.Hour)
+	w2.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, Now: healed})
+	if a := w2.reconcile(key1, healed); a.Kind != VIPNothing {
 		t.Errorf("w2, no longer owner: %+v", a)
 	}
 	if got := w1.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs,
-		Healed: true, Now: t0.Add(time.Minute)}); len(got) != 1 {
+		Healed: true, Now: healed}); len(got) != 1 {
 		t.Fatalf("healed: changed %v, want the object", got)
 	}
-	if a := w1.reconcile(key1, t0.Add(time.Minute)); a.Kind != VIPUpdate {
+	if store[key1].Status.Node == "w1" {
+		store[key1].Status.Node = "w2" // as if w2 wrote last
+	}
+	if a := w1.reconcile(key1, healed); a.Kind != VIPUpdate {
 		t.Fatalf("healed: %+v, want w1 to take the object back", a)
 	}
-	if got := store[key1].Status; got.Node != "w1" || got.LeaderChanges != 3 || !got.Since.Time.Equal(t0.Add(time.Minute)) {
-		t.Errorf("after the heal: node %s, %d changes, since %v; want w1, 3, %v", got.Node, got.LeaderChanges, got.Since, t0.Add(time.Minute))
+	if got := store[key1].Status; got.Node != "w1" || !got.Since.Time.Equal(healed) {
+		t.Errorf("after the heal: node %s since %v; want w1 since %v", got.Node, got.Since, healed)
+	}
+}
+
+// A write a cut-off node queued and sent once its link came back, after the owner had
+// published itself, is taken back within a second or two.
+func TestVIPStatusStaleWriteTakenBack(t *testing.T) {
+	store := map[VIPKey]*heraldv1.VIPStatus{}
+	w2, w3 := newNode(t, "w2", store), newNode(t, "w3", store)
+	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
+	owns := func(n *node, at time.Time) {
+		n.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), n.name, "default/svc1")}, Services: svcs,
+			Taken: []netip.Addr{vip1}, Now: at})
+		n.p.Announced(announcement1("02:42:ac:12:00:0"+n.name[1:], at))
+	}
+	owns(w2, t0)
+	w2.reconcile(key1, t0)
+	owns(w3, t0.Add(time.Second)) // alone behind its pulled cable
+	now := t0.Add(10 * time.Second)
+	w3.reconcile(key1, now) // the cable is back: its queued write goes out...
+	w3.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w2", "default/svc1")}, Services: svcs, Now: now})
+	// ...and w3 rejoins and gives the IP up.
+	for i := range 3 {
+		w2.reconcile(key1, now.Add(time.Duration(i)*time.Second))
+	}
+	if got := store[key1].Status; got.Node != "w2" || got.LeaderChanges != 3 {
+		t.Errorf("node %s, %d leader changes; want w2 back, 3", got.Node, got.LeaderChanges)
+	}
+}
+
+// The old owner that sees the new owner's write before its own election released the
+// IP (its informers lag) does not write: by the time it would, it has no task.
+func TestVIPStatusLaggingOldOwnerDoesNotWrite(t *testing.T) {
+	store := map[VIPKey]*heraldv1.VIPStatus{}
+	w1, w2 := newNode(t, "w1", store), newNode(t, "w2", store)
+	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
+	for _, n := range []*node{w1, w2} {
+		n.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), n.name, "default/svc1")}, Services: svcs,
+			Taken: []netip.Addr{vip1}, Now: t0})
+		n.p.Announced(announcement1("02:42:ac:12:00:0"+n.name[1:], t0))
+		n.reconcile(key1, t0)
+	}
+	if a := w1.reconcile(key1, t0); a.Kind != VIPContested {
+		t.Fatalf("w1 sees w2's write: %+v, want a contest", a)
+	}
+	if a := w1.reconcile(key1, t0.Add(500*time.Millisecond)); a.Kind != VIPLater {
+		t.Fatalf("w1 half a second later: %+v, want later", a)
+	}
+	w1.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w2", "default/svc1")}, Services: svcs, Now: t0.Add(time.Second)})
+	if a := w1.reconcile(key1, t0.Add(2*time.Second)); a.Kind != VIPNothing {
+		t.Errorf("w1 after it released the IP: %+v", a)
+	}
+	if got := store[key1].Status; got.Node != "w2" || got.LeaderChanges != 2 {
+		t.Errorf("node %s, %d leader changes; want w2, 2", got.Node, got.LeaderChanges)
 	}
 }
 
