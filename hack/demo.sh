@@ -117,15 +117,29 @@ else
   done
 fi
 
+# herald status reads only the API server: the VIPStatus objects the speakers publish.
+status() {
+  run herald status "$@"
+  "$lab" exec cp "$herald" status "$@" 2>&1 || true
+}
+say "herald status: each VIP's owner node, as the speakers publish it in the API"
+status
+run kubectl get vips
+k get vips
+
 say "Failover: pulling the cable of svc1's owner (${owner:-none}), measured from the client"
-if "$lab" failover "${vips[0]}" --fault link-down; then
+if "$lab" failover "${vips[0]}" --fault link-down --restore=false; then
+  sleep 1
+  echo "herald status with ${owner:-the owner}'s cable pulled: a new owner, one more leader change"
+  status -n default
+fi
+if [[ -n $owner ]]; then
+  "$lab" link-up "$owner" >/dev/null
   sleep 2
   echo "after the link came back:"
   "$lab" who-has "${vips[0]}" || true
+  status -n default
 fi
-
-say "herald status"
-"$lab" exec cp "$herald" status 2>&1 || true
 
 v=${vips[0]}
 printf '\nThe lab keeps running (state and logs in %s). Try:\n' "$LAB_RUN_DIR"
@@ -134,6 +148,7 @@ hint "bin/lab status" "what runs where, PIDs, pods"
 hint "bin/lab kubectl get svc -w" "kubectl inside the lab"
 hint "bin/lab curl -n 100 http://$v/" "the walkthrough's curl loop, from the client"
 hint "bin/lab who-has $v" "which node answers ARP"
+hint "bin/lab exec cp ${herald#"$root"/} status -o wide" "owners, MACs, leader changes (and why none)"
 hint "bin/lab exec client ip neigh" "a command in a lab namespace (cp, worker..., client, webpod1)"
 hint "bin/lab failover $v --fault kill" "measured failover: link-down, kill (SIGKILL), stop (SIGTERM)"
 hint "bin/lab link-down worker2" "faults: link-up, kill-speaker, stop-speaker, start-speaker, restart-controller"
