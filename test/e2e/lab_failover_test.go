@@ -27,12 +27,7 @@ import (
 // never does that).
 func TestLabFailover(t *testing.T) {
 	f := fullLabFor(t)
-	want := f.freeIPFirstFor(t, "worker3")
-	svc := f.createService(t, lbService("failover", annotate(heraldv1.AnnotationLoadBalancerIPs, want.String())))
-	vip := f.waitIP(t, svc.Name)
-	if vip != want {
-		t.Fatalf("Service failover asked for %s and got %s", want, vip)
-	}
+	_, vip := f.serviceFirstFor(t, "failover", "worker3")
 	next := f.owner(vip, without(f.nodes, "worker3")...)
 	url := "http://" + vip.String() + "/"
 	f.expectOwner(t, vip, "worker3", "before the faults")

@@ -38,6 +38,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/netlab"
 	"herald.dev/herald/internal/netns"
@@ -398,6 +399,18 @@ func (f *fullLab) usedIPs(tb testing.TB) map[netip.Addr]string {
 		}
 	}
 	return used
+}
+
+// serviceFirstFor creates a LoadBalancer Service called name holding a free IP whose
+// election puts node first, and returns it with its IP.
+func (f *fullLab) serviceFirstFor(tb testing.TB, name, node string) (*corev1.Service, netip.Addr) {
+	tb.Helper()
+	want := f.freeIPFirstFor(tb, node)
+	svc := f.createService(tb, lbService(name, annotate(heraldv1.AnnotationLoadBalancerIPs, want.String())))
+	if vip := f.waitIP(tb, svc.Name); vip != want {
+		tb.Fatalf("Service %s asked for %s and got %s", name, want, vip)
+	}
+	return svc, want
 }
 
 // freeIPFirstFor picks a free address of the walkthrough's pool (from its top end,

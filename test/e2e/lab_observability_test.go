@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/testenv"
 	"herald.dev/herald/speaker/election"
@@ -76,12 +75,7 @@ func TestLabObservability(t *testing.T) {
 	})
 
 	// A VIP of this test, owned by worker3 (which runs no pod) and next taking over.
-	want := f.freeIPFirstFor(t, "worker3")
-	svc := f.createService(t, lbService("observed", annotate(heraldv1.AnnotationLoadBalancerIPs, want.String())))
-	vip := f.waitIP(t, svc.Name)
-	if vip != want {
-		t.Fatalf("Service observed asked for %s and got %s", want, vip)
-	}
+	_, vip := f.serviceFirstFor(t, "observed", "worker3")
 	next := f.owner(vip, without(f.nodes, "worker3")...)
 	f.expectOwner(t, vip, "worker3", "before the failover")
 

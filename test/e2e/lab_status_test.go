@@ -22,12 +22,7 @@ import (
 // takeover adds one leader change. The VIPStatus goes with its Service.
 func TestLabStatus(t *testing.T) {
 	f := fullLabFor(t)
-	want := f.freeIPFirstFor(t, "worker3")
-	svc := f.createService(t, lbService("status", annotate(heraldv1.AnnotationLoadBalancerIPs, want.String())))
-	vip := f.waitIP(t, svc.Name)
-	if vip != want {
-		t.Fatalf("Service status asked for %s and got %s", want, vip)
-	}
+	svc, vip := f.serviceFirstFor(t, "status", "worker3")
 
 	f.expectOwner(t, vip, "worker3", "before the failover")
 	before := f.expectStatus(t, svc.Name, vip, "worker3", "before the failover")
