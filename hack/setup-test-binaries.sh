@@ -4,6 +4,9 @@
 # $ETCD_VERSION, all from the Go module proxy (there is no other download site here).
 # The result lands in bin/k8s/<k8s>-<etcd>/ and is reused while the version stamp matches,
 # so running this again is cheap. Prints the directory (for KUBEBUILDER_ASSETS) on stdout.
+# It also puts the Prometheus Operator's PodMonitor and PrometheusRule CRDs (from the
+# prometheus-operator Go module at $PROMETHEUS_OPERATOR_VERSION) in monitoring-crds/
+# there, so that tests can check config/prometheus against their schemas.
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-1.36.3}
@@ -12,14 +15,38 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 dest="$root/bin/k8s/${K8S_VERSION}-${ETCD_VERSION}"
 stamp="$dest/.stamp"
 want="k8s=${K8S_VERSION} etcd=${ETCD_VERSION}"
+PROMETHEUS_OPERATOR_VERSION=${PROMETHEUS_OPERATOR_VERSION:-0.85.0}
 
+log() { echo "setup-test-binaries: $*" >&2; }
+
+# fetch_monitoring_crds copies two CRDs out of the prometheus-operator module (its
+# example/ directory ships them) into $dest/monitoring-crds, once per version.
+fetch_monitoring_crds() {
+  local out="$dest/monitoring-crds" mstamp="$dest/monitoring-crds/.stamp"
+  [[ -f "$mstamp" && "$(cat "$mstamp")" == "$PROMETHEUS_OPERATOR_VERSION" ]] && return 0
+  local tmp dir
+  tmp=$(mktemp -d)
+  printf 'module herald.dev/monitoringcrds\n\ngo 1.26\n' >"$tmp/go.mod"
+  dir=$(cd "$tmp" && GOFLAGS=-mod=mod go mod download -json \
+    "github.com/prometheus-operator/prometheus-operator@v${PROMETHEUS_OPERATOR_VERSION}" |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  rm -rf "$tmp"
+  [[ -n "$dir" ]] || { log "could not download prometheus-operator v${PROMETHEUS_OPERATOR_VERSION}"; return 1; }
+  mkdir -p "$out"
+  for crd in podmonitors prometheusrules; do
+    cp "$dir/example/prometheus-operator-crd/monitoring.coreos.com_${crd}.yaml" "$out/"
+  done
+  chmod -R u+w "$out"
+  echo "$PROMETHEUS_OPERATOR_VERSION" >"$mstamp"
+}
+
+mkdir -p "$dest"
+fetch_monitoring_crds
 if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
   echo "$dest"
   exit 0
 fi
 
-log() { echo "setup-test-binaries: $*" >&2; }
-mkdir -p "$dest"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

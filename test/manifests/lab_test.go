@@ -146,10 +146,11 @@ func TestManifestsOnARealAPIServer(t *testing.T) {
 	}
 
 	t.Run("server-side dry-run", func(t *testing.T) {
+		monitoring := env.monitoringObjects(t, assets)
 		for _, set := range []struct {
 			name string
 			objs []*unstructured.Unstructured
-		}{{rendered, objs}, {"config/kind", kindObjs}} {
+		}{{rendered, objs}, {"config/kind", kindObjs}, {"config/prometheus and config/grafana", monitoring}} {
 			for _, o := range set.objs {
 				if err := env.apply(o, true); err != nil {
 					t.Errorf("%s: %s refused by the API server: %v", set.name, describe(o), err)
@@ -167,6 +168,48 @@ func TestManifestsOnARealAPIServer(t *testing.T) {
 	t.Run("pod security", func(t *testing.T) { env.podSecurity(t, objs) })
 
 	t.Run("components under their ServiceAccounts", func(t *testing.T) { env.runAsServiceAccounts(t, objs) })
+}
+
+// monitoringObjects installs the Prometheus Operator's PodMonitor and PrometheusRule
+// CRDs (hack/setup-test-binaries.sh puts them beside the binaries) and returns the
+// objects of config/prometheus and config/grafana, so that the dry run checks them
+// against those schemas: a misspelt field is refused there as it would be on a cluster
+// with kube-prometheus-stack.
+func (e *labEnv) monitoringObjects(t *testing.T, assets string) []*unstructured.Unstructured {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(assets, "monitoring-crds", "*.yaml"))
+	if err != nil || len(paths) < 2 {
+		t.Fatalf("%s/monitoring-crds lacks the PodMonitor and PrometheusRule CRDs (%v, %v): run hack/setup-test-binaries.sh", assets, paths, err)
+	}
+	var crds []*unstructured.Unstructured
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := lab.DecodeObjects(data)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		for _, o := range objs {
+			if err := e.apply(o, false); err != nil {
+				t.Fatalf("installing %s: %v", describe(o), err)
+			}
+		}
+		crds = append(crds, objs...)
+	}
+	if err := lab.WaitEstablished(e.ctx, e.c, crds); err != nil {
+		t.Fatal(err)
+	}
+	var out []*unstructured.Unstructured
+	for _, dir := range []string{"config/prometheus", "config/grafana"} {
+		objs, err := lab.DecodeObjects(kustomize(t, dir))
+		if err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		out = append(out, objs...)
+	}
+	return out
 }
 
 // podSecurity creates, with dry-run, Pods from the workloads' templates in namespaces
