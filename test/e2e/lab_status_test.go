@@ -5,11 +5,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/cli"
@@ -136,4 +141,53 @@ func (f *fullLab) expectStatus(tb testing.TB, service string, vip netip.Addr, no
 		return fmt.Errorf("no row for default/%s %s in %+v", service, vip, rep.Items)
 	})
 	return row
+}
+
+// A user who may only view the default namespace (the built-in ClusterRole view, bound
+// there) can run `herald status -n default`: herald-view aggregates VIPStatus into
+// view. Without that binding the command fails and says it was forbidden.
+func TestLabStatusForViewers(t *testing.T) {
+	f := fullLabFor(t)
+	ctx := t.Context()
+	viewer := types.NamespacedName{Namespace: "default", Name: "status-viewer"}
+	stranger := types.NamespacedName{Namespace: "default", Name: "status-stranger"}
+	for _, sa := range []types.NamespacedName{viewer, stranger} {
+		f.createObject(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: sa.Namespace, Name: sa.Name}})
+	}
+	f.createObject(t, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "status-viewer-view"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: viewer.Namespace, Name: viewer.Name}},
+	})
+	kubeconfig := func(sa types.NamespacedName) string {
+		path := filepath.Join(t.TempDir(), sa.Name+".kubeconfig")
+		if err := lab.ServiceAccountKubeconfig(ctx, f.CP, sa, time.Hour, path); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	viewerKC, strangerKC := kubeconfig(viewer), kubeconfig(stranger)
+
+	vip := f.vips["svc1"]
+	owner := f.owner(vip)
+	eventually(t, "a viewer of default sees the owner of svc1 in herald status", func() error {
+		out, err := f.s.Exec(ctx, lab.CPHost, f.s.Herald, "status", "--kubeconfig", viewerKC, "-n", "default", "-o", "json")
+		if err != nil {
+			return err // the aggregation into view may not have happened yet
+		}
+		var rep cli.StatusReport
+		if err := json.Unmarshal(out, &rep); err != nil {
+			return fmt.Errorf("herald status -o json: %w:\n%s", err, out)
+		}
+		for _, r := range rep.Items {
+			if r.Service == "svc1" && r.VIP == vip.String() && r.OwnerNode == owner {
+				return nil
+			}
+		}
+		return fmt.Errorf("no row of svc1 with owner %s: %+v", owner, rep.Items)
+	})
+	out, err := f.s.Exec(ctx, lab.CPHost, f.s.Herald, "status", "--kubeconfig", strangerKC, "-n", "default")
+	if err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Errorf("herald status as a ServiceAccount bound to nothing: err %v, output %q; want an error saying forbidden", err, out)
+	}
 }

@@ -61,7 +61,7 @@ func TestRenderedManifestIsCurrent(t *testing.T) {
 // TestOverlaysRender: every kustomization under config/ renders, and the kind overlay
 // only adds to the default one.
 func TestOverlaysRender(t *testing.T) {
-	for _, dir := range []string{"config/crd", "config/namespace", "config/controller", "config/speaker", "config/metrics-reader", "config/samples", "config/prometheus", "config/grafana", "config/kind"} {
+	for _, dir := range []string{"config/crd", "config/namespace", "config/controller", "config/speaker", "config/metrics-reader", "config/user-roles", "config/samples", "config/prometheus", "config/grafana", "config/kind"} {
 		if len(kustomize(t, dir)) == 0 {
 			t.Errorf("%s renders nothing", dir)
 		}
