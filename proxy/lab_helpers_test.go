@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/testenv"
 )
 
 // TestMain checks that no test touched the machine's own iptables: every test works in
@@ -210,17 +211,7 @@ func hasLabel(m *dto.Metric, name, value string) bool {
 // eventually retries check every 50 ms until it returns nil or timeout passes.
 func eventually(t testing.TB, timeout time.Duration, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v: %v", what, timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.Eventually(t, timeout, 50*time.Millisecond, what, check)
 }
 
 // save is `iptables-save -t table` in the host's namespace.

@@ -28,6 +28,7 @@ import (
 
 	"herald.dev/herald/internal/lab/agent"
 	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/testenv"
 )
 
 // testPrefix keeps the tests' lab apart from the one the CLI runs (hl-).
@@ -353,17 +354,7 @@ func get(dial func(ctx context.Context, network, addr string) (net.Conn, error),
 
 func eventually(t *testing.T, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %v: %v", what, waitFor, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.Eventually(t, waitFor, 100*time.Millisecond, what, check)
 }
 
 func namespacesOf(t *testing.T, prefix string) []string {

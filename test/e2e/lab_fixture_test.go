@@ -43,6 +43,7 @@ import (
 	"herald.dev/herald/internal/netlab"
 	"herald.dev/herald/internal/netns"
 	"herald.dev/herald/internal/scheme"
+	"herald.dev/herald/internal/testenv"
 	"herald.dev/herald/speaker/election"
 )
 
@@ -308,17 +309,7 @@ func (f *fullLab) ingress(ctx context.Context, name string) (netip.Addr, error) 
 // after labWait.
 func eventually(tb testing.TB, what string, check func() error) {
 	tb.Helper()
-	deadline := time.Now().Add(labWait)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) || tb.Context().Err() != nil {
-			tb.Fatalf("%s: still not so after %v: %v", what, labWait, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testenv.Eventually(tb, labWait, 200*time.Millisecond, what, check)
 }
 
 // --- Services -------------------------------------------------------------------

@@ -33,6 +33,7 @@ import (
 	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/netlab"
 	"herald.dev/herald/internal/scheme"
+	"herald.dev/herald/internal/testenv"
 )
 
 const (
@@ -679,17 +680,7 @@ func (e *labEnv) waitReady(t *testing.T, h *netlab.Host, p *netlab.Process, url 
 // eventually retries check until it succeeds or waitFor passes.
 func (e *labEnv) eventually(t *testing.T, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s after %s: %v", what, waitFor, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testenv.Eventually(t, waitFor, 200*time.Millisecond, what, check)
 }
 
 func tail(path string) string {
