@@ -106,19 +106,18 @@ func (s *State) prometheusConfig(withRules bool) ([]byte, error) {
 		JobName       string   `json:"job_name"`
 		StaticConfigs []target `json:"static_configs"`
 	}
-	port := func(hostPort string) string { _, p, _ := strings.Cut(hostPort, ":"); return p }
 	cp, err := s.Host(CPHost)
 	if err != nil {
 		return nil, err
 	}
 	controller := job{JobName: "herald-controller", StaticConfigs: []target{{
-		Targets: []string{net.JoinHostPort(cp.Addr.String(), port(controllerMetrics))},
+		Targets: []string{net.JoinHostPort(cp.Addr.String(), metricsPort(CPHost))},
 		Labels:  map[string]string{"instance": cp.Name},
 	}}}
 	speakers := job{JobName: "herald-speaker"}
 	for _, w := range s.Workers() {
 		speakers.StaticConfigs = append(speakers.StaticConfigs, target{
-			Targets: []string{net.JoinHostPort(w.Addr.String(), port(speakerMetrics))},
+			Targets: []string{net.JoinHostPort(w.Addr.String(), metricsPort(w.Name))},
 			Labels:  map[string]string{"instance": w.Name},
 		})
 	}
@@ -134,6 +133,17 @@ func (s *State) prometheusConfig(withRules bool) ([]byte, error) {
 		cfg["rule_files"] = []string{"rules.yaml"}
 	}
 	return yaml.Marshal(cfg)
+}
+
+// metricsPort is the port of the metrics endpoint of a lab host's herald component:
+// the controller's on CPHost, a speaker's on a worker.
+func metricsPort(host string) string {
+	addr := speakerMetrics
+	if host == CPHost {
+		addr = controllerMetrics
+	}
+	_, port, _ := strings.Cut(addr, ":")
+	return port
 }
 
 // Stop stops Prometheus.
@@ -219,13 +229,8 @@ func (s *State) Scrape(ctx context.Context, host string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	hostPort := speakerMetrics
-	if host == CPHost {
-		hostPort = controllerMetrics
-	}
-	_, port, _ := strings.Cut(hostPort, ":")
 	hc := &http.Client{Transport: &http.Transport{DialContext: netns.Dialer(h.Namespace)}, Timeout: 5 * time.Second}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort("127.0.0.1", port)+"/metrics", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort("127.0.0.1", metricsPort(host))+"/metrics", nil)
 	if err != nil {
 		return "", err
 	}

@@ -108,22 +108,12 @@ type syncStat struct{ count, sum float64 }
 func (f *fullLab) syncStats(b *testing.B) map[string]syncStat {
 	out := map[string]syncStat{}
 	for _, n := range f.nodes {
-		h, err := f.s.Worker(n)
-		if err != nil {
-			b.Fatal(err)
-		}
-		hc := &http.Client{Transport: &http.Transport{DialContext: netns.Dialer(h.Namespace)}, Timeout: 5 * time.Second}
-		resp, err := hc.Get("http://127.0.0.1:7474/metrics")
-		if err != nil {
-			b.Fatalf("metrics of %s's speaker: %v", n, err)
-		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		body, err := f.s.Scrape(b.Context(), n)
 		if err != nil {
 			b.Fatal(err)
 		}
 		var st syncStat
-		for line := range strings.Lines(string(body)) {
+		for line := range strings.Lines(body) {
 			fs := strings.Fields(line)
 			if len(fs) != 2 {
 				continue

@@ -53,6 +53,7 @@ func TestLabObservability(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	all := append(slices.Clone(panels), observability.RuleQueries(groups)...) // every PromQL herald ships
 	prom, err := f.s.StartPrometheus(ctx, rules)
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +93,6 @@ func TestLabObservability(t *testing.T) {
 				}
 			}
 		}
-		all := append(slices.Clone(panels), observability.RuleQueries(groups)...)
 		for _, q := range all {
 			for _, name := range observability.MetricNames(q.Expr) {
 				if !isExported(exported, name) {
@@ -170,7 +170,6 @@ func TestLabObservability(t *testing.T) {
 	eventually(t, "the owner panel shows worker3 again", ownersAre("worker3"))
 
 	t.Run("every query runs", func(t *testing.T) {
-		all := append(slices.Clone(panels), observability.RuleQueries(groups)...)
 		for _, q := range all {
 			expr, err := observability.ForPrometheus(q.Expr)
 			if err != nil {
