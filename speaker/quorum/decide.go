@@ -1,0 +1,276 @@
+package quorum
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Mode is what a speaker does with its memberlist view.
+type Mode string
+
+const (
+	// ModeQuorum: it hears a majority and elects among the members it hears.
+	ModeQuorum Mode = "Quorum"
+	// ModeHold: no majority for less than Grace; it keeps its IPs and takes none.
+	ModeHold Mode = "Hold"
+	// ModeArbitrated: no majority anywhere; it elects among the speakers alive in the
+	// API server.
+	ModeArbitrated Mode = "Arbitrated"
+	// ModeMinority: a majority of speakers that excludes it serves the IPs; it is silent.
+	ModeMinority Mode = "Minority"
+	// ModeIsolated: cable out, or no majority and no API server; it is silent.
+	ModeIsolated Mode = "Isolated"
+	// ModeRejoining: it was silent and waits to read the records afresh.
+	ModeRejoining Mode = "Rejoining"
+)
+
+// Silent says whether a speaker in mode m announces nothing.
+func (m Mode) Silent() bool {
+	return m == ModeMinority || m == ModeIsolated || m == ModeRejoining
+}
+
+// Degraded says whether a speaker in mode m does not hear a majority or is silent:
+// its peers renew their records fast while any record says so.
+func (m Mode) Degraded() bool { return m != ModeQuorum }
+
+// Record is one speaker's record as this speaker reads it.
+type Record struct {
+	Node string
+	// Members are the memberlist members the writer hears, itself included.
+	Members []string
+	Mode    Mode
+	// RenewedAt is when the writer last renewed it, by the writer's clock, and
+	// Duration how long it stays fresh after that.
+	RenewedAt time.Time
+	Duration  time.Duration
+	// ChangedAt is when this speaker last saw the record change, by its own clock
+	// (immune to skew between nodes).
+	ChangedAt time.Time
+}
+
+func (r *Record) lists(node string) bool { return slices.Contains(r.Members, node) }
+
+// Member is a live memberlist member and when it last became live in this speaker's
+// view.
+type Member struct {
+	Name  string
+	Since time.Time
+}
+
+// Input is one speaker's situation.
+type Input struct {
+	Self string
+	// Members are the live memberlist members, this speaker included.
+	Members []Member
+	// Records are every speaker's record, this speaker's own included or not.
+	Records []Record
+	// APIUp says whether this speaker's last write of its own record succeeded, and
+	// APIAt is when its last successful write was.
+	APIUp bool
+	APIAt time.Time
+	// RecordsReadAt is when the records were last read straight from the API server.
+	RecordsReadAt time.Time
+	// LinkDown: the interface memberlist is bound on has no carrier.
+	LinkDown bool
+	Now      time.Time
+}
+
+// Config holds the rule's timings.
+type Config struct {
+	// Grace is how long a speaker without majority keeps what it has before it
+	// arbitrates through the API server or goes silent.
+	Grace time.Duration
+	// JoinWait is how long a record written before its writer rejoined this speaker's
+	// view may still depose it.
+	JoinWait time.Duration
+}
+
+// DefaultConfig: Grace covers the difference between two sides noticing a split
+// (a few probe intervals) plus a fast renewal and its round trip; JoinWait covers a
+// peer's re-election and record write after it hears a returning node.
+func DefaultConfig() Config {
+	return Config{Grace: 1500 * time.Millisecond, JoinWait: 2 * time.Second}
+}
+
+// State is what the rule remembers from one decision to the next. The zero State is
+// a speaker that has just started: silent since the zero time.
+type State struct {
+	// Started: the rule ran at least once.
+	Started bool
+	// TroubleSince is when this speaker last lost its majority; zero while it has one.
+	TroubleSince time.Time
+	// Silent: the last verdict announced nothing; SilentSince is since when.
+	Silent      bool
+	SilentSince time.Time
+}
+
+// Verdict is the decision for one election.
+type Verdict struct {
+	Mode Mode
+	// Electors are the speakers the election runs among (nil when silent).
+	Electors []string
+	// Take: IPs this speaker does not announce yet may be taken (false in Hold).
+	Take bool
+	// Expected are the speakers E; Unreachable those of E this speaker does not hear.
+	Expected, Unreachable []string
+	// Majority: the speakers whose records deposed this one (ModeMinority).
+	Majority []string
+	// NeedRecords: read the records straight from the API server, then decide again.
+	NeedRecords bool
+	// Reason says why, in a sentence naming the speakers (for Events and logs).
+	Reason string
+}
+
+// Decide applies the rule (see the package doc).
+func Decide(cfg Config, st State, in Input) (Verdict, State) {
+	if !st.Started {
+		st = State{Started: true, Silent: true} // silent since the zero time
+	}
+	live := make([]string, 0, len(in.Members))
+	since := make(map[string]time.Time, len(in.Members))
+	for _, m := range in.Members {
+		live = append(live, m.Name)
+		since[m.Name] = m.Since
+	}
+	if !slices.Contains(live, in.Self) {
+		live = append(live, in.Self)
+	}
+	live = sortedSet(live)
+
+	// Freshness as of now, or as of our last write while we cannot write.
+	asOf := in.Now
+	if !in.APIUp && !in.APIAt.IsZero() {
+		asOf = in.APIAt
+	}
+	fresh := map[string]*Record{}
+	for i := range in.Records {
+		r := &in.Records[i]
+		if asOf.Sub(r.RenewedAt) < r.Duration {
+			fresh[r.Node] = r
+		}
+	}
+	expected := slices.Clone(live)
+	for n := range fresh {
+		expected = append(expected, n)
+	}
+	expected = sortedSet(expected)
+	v := Verdict{Expected: expected, Unreachable: without(expected, live)}
+
+	current := func(r *Record) bool {
+		s, heard := since[r.Node]
+		return !heard || !r.ChangedAt.Before(s) || in.Now.Sub(s) < cfg.JoinWait
+	}
+	majority := func(members []string) bool {
+		return 2*len(intersect(members, expected)) > len(expected)
+	}
+	quorate := majority(live)
+	if quorate {
+		st.TroubleSince = time.Time{}
+	} else if st.TroubleSince.IsZero() {
+		st.TroubleSince = in.Now
+	}
+
+	heard := func(n string) bool { _, ok := since[n]; return ok }
+	switch deposers := deposers(in.Self, fresh, heard, current, majority); {
+	case in.LinkDown:
+		v.Mode = ModeIsolated
+		v.Reason = "the interface memberlist runs on has no carrier"
+	case len(deposers) > 0:
+		v.Mode = ModeMinority
+		v.Majority = deposers
+		v.Reason = fmt.Sprintf("%s hear a majority of the %d speakers without %s", strings.Join(deposers, ", "), len(expected), in.Self)
+	case quorate:
+		v.Mode, v.Electors, v.Take = ModeQuorum, live, true
+	case in.Now.Sub(st.TroubleSince) < cfg.Grace:
+		v.Mode, v.Electors = ModeHold, live
+		v.Reason = fmt.Sprintf("%s hears %d of %d speakers, no majority", in.Self, len(live), len(expected))
+	case !in.APIUp:
+		v.Mode = ModeIsolated
+		v.Reason = fmt.Sprintf("%s hears %d of %d speakers, no majority, and cannot reach the API server to arbitrate", in.Self, len(live), len(expected))
+	default:
+		v.Mode, v.Take = ModeArbitrated, true
+		v.Electors = apiAlive(in.Self, fresh, st.TroubleSince)
+		v.Reason = fmt.Sprintf("%s hears %d of %d speakers, no majority: owners are elected among the %d speakers alive in the API server", in.Self, len(live), len(expected), len(v.Electors))
+	}
+
+	// Coming back from silence needs records read afresh since it began.
+	if st.Silent && !v.Mode.Silent() && v.Mode != ModeHold && !in.RecordsReadAt.After(st.SilentSince) {
+		v = Verdict{Mode: ModeRejoining, Expected: v.Expected, Unreachable: v.Unreachable, NeedRecords: true,
+			Reason: fmt.Sprintf("%s announced nothing and reads the speakers' records before it announces again", in.Self)}
+	}
+	// Hold keeps what it has: after silence that is nothing, so it stays silent.
+	if st.Silent && v.Mode == ModeHold {
+		v.Electors, v.Take = nil, false
+	}
+	switch silent := v.Mode.Silent() || (st.Silent && v.Mode == ModeHold); {
+	case silent && !st.Silent:
+		st.Silent, st.SilentSince = true, in.Now
+	case !silent:
+		st.Silent = false
+	}
+	return v, st
+}
+
+// deposers returns the writers of current, fresh records that publish a majority
+// without self. A writer self hears has not caught up with it yet and may still hold
+// its IPs: it deposes. One self does not hear deposes unless a member of its majority
+// publishes a current record listing self (then its record is stale: the writer died
+// or was cut off after writing it).
+func deposers(self string, fresh map[string]*Record, heard func(string) bool, current func(*Record) bool, majority func([]string) bool) []string {
+	var out []string
+	for n, r := range fresh {
+		if n == self || r.lists(self) || !current(r) || !majority(r.Members) {
+			continue
+		}
+		vouched := false
+		for _, m := range r.Members {
+			if o := fresh[m]; o != nil && m != self && current(o) && o.lists(self) {
+				vouched = true
+				break
+			}
+		}
+		if heard(n) || !vouched {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// apiAlive returns self and the speakers whose fresh record changed after since.
+func apiAlive(self string, fresh map[string]*Record, since time.Time) []string {
+	out := []string{self}
+	for n, r := range fresh {
+		if r.ChangedAt.After(since) {
+			out = append(out, n)
+		}
+	}
+	return sortedSet(out)
+}
+
+func sortedSet(s []string) []string {
+	slices.Sort(s)
+	return slices.Compact(s)
+}
+
+func intersect(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return sortedSet(out)
+}
+
+func without(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -1,0 +1,298 @@
+package quorum
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+const ttl = 15 * time.Second
+
+// at is t0 plus d.
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+// rec is a record of node listing members, renewed and last seen changing at changed.
+func rec(node string, changed time.Duration, members ...string) Record {
+	return Record{Node: node, Members: members, Mode: ModeQuorum, RenewedAt: at(changed), Duration: ttl, ChangedAt: at(changed)}
+}
+
+// heard are members live since t0-1m unless given as "name@offset".
+func heard(names ...string) []Member {
+	var out []Member
+	for _, n := range names {
+		m := Member{Name: n, Since: at(-time.Minute)}
+		if name, off, ok := strings.Cut(n, "@"); ok {
+			d, err := time.ParseDuration(off)
+			if err != nil {
+				panic(err)
+			}
+			m = Member{Name: name, Since: at(d)}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// serving is the State of a speaker that announced normally until now.
+var serving = State{Started: true}
+
+func TestDecide(t *testing.T) {
+	cfg := DefaultConfig()
+	now := at(0)
+	tests := []struct {
+		name string
+		st   State
+		in   Input
+		// want
+		mode        Mode
+		electors    []string
+		take        bool
+		unreachable []string
+		majority    []string
+	}{
+		{
+			name: "healthy cluster elects among the members it hears",
+			st:   serving,
+			in: Input{Self: "a", Members: heard("a", "b", "c"), APIUp: true, APIAt: now, Now: now,
+				Records: []Record{rec("a", -time.Second, "a", "b", "c"), rec("b", -time.Second, "a", "b", "c"), rec("c", -time.Second, "a", "b", "c")}},
+			mode: ModeQuorum, electors: []string{"a", "b", "c"}, take: true,
+		},
+		{
+			name: "a lone speaker without records is its own majority",
+			st:   serving,
+			in:   Input{Self: "a", Members: heard("a"), APIUp: true, Now: now},
+			mode: ModeQuorum, electors: []string{"a"}, take: true,
+		},
+		{
+			name: "the majority side of a one-node cut keeps the fast path",
+			st:   serving,
+			in: Input{Self: "a", Members: heard("a", "b"), APIUp: true, APIAt: now, Now: now,
+				Records: []Record{rec("a", -time.Second, "a", "b"), rec("b", -time.Second, "a", "b"), rec("c", -time.Second, "c")}},
+			mode: ModeQuorum, electors: []string{"a", "b"}, take: true, unreachable: []string{"c"},
+		},
+		{
+			name: "the cut-off node is deposed by the majority's records, even while memberlist still lists its peers",
+			st:   serving,
+			in: Input{Self: "c", Members: heard("a", "b", "c"), APIUp: true, APIAt: now, Now: now,
+				Records: []Record{rec("a", -time.Second, "a", "b"), rec("b", -time.Second, "a", "b"), rec("c", -2*time.Second, "a", "b", "c")}},
+			mode: ModeMinority, majority: []string{"a", "b"},
+		},
+		{
+			name: "the cut-off node that hears nobody yet and whose peers have not republished holds",
+			st:   serving,
+			in: Input{Self: "c", Members: heard("c"), APIUp: true, APIAt: now, Now: now,
+				Records: []Record{rec("a", -3*time.Second, "a", "b", "c"), rec("b", -3*time.Second, "a", "b", "c")}},
+			mode: ModeHold, electors: []string{"c"}, unreachable: []string{"a", "b"},
+		},
+		{
+			name: "a record of a peer it does not hear is stale when a member of its majority vouches for us",
+			st:   serving,
+			in: Input{Self: "c", Members: heard("c"), APIUp: true, APIAt: now, Now: now,
+				Records: []Record{rec("a", -time.Second, "a", "b"), rec("b", -3*time.Second, "a", "b", "c")}},
+			mode: ModeHold, electors: []string{"c"}, unreachable: []string{"a", "b"},
+		},
+		{
+			name: "a returning node stays deposed while a peer it hears again still excludes it",
+			st:   serving,
+			in: Input{Self: "c", Members: heard("a@-100ms", "b@-100ms", "c"), APIUp: true, APIAt: now, RecordsReadAt: now, Now: now,
+				Records: []Record{rec("a", -5*time.Second, "a", "b"), rec("b", -5*time.Second, "a", "b")}},
+			mode: ModeMinority, majority: []string{"a", "b"},
+		},
+		{
+			name: "one peer republished: the other, heard and still excluding us, keeps us out",
+			st:   serving,
+			in: Input{Self: "c", Members: heard("a@-100ms", "b@-100ms", "c"), APIUp: true, APIAt: now, RecordsReadAt: now, Now: now,
+				Records: []Record{rec("a", -50*time.Millisecond, "a", "b", "c"), rec("b", -5*time.Second, "a", "b")}},
+			mode: ModeMinority, majority: []string{"b"},
+		},
+		{
+			name: "a record written before its writer rejoined deposes no longer than JoinWait (API server down)",
+			st:   serving,
+			in: Input{Self: "c", Members: heard("a@-3s", "b@-3s", "c"), APIUp: false, APIAt: at(-10 * time.Second), Now: now,
+				Records: []Record{rec("a", -11*time.Second, "a", "b"), rec("b", -11*time.Second, "a", "b")}},
+			mode: ModeQuorum, electors: []string{"a", "b", "c"}, take: true,
+		},
+		{
+			name: "even split of two, at first: hold",
+			st:   serving,
+			in: Input{Self: "a", Members: heard("a"), APIUp: true, APIAt: now, Now: now,
+				Records: []Record{rec("a", -time.Second, "a", "b"), rec("b", -time.Second, "a", "b")}},
+			mode: ModeHold, electors: []string{"a"}, unreachable: []string{"b"},
+		},
+		{
+			name: "even split of two after Grace: both alive in the API server, the same electors as before the split",
+			st:   State{Started: true, TroubleSince: at(-2 * time.Second)},
+			in: Input{Self: "a", Members: heard("a"), APIUp: true, APIAt: now, Now: now,
+				Records: []Record{rec("a", -100*time.Millisecond, "a"), rec("b", -300*time.Millisecond, "b")}},
+			mode: ModeArbitrated, electors: []string{"a", "b"}, take: true, unreachable: []string{"b"},
+		},
+		{
+			name: "two nodes, the peer died: it renews no more, so it is no elector",
+			st:   State{Started: true, TroubleSince: at(-2 * time.Second)},
+			in: Input{Self: "a", Members: heard("a"), APIUp: true, APIAt: now, Now: now,
+				Records: []Record{rec("a", -100*time.Millisecond, "a"), rec("b", -4*time.Second, "a", "b")}},
+			mode: ModeArbitrated, electors: []string{"a"}, take: true, unreachable: []string{"b"},
+		},
+		{
+			name: "no majority after Grace and no API server: silent",
+			st:   State{Started: true, TroubleSince: at(-2 * time.Second)},
+			in: Input{Self: "a", Members: heard("a"), APIUp: false, APIAt: at(-3 * time.Second), Now: now,
+				Records: []Record{rec("a", -3*time.Second, "a", "b"), rec("b", -4*time.Second, "a", "b")}},
+			mode: ModeIsolated, unreachable: []string{"b"},
+		},
+		{
+			name: "records do not expire while we cannot write ours",
+			st:   serving,
+			in: Input{Self: "a", Members: heard("a", "b"), APIUp: false, APIAt: at(-time.Minute), Now: now,
+				Records: []Record{rec("a", -61*time.Second, "a", "b", "c", "d"), rec("c", -61*time.Second, "a", "b", "c", "d"), rec("d", -61*time.Second, "a", "b", "c", "d")}},
+			mode: ModeHold, electors: []string{"a", "b"}, unreachable: []string{"c", "d"},
+		},
+		{
+			name: "a record that expired (a Node gone for good) no longer counts",
+			st:   serving,
+			in: Input{Self: "a", Members: heard("a"), APIUp: true, APIAt: now, Now: now,
+				Records: []Record{rec("a", -time.Second, "a"), rec("b", -time.Minute, "a", "b")}},
+			mode: ModeQuorum, electors: []string{"a"}, take: true,
+		},
+		{
+			name: "cable out: silent at once",
+			st:   serving,
+			in: Input{Self: "a", Members: heard("a", "b", "c"), APIUp: true, APIAt: now, Now: now, LinkDown: true,
+				Records: []Record{rec("a", -time.Second, "a", "b", "c")}},
+			mode: ModeIsolated,
+		},
+		{
+			name: "even split of four holds, then arbitrates among all four",
+			st:   State{Started: true, TroubleSince: at(-2 * time.Second)},
+			in: Input{Self: "a", Members: heard("a", "b"), APIUp: true, APIAt: now, Now: now,
+				Records: []Record{rec("a", -100*time.Millisecond, "a", "b"), rec("b", -200*time.Millisecond, "a", "b"), rec("c", -300*time.Millisecond, "c", "d"), rec("d", -400*time.Millisecond, "c", "d")}},
+			mode: ModeArbitrated, electors: []string{"a", "b", "c", "d"}, take: true, unreachable: []string{"c", "d"},
+		},
+		{
+			name: "one of four cut off: three are a majority and depose it",
+			st:   serving,
+			in: Input{Self: "d", Members: heard("d"), APIUp: true, APIAt: now, Now: now,
+				Records: []Record{rec("a", -100*time.Millisecond, "a", "b", "c"), rec("b", -100*time.Millisecond, "a", "b", "c"), rec("c", -100*time.Millisecond, "a", "b", "c")}},
+			mode: ModeMinority, majority: []string{"a", "b", "c"}, unreachable: []string{"a", "b", "c"},
+		},
+		{
+			name: "a dead speaker's stale majority does not depose a node its live peers vouch for",
+			st:   serving,
+			in: Input{Self: "a", Members: heard("a", "b", "c"), APIUp: true, APIAt: now, Now: now,
+				Records: []Record{rec("b", -time.Second, "a", "b", "c"), rec("c", -time.Second, "a", "b", "c"), rec("d", -5*time.Second, "b", "c", "d")}},
+			mode: ModeQuorum, electors: []string{"a", "b", "c"}, take: true, unreachable: []string{"d"},
+		},
+		{
+			name: "a half that is no majority deposes nobody",
+			st:   serving,
+			in: Input{Self: "a", Members: heard("a", "b"), APIUp: true, APIAt: now, Now: now,
+				Records: []Record{rec("c", -time.Second, "c", "d"), rec("d", -time.Second, "c", "d")}},
+			mode: ModeHold, electors: []string{"a", "b"}, unreachable: []string{"c", "d"},
+		},
+		{
+			name: "a just-started speaker needs the records read once",
+			st:   State{},
+			in: Input{Self: "a", Members: heard("a", "b"), APIUp: true, Now: now,
+				Records: []Record{rec("b", -time.Second, "a", "b")}},
+			mode: ModeRejoining,
+		},
+		{
+			name: "a just-started speaker with the records read elects",
+			st:   State{},
+			in: Input{Self: "a", Members: heard("a", "b"), APIUp: true, Now: now, RecordsReadAt: at(-10 * time.Millisecond),
+				Records: []Record{rec("b", -time.Second, "a", "b")}},
+			mode: ModeQuorum, electors: []string{"a", "b"}, take: true,
+		},
+		{
+			name: "leaving silence needs records read after it began",
+			st:   State{Started: true, Silent: true, SilentSince: at(-time.Second)},
+			in: Input{Self: "c", Members: heard("a", "b", "c"), APIUp: true, APIAt: now, Now: now, RecordsReadAt: at(-2 * time.Second),
+				Records: []Record{rec("a", -100*time.Millisecond, "a", "b", "c"), rec("b", -100*time.Millisecond, "a", "b", "c")}},
+			mode: ModeRejoining,
+		},
+		{
+			name: "leaving silence with fresh records",
+			st:   State{Started: true, Silent: true, SilentSince: at(-time.Second)},
+			in: Input{Self: "c", Members: heard("a", "b", "c"), APIUp: true, APIAt: now, Now: now, RecordsReadAt: at(-10 * time.Millisecond),
+				Records: []Record{rec("a", -100*time.Millisecond, "a", "b", "c"), rec("b", -100*time.Millisecond, "a", "b", "c")}},
+			mode: ModeQuorum, electors: []string{"a", "b", "c"}, take: true,
+		},
+		{
+			name: "a silent speaker without majority holds nothing",
+			st:   State{Started: true, Silent: true, SilentSince: at(-time.Second), TroubleSince: at(-time.Second)},
+			in: Input{Self: "a", Members: heard("a"), APIUp: true, APIAt: now, Now: now, RecordsReadAt: now,
+				Records: []Record{rec("b", -time.Second, "a", "b")}},
+			mode: ModeHold, unreachable: []string{"b"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v, _ := Decide(cfg, tc.st, tc.in)
+			if v.Mode != tc.mode {
+				t.Fatalf("mode %s (%s), want %s", v.Mode, v.Reason, tc.mode)
+			}
+			if !slices.Equal(v.Electors, tc.electors) {
+				t.Errorf("electors %v, want %v", v.Electors, tc.electors)
+			}
+			if v.Take != tc.take {
+				t.Errorf("take %v, want %v", v.Take, tc.take)
+			}
+			if !slices.Equal(v.Unreachable, tc.unreachable) {
+				t.Errorf("unreachable %v, want %v", v.Unreachable, tc.unreachable)
+			}
+			if !slices.Equal(v.Majority, tc.majority) {
+				t.Errorf("majority %v, want %v", v.Majority, tc.majority)
+			}
+			if v.Mode.Silent() && (len(v.Electors) > 0 || v.Take) {
+				t.Errorf("silent mode %s with electors %v take %v", v.Mode, v.Electors, v.Take)
+			}
+			if (v.Mode == ModeRejoining) != v.NeedRecords {
+				t.Errorf("mode %s with NeedRecords %v", v.Mode, v.NeedRecords)
+			}
+			if v.Mode != ModeQuorum && v.Reason == "" {
+				t.Errorf("mode %s without a reason", v.Mode)
+			}
+		})
+	}
+}
+
+// TestDecideStates follows one speaker through a cut and its heal, the state carried
+// from call to call as the speaker carries it.
+func TestDecideStates(t *testing.T) {
+	cfg := DefaultConfig()
+	var st State
+	step := func(in Input, want Mode) Verdict {
+		t.Helper()
+		in.Self, in.APIUp, in.APIAt = "c", true, in.Now
+		var v Verdict
+		v, st = Decide(cfg, st, in)
+		if v.Mode != want {
+			t.Fatalf("at %v: mode %s (%s), want %s", in.Now.Sub(t0), v.Mode, v.Reason, want)
+		}
+		return v
+	}
+	all := []Record{rec("a", -time.Second, "a", "b", "c"), rec("b", -time.Second, "a", "b", "c"), rec("c", -time.Second, "a", "b", "c")}
+	step(Input{Members: heard("a", "b", "c"), Records: all, Now: at(0), RecordsReadAt: at(0)}, ModeQuorum)
+	// Cut: the majority republishes without c before c's memberlist notices.
+	cut := []Record{rec("a", 900*time.Millisecond, "a", "b"), rec("b", 900*time.Millisecond, "a", "b"), all[2]}
+	step(Input{Members: heard("a", "b", "c"), Records: cut, Now: at(time.Second), RecordsReadAt: at(0)}, ModeMinority)
+	if !st.Silent {
+		t.Fatal("a deposed speaker is not recorded as silent")
+	}
+	// c's memberlist notices: still deposed (the peers' records are about peers it
+	// does not hear, and nobody vouches for it).
+	step(Input{Members: heard("c"), Records: cut, Now: at(3 * time.Second), RecordsReadAt: at(0)}, ModeMinority)
+	// Heal: c hears a and b again at 10 s; their records still exclude it.
+	back := heard("a@10s", "b@10s", "c")
+	step(Input{Members: back, Records: cut, Now: at(10 * time.Second), RecordsReadAt: at(0)}, ModeMinority)
+	// They republish with c; its cache says so, but it must read afresh first.
+	healed := []Record{rec("a", 10100*time.Millisecond, "a", "b", "c"), rec("b", 10100*time.Millisecond, "a", "b", "c")}
+	step(Input{Members: back, Records: healed, Now: at(10200 * time.Millisecond), RecordsReadAt: at(0)}, ModeRejoining)
+	step(Input{Members: back, Records: healed, Now: at(10210 * time.Millisecond), RecordsReadAt: at(10205 * time.Millisecond)}, ModeQuorum)
+	if st.Silent || !st.TroubleSince.IsZero() {
+		t.Fatalf("state after the heal: %+v", st)
+	}
+}

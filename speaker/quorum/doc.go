@@ -1,0 +1,65 @@
+// Package quorum decides whether a speaker may trust its own memberlist view to elect
+// owners, and if not, what it does instead. It is pure: plain values in (Input, State),
+// plain values out (Verdict, State); no client, no clock, no I/O.
+//
+// memberlist tells a speaker which peers answer it, fast, but not whether the peers it
+// cannot hear are dead or merely cut off. Electing among the peers one hears is right
+// in the first case and a split brain in the second: the cut-off side elects itself for
+// every IP while the rest of the cluster hands the same IPs to other nodes. The rule
+// below keeps memberlist the fast path whenever a majority of speakers hear each other,
+// and uses the API server, where every speaker publishes a small record (a Lease), only
+// to settle what memberlist cannot.
+//
+// # Records
+//
+// Every speaker keeps a Record in the API server: the memberlist members it hears, its
+// Mode, and when it last renewed it. It renews slowly (every few seconds) while all is
+// well, at once when its view or mode changes, and fast (twice a second) while any
+// speaker is degraded (not in ModeQuorum), so that speakers in trouble can tell live
+// peers from dead ones through the API server. A speaker that leaves gracefully
+// deletes its record; the records of deleted Nodes are garbage-collected with them.
+//
+// # The rule
+//
+// The expected speakers E are this one, those it hears, and those whose record is fresh
+// (renewed within its duration). While this speaker cannot write its own record (the API
+// server is unreachable from it), freshness is judged as of its last successful write,
+// so that records do not expire merely because nobody can renew them. In order:
+//
+//  1. Isolated: the interface memberlist runs on has lost its carrier. Announce nothing:
+//     the peers take this node's IPs over and it cannot serve them anyway.
+//  2. Minority: some speaker's current record publishes a majority of E that excludes
+//     this speaker, and no member of that majority publishes a record that includes it.
+//     Those speakers elect among themselves, fast, and serve every IP; this one
+//     announces nothing. A record is current unless its writer rejoined this speaker's
+//     memberlist view after writing it, more than JoinWait ago: a record written before
+//     the writer heard this speaker again still deposes it for JoinWait, which is what
+//     makes a returning node wait until its peers have given its IPs back (they
+//     republish once they hear it), so two nodes never answer at once.
+//  3. Quorum: it hears a strict majority of E. It elects among the members it hears,
+//     as memberlist reports them, with no API round trip.
+//  4. Hold: no majority, for less than Grace. It keeps the IPs it announces and takes
+//     no new one: the usual cause, a peer that just died, and the rarer one, a split,
+//     look the same for the first moments.
+//  5. Arbitrated: no majority for Grace or longer and the API server reachable. It
+//     elects among the speakers whose record changed after it lost its majority: the
+//     speakers that are alive and reach the API server, the same set on every side of
+//     the split, so every side elects the same owners. Speakers that hear no majority
+//     renew fast, and so do the others as soon as they see a degraded record.
+//  6. Isolated: no majority for Grace or longer and the API server unreachable. It
+//     announces nothing; whoever can still reach the API server arbitrates.
+//
+// A speaker that announced nothing (Isolated, Minority, or just started) serves again
+// only after it read the records straight from the API server, after it went silent
+// (Input.RecordsReadAt): a cache that lagged while the cable was out must not let it
+// take back IPs that its peers hold.
+//
+// # Guarantees
+//
+// While the API server is reachable from both sides of a memberlist split, every IP is
+// announced by at most one node from the moment the majority's records reach the
+// minority (one API write after memberlist declared the minority dead), and by exactly
+// one once Grace has passed. Without the API server, a majority still elects alone and
+// a minority stays silent; an even split keeps what it had (Hold) and then goes silent
+// where it cannot reach the API server.
+package quorum
