@@ -13,6 +13,7 @@ import (
 	"herald.dev/herald/proxy"
 	"herald.dev/herald/speaker/layer2"
 	"herald.dev/herald/speaker/members"
+	"herald.dev/herald/speaker/quorum"
 )
 
 // Config is everything `herald speaker` is told by its flags.
@@ -41,6 +42,10 @@ type Config struct {
 	JoinInterval time.Duration
 	// LeaveTimeout bounds the graceful memberlist Leave on shutdown.
 	LeaveTimeout time.Duration
+	// Records: this speaker's record in the API server; Quorum: the rule that uses
+	// them (speaker/quorum).
+	Records RecordConfig
+	Quorum  quorum.Config
 
 	// ExcludeInterfaces is the regular expression of interface names never answered on.
 	ExcludeInterfaces string
@@ -77,6 +82,8 @@ func DefaultConfig() Config {
 		KeyWait:           time.Minute,
 		JoinInterval:      2 * time.Second,
 		LeaveTimeout:      time.Second,
+		Records:           DefaultRecordConfig(),
+		Quorum:            quorum.DefaultConfig(),
 		ExcludeInterfaces: layer2.DefaultExcludeInterfaces,
 		Schedule:          layer2.DefaultSchedule(),
 		Rescan:            10 * time.Second,
@@ -98,6 +105,11 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&c.Peers, "ml-peers", c.Peers, "extra memberlist peers (ip or ip:port) besides every Node's InternalIP")
 	fs.DurationVar(&c.JoinInterval, "ml-join-interval", c.JoinInterval, "how often Nodes whose speaker is not a member are tried again")
 	fs.DurationVar(&c.LeaveTimeout, "ml-leave-timeout", c.LeaveTimeout, "how long the graceful memberlist Leave on SIGTERM may take")
+	fs.DurationVar(&c.Records.Renew, "record-renew-interval", c.Records.Renew, "how often the speaker renews its record (a Lease in its namespace) while every speaker hears a majority")
+	fs.DurationVar(&c.Records.FastRenew, "record-fast-renew-interval", c.Records.FastRenew, "how often it renews its record while some speaker does not hear a majority")
+	fs.DurationVar(&c.Records.Duration, "record-duration", c.Records.Duration, "how long a record stays fresh: a speaker dead longer than this is no longer expected")
+	fs.DurationVar(&c.Quorum.Grace, "quorum-grace", c.Quorum.Grace, "how long a speaker that hears no majority keeps its IPs before it arbitrates through the API server (or goes silent without it)")
+	fs.DurationVar(&c.Quorum.JoinWait, "quorum-join-wait", c.Quorum.JoinWait, "how long a returning speaker waits, at most, for a peer that hears it again to republish its record when the API server does not answer")
 	fs.StringVar(&c.ExcludeInterfaces, "exclude-interfaces", c.ExcludeInterfaces, "regular expression of interface names never answered on")
 	fs.DurationVar(&c.Schedule.Refresh, "gratuitous-refresh", c.Schedule.Refresh, "period of the gratuitous ARP/NA refresh of owned IPs (0 disables)")
 	fs.DurationVar(&c.Rescan, "interface-rescan", c.Rescan, "how often interfaces are listed again to follow ones appearing and disappearing")
@@ -122,6 +134,12 @@ func (c *Config) validate() (*regexp.Regexp, error) {
 	}
 	if err := c.Schedule.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("gratuitous schedule: %w", err))
+	}
+	if err := c.Records.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Quorum.Grace <= 0 || c.Quorum.JoinWait <= 0 {
+		errs = append(errs, fmt.Errorf("--quorum-grace %v and --quorum-join-wait %v must be positive", c.Quorum.Grace, c.Quorum.JoinWait))
 	}
 	if c.JoinInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--ml-join-interval %v must be positive", c.JoinInterval))

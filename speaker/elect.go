@@ -12,6 +12,7 @@ import (
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/speaker/election"
 	"herald.dev/herald/speaker/layer2"
+	"herald.dev/herald/speaker/quorum"
 )
 
 // holder is the key under which the speaker holds IPs in the announcer.
@@ -20,13 +21,27 @@ const holder = "election"
 // elect runs one election over the whole cached state and applies its plan.
 // Everything is re-read: an election of 10,000 IPs takes milliseconds, and a
 // complete pass cannot miss what a change affects.
+//
+// The quorum rule (speaker/quorum) first says whom to elect among: the members
+// memberlist reports while this speaker hears a majority, the speakers alive in the
+// API server when no side has one, or nobody (this speaker is cut off and announces
+// nothing). A speaker that is silent or holds publishes nothing and counts no leader
+// change: its view is not the cluster's.
 func (s *Speaker) elect(ctx context.Context) {
 	returned := s.noteMembership()
+	live := s.members.Live()
+	verdict := s.decide(ctx, live)
+	s.observe(verdict, live)
+	if verdict.Mode.Silent() {
+		s.apply(s.tracker.Silence(), nil, nil, false)
+		return
+	}
 	in, err := s.inputs(ctx)
 	if err != nil {
 		s.log.Error(err, "reading the cache for an election")
 		return
 	}
+	in.Members = verdict.Electors
 	view, services, problems := BuildView(in)
 	for _, p := range problems {
 		s.log.Info("left out of the election", "object", p.Object, "error", p.Err.Error())
@@ -34,13 +49,16 @@ func (s *Speaker) elect(ctx context.Context) {
 	s.metrics.problems.Set(float64(len(problems)))
 	decisions := election.Elect(view, services)
 	s.metrics.elections.Inc()
-	plan := s.tracker.Apply(decisions)
-	// Before apply: a takeover's first frames may go out before apply returns.
-	s.pub.elected(ctx, VIPElection{
-		Decisions: decisions, Services: in.Services, LBClass: s.cfg.LBClass,
-		Reporter: isReporter(in.Members, s.cfg.NodeName), Taken: takenIPs(plan), Healed: returned, Now: time.Now(),
-	})
-	s.apply(plan, decisions, in.Members)
+	plan := s.tracker.Apply(decisions, verdict.Take)
+	trusted := verdict.Mode == quorum.ModeQuorum || verdict.Mode == quorum.ModeArbitrated
+	if trusted {
+		// Before apply: a takeover's first frames may go out before apply returns.
+		s.pub.elected(ctx, VIPElection{
+			Decisions: decisions, Services: in.Services, LBClass: s.cfg.LBClass,
+			Reporter: isReporter(in.Members, s.cfg.NodeName), Taken: takenIPs(plan), Healed: returned, Now: time.Now(),
+		})
+	}
+	s.apply(plan, decisions, in.Members, trusted)
 	if returned {
 		// A partition healed: peers that took our IPs over meanwhile made LAN hosts
 		// point at them. Announce what we still own so hosts come back at once.
@@ -65,6 +83,9 @@ func (s *Speaker) noteMembership() (returned bool) {
 	live := map[string]bool{}
 	for _, m := range s.members.Live() {
 		live[m] = true
+		if !s.live[m] {
+			s.since[m] = now
+		}
 		if _, lost := s.lostAt[m]; lost {
 			returned = true
 			delete(s.lostAt, m)
@@ -73,6 +94,7 @@ func (s *Speaker) noteMembership() (returned bool) {
 	for m := range s.live {
 		if !live[m] {
 			s.lostAt[m] = now
+			delete(s.since, m)
 			s.log.Info("speaker left memberlist", "node", m)
 		}
 	}
@@ -104,7 +126,6 @@ func (s *Speaker) inputs(ctx context.Context) (Inputs, error) {
 		return Inputs{}, err
 	}
 	in := Inputs{
-		Members:            s.members.Live(),
 		LBClass:            s.cfg.LBClass,
 		IgnoreExcludeLabel: s.cfg.IgnoreExcludeLabel,
 	}
@@ -126,9 +147,9 @@ func (s *Speaker) inputs(ctx context.Context) (Inputs, error) {
 	return in, nil
 }
 
-// apply makes the announcer and the metrics follow the plan, and reports what users
-// should see.
-func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string) {
+// apply makes the announcer and the metrics follow the plan, and, when the election
+// is the cluster's (trusted), reports what users should see.
+func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string, trusted bool) {
 	for _, r := range p.Release {
 		s.l2.Withdraw(holder, r.IP)
 		s.metrics.owner.DeletePartialMatch(prometheus.Labels{"ip": r.IP.String()})
@@ -156,8 +177,10 @@ func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string) {
 		s.setOwner(d)
 		s.announce(d)
 	}
-	s.prepareCounters(decisions)
-	s.reports.afterElection(decisions, live, s.l2.Responders())
+	if trusted {
+		s.prepareCounters(decisions)
+		s.reports.afterElection(decisions, live, s.l2.Responders())
+	}
 }
 
 func (s *Speaker) setOwner(d election.Decision) {

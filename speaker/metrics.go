@@ -16,6 +16,9 @@ type metrics struct {
 	failover      prometheus.Histogram
 	elections     prometheus.Counter
 	problems      prometheus.Gauge
+	mode          *prometheus.GaugeVec
+	expected      prometheus.Gauge
+	unreachable   *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -41,11 +44,23 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "herald_speaker_skipped_objects",
 			Help: "Objects the last election pass left out because they could not be read (bad selector, bad IP); see the log.",
 		}),
+		mode: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "herald_speaker_quorum_mode",
+			Help: "1 for the mode this speaker is in: Quorum (it hears a majority of the speakers), Hold, Arbitrated (no side has a majority; owners are elected among the speakers alive in the API server), Minority, Isolated or Rejoining (it announces nothing).",
+		}, []string{"mode"}),
+		expected: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "herald_speaker_expected_speakers",
+			Help: "Speakers this speaker expects: those it hears in memberlist and those whose record in the API server is fresh.",
+		}),
+		unreachable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "herald_memberlist_unreachable",
+			Help: "1 for each expected speaker (peer) that this speaker (node) does not hear in memberlist: its record in the API server is fresh, so it is alive but cut off, or died less than a record duration ago.",
+		}, []string{"node", "peer"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.owner, m.leaderChanges, m.failover, m.elections, m.problems} {
+	for _, c := range []prometheus.Collector{m.owner, m.leaderChanges, m.failover, m.elections, m.problems, m.mode, m.expected, m.unreachable} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {

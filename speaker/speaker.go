@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
@@ -26,6 +28,7 @@ import (
 	"herald.dev/herald/proxy"
 	"herald.dev/herald/speaker/layer2"
 	"herald.dev/herald/speaker/members"
+	"herald.dev/herald/speaker/quorum"
 )
 
 // +kubebuilder:rbac:groups="",resources=services;nodes,verbs=get;list;watch
@@ -53,6 +56,7 @@ type Speaker struct {
 	tracker  *Tracker
 	reports  *reporter
 	pub      *publisher
+	records  *records
 	proxier  *proxy.Proxier
 
 	trigger chan struct{}
@@ -61,11 +65,15 @@ type Speaker struct {
 	synced    atomic.Bool
 	joined    atomic.Bool
 
-	// Only the loop goroutine touches live, lostAt and counted.
+	// Only the loop goroutine touches live, since, lostAt, counted, qstate and verdict.
 	live   map[string]bool
+	since  map[string]time.Time // when each live member last became live
 	lostAt map[string]time.Time
 	// counted are the IPs whose leader-change counter this node exports.
 	counted map[netip.Addr]bool
+	// qstate and verdict are the quorum rule's memory and its last decision.
+	qstate  quorum.State
+	verdict quorum.Verdict
 
 	mu sync.Mutex
 	// takeovers are takeovers whose first gratuitous frame has not gone out yet.
@@ -99,6 +107,10 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&heraldv1.IPAddressPool{}:   {Namespaces: map[string]cache.Config{cfg.Namespace: {}}},
 			&heraldv1.L2Advertisement{}: {Namespaces: map[string]cache.Config{cfg.Namespace: {}}},
+			&coordinationv1.Lease{}: {
+				Namespaces: map[string]cache.Config{cfg.Namespace: {}},
+				Label:      labels.SelectorFromSet(labels.Set{RecordLabel: "true"}),
+			},
 		}},
 	})
 	if err != nil {
@@ -113,12 +125,15 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		trigger:   make(chan struct{}, 1),
 		proxyPoke: make(chan struct{}, 1),
 		live:      map[string]bool{},
+		since:     map[string]time.Time{},
 		lostAt:    map[string]time.Time{},
 		counted:   map[netip.Addr]bool{},
 		takeovers: map[string]pendingTakeover{},
 	}
 	s.reports = newReporter(s)
 	s.pub = newPublisher(cfg.NodeName, mgr.GetCache(), mgr.GetClient(), log.WithName("vipstatus"))
+	s.records = newRecords(cfg.NodeName, cfg.Namespace, cfg.Records, mgr.GetCache(), mgr.GetAPIReader(), mgr.GetClient(),
+		s.pokeElection, log.WithName("records"))
 	if s.metrics, err = newMetrics(crmetrics.Registry); err != nil {
 		return err
 	}
@@ -138,6 +153,9 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		return err
 	}
 	if err := s.pub.watch(ctx, mgr.GetCache()); err != nil {
+		return err
+	}
+	if err := s.records.watch(ctx, mgr.GetCache()); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -189,11 +207,22 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	l2Done := make(chan error, 1)
 	go func() { l2Done <- s.l2.Run(l2Ctx) }()
 
+	recordsCtx, stopRecords := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRecords()
+	recordsDone := make(chan struct{})
+	go func() { s.records.run(recordsCtx); close(recordsDone) }()
+
 	err = s.serve(ctx, mgr.GetCache())
 
-	// Graceful stop: peers learn we left and take over, then we stop answering.
+	// Graceful stop: peers learn we left and take over, then we stop answering. Our
+	// record goes too, so that peers stop counting us among the expected speakers.
 	if lerr := s.members.Leave(cfg.LeaveTimeout); lerr != nil {
 		log.Error(lerr, "leaving memberlist")
+	}
+	stopRecords()
+	<-recordsDone
+	if rerr := s.records.remove(context.WithoutCancel(ctx)); rerr != nil {
+		log.Error(rerr, "removing this speaker's record")
 	}
 	stopL2()
 	if l2err := <-l2Done; l2err != nil && err == nil {
@@ -223,6 +252,8 @@ func (s *Speaker) serve(ctx context.Context, c cache.Cache) error {
 
 	joinTick := time.NewTicker(s.cfg.JoinInterval)
 	defer joinTick.Stop()
+	recheck := time.NewTicker(recheckDegraded)
+	defer recheck.Stop()
 	joinDone := make(chan struct{}, 1)
 	joinDone <- struct{}{}
 	for {
@@ -233,6 +264,12 @@ func (s *Speaker) serve(ctx context.Context, c cache.Cache) error {
 			s.elect(ctx)
 		case <-s.members.Events():
 			s.elect(ctx)
+		case <-recheck.C:
+			// Hold ends with time, and a failed read of the records is retried; a
+			// link losing its carrier is noticed here too.
+			if s.verdict.Mode != quorum.ModeQuorum || s.linkDown() {
+				s.elect(ctx)
+			}
 		case <-joinTick.C:
 			// Joins to unreachable peers block up to the TCP timeout: never in the loop.
 			select {
@@ -272,6 +309,14 @@ func (s *Speaker) poke() {
 		case c <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// pokeElection asks the loop for an election.
+func (s *Speaker) pokeElection() {
+	select {
+	case s.trigger <- struct{}{}:
+	default:
 	}
 }
 

@@ -57,8 +57,10 @@ func (p Plan) Empty() bool {
 }
 
 // Apply records the decisions of a complete election (every IP of every Service) and
-// returns the plan. IPs missing from decisions are gone: released if owned.
-func (t *Tracker) Apply(decisions []election.Decision) Plan {
+// returns the plan. IPs missing from decisions are gone: released if owned. With take
+// false (a speaker that may keep its IPs but take none) an IP elected to this node that
+// it does not announce yet is left as it was.
+func (t *Tracker) Apply(decisions []election.Decision, take bool) Plan {
 	var p Plan
 	seen := make(map[netip.Addr]bool, len(decisions))
 	for _, d := range decisions {
@@ -67,6 +69,13 @@ func (t *Tracker) Apply(decisions []election.Decision) Plan {
 		t.owners[d.IP] = d.Owner
 		old, owned := t.owned[d.IP]
 		switch {
+		case d.Owner == t.self && !owned && !take:
+			if known {
+				t.owners[d.IP] = prev
+			} else {
+				delete(t.owners, d.IP)
+			}
+			continue
 		case d.Owner == t.self && !owned:
 			t.owned[d.IP] = d
 			p.Take = append(p.Take, Takeover{Decision: d, Previous: prev})
@@ -112,4 +121,18 @@ func (t *Tracker) OwnedIPs() []netip.Addr {
 	}
 	slices.SortFunc(out, netip.Addr.Compare)
 	return out
+}
+
+// Silence releases every IP this node announces, for a speaker that must announce
+// nothing (speaker/quorum). Who announces them meanwhile is unknown to it, so it
+// forgets their owners.
+func (t *Tracker) Silence() Plan {
+	var p Plan
+	for ip, d := range t.owned {
+		p.Release = append(p.Release, Release{IP: ip, Services: d.Services})
+		delete(t.owned, ip)
+		delete(t.owners, ip)
+	}
+	slices.SortFunc(p.Release, func(a, b Release) int { return a.IP.Compare(b.IP) })
+	return p
 }

@@ -36,7 +36,7 @@ func TestTrackerPlans(t *testing.T) {
 			nil, nil, []string{"10.0.0.1->"}, nil},
 	}
 	for _, st := range steps {
-		p := tr.Apply(st.decisions)
+		p := tr.Apply(st.decisions, true)
 		var take, change, release, unowned []string
 		for _, x := range p.Take {
 			take = append(take, x.IP.String()+"<-"+x.Previous)
@@ -69,12 +69,35 @@ func TestTrackerPlans(t *testing.T) {
 func TestTrackerInterfaceChange(t *testing.T) {
 	tr := NewTracker("w1")
 	d := dec("10.0.0.1", "w1", "a/s1")
-	tr.Apply([]election.Decision{d})
+	tr.Apply([]election.Decision{d}, true)
 	d.Interfaces = []string{"eth1"}
-	if p := tr.Apply([]election.Decision{d}); len(p.Change) != 1 {
+	if p := tr.Apply([]election.Decision{d}, true); len(p.Change) != 1 {
 		t.Fatalf("interfaces nil -> [eth1]: plan %+v, want one change", p)
 	}
-	if p := tr.Apply([]election.Decision{d}); !p.Empty() {
+	if p := tr.Apply([]election.Decision{d}, true); !p.Empty() {
 		t.Fatalf("same interfaces again: plan %+v, want empty", p)
+	}
+}
+
+// A speaker in Hold keeps and releases but takes nothing, and a later election that
+// may take does; Silence releases everything and forgets the owners.
+func TestTrackerHoldAndSilence(t *testing.T) {
+	tr := NewTracker("w1")
+	tr.Apply([]election.Decision{dec("10.0.0.1", "w1", "a/s1"), dec("10.0.0.2", "w2", "a/s2")}, true)
+	p := tr.Apply([]election.Decision{dec("10.0.0.1", "w1", "a/s1"), dec("10.0.0.2", "w1", "a/s2")}, false)
+	if !p.Empty() {
+		t.Fatalf("hold: plan %+v, want nothing taken", p)
+	}
+	p = tr.Apply([]election.Decision{dec("10.0.0.1", "w1", "a/s1"), dec("10.0.0.2", "w1", "a/s2")}, true)
+	if len(p.Take) != 1 || p.Take[0].IP.String() != "10.0.0.2" || p.Take[0].Previous != "w2" {
+		t.Fatalf("after hold: plan %+v, want .2 taken from w2", p)
+	}
+	p = tr.Silence()
+	if len(p.Release) != 2 || len(tr.OwnedIPs()) != 0 {
+		t.Fatalf("silence: plan %+v, owned %v; want both released", p, tr.OwnedIPs())
+	}
+	p = tr.Apply([]election.Decision{dec("10.0.0.1", "w1", "a/s1"), dec("10.0.0.2", "w2", "a/s2")}, true)
+	if len(p.Take) != 1 || p.Take[0].Previous != "" {
+		t.Fatalf("after silence: plan %+v, want .1 taken with no known previous owner", p)
 	}
 }

@@ -1,0 +1,160 @@
+package speaker
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"herald.dev/herald/speaker/quorum"
+)
+
+// Event reasons the speaker writes on its own Node when memberlist splits and heals.
+const (
+	ReasonMemberlistPartitioned = "MemberlistPartitioned"
+	ReasonMemberlistHealed      = "MemberlistHealed"
+)
+
+// recheckDegraded is how soon a speaker that is not in ModeQuorum decides again even
+// without news: Hold ends with time, and a failed read is retried.
+const recheckDegraded = 250 * time.Millisecond
+
+// decide runs the quorum rule on this speaker's situation, reading the records afresh
+// when the rule asks for it.
+func (s *Speaker) decide(ctx context.Context, live []string) quorum.Verdict {
+	in := quorum.Input{Self: s.cfg.NodeName, Now: time.Now(), LinkDown: s.linkDown()}
+	for _, m := range live {
+		in.Members = append(in.Members, quorum.Member{Name: m, Since: s.since[m]})
+	}
+	in.APIUp, in.APIAt, in.RecordsReadAt = s.records.status()
+	recs, err := s.records.list(ctx, false)
+	if err != nil {
+		s.log.Error(err, "reading the speakers' records from the cache")
+	}
+	in.Records = recs
+	v, st := quorum.Decide(s.cfg.Quorum, s.qstate, in)
+	if v.NeedRecords {
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		recs, err := s.records.list(rctx, true)
+		cancel()
+		if err != nil {
+			s.log.V(1).Info("reading the speakers' records before announcing again", "error", err.Error())
+		} else {
+			in.Records = recs
+			in.APIUp, in.APIAt, in.RecordsReadAt = s.records.status()
+			v, st = quorum.Decide(s.cfg.Quorum, s.qstate, in)
+		}
+	}
+	s.qstate = st
+	return v
+}
+
+// linkDown says whether the interface holding memberlist's address has lost its
+// carrier (or is gone). An address that is on no interface (a test binding to
+// loopback, say) counts as up.
+func (s *Speaker) linkDown() bool {
+	bind, err := netip.ParseAddr(s.cfg.Members.BindAddr)
+	if err != nil {
+		return false
+	}
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		return false
+	}
+	for _, ifi := range ifaces {
+		addrs, err := ifi.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr() == bind {
+				return ifi.Flags&net.FlagUp == 0 || ifi.Flags&net.FlagRunning == 0
+			}
+		}
+	}
+	return false
+}
+
+// observe makes the verdict visible: the record, the metrics, a log line and an Event
+// on this speaker's Node when the mode changes.
+func (s *Speaker) observe(v quorum.Verdict, live []string) {
+	s.records.want(recordWish{members: live, unreachable: v.Unreachable, mode: v.Mode, fast: v.Mode.Degraded() || s.anyDegraded()})
+	for _, m := range allModes {
+		val := 0.0
+		if m == v.Mode {
+			val = 1
+		}
+		s.metrics.mode.WithLabelValues(string(m)).Set(val)
+	}
+	s.metrics.expected.Set(float64(len(v.Expected)))
+	s.metrics.unreachable.DeletePartialMatch(prometheus.Labels{"node": s.cfg.NodeName})
+	for _, p := range v.Unreachable {
+		s.metrics.unreachable.WithLabelValues(s.cfg.NodeName, p).Set(1)
+	}
+
+	prev := s.verdict
+	s.verdict = v
+	if prev.Mode == v.Mode && slices.Equal(prev.Unreachable, v.Unreachable) {
+		return
+	}
+	s.log.Info("memberlist quorum", "mode", v.Mode, "hears", live, "unreachable", v.Unreachable, "reason", v.Reason)
+	switch {
+	case len(v.Unreachable) > 0 && v.Mode != quorum.ModeQuorum && v.Mode != quorum.ModeRejoining:
+		s.nodeEvent(corev1.EventTypeWarning, ReasonMemberlistPartitioned, partitionNote(s.cfg.NodeName, s.cfg.Members.BindPort, v))
+	case len(v.Unreachable) > 0 && v.Mode == quorum.ModeQuorum && len(prev.Unreachable) == 0:
+		s.nodeEvent(corev1.EventTypeWarning, ReasonMemberlistPartitioned, partitionNote(s.cfg.NodeName, s.cfg.Members.BindPort, v))
+	case v.Mode == quorum.ModeQuorum && len(v.Unreachable) == 0 && prev.Mode != "" && (prev.Mode != quorum.ModeQuorum || len(prev.Unreachable) > 0):
+		s.nodeEvent(corev1.EventTypeNormal, ReasonMemberlistHealed, fmt.Sprintf("speaker on %s hears all %d speakers again", s.cfg.NodeName, len(v.Expected)))
+	}
+}
+
+var allModes = []quorum.Mode{quorum.ModeQuorum, quorum.ModeHold, quorum.ModeArbitrated, quorum.ModeMinority, quorum.ModeIsolated, quorum.ModeRejoining}
+
+// partitionNote says, for the Event, whom this speaker cannot reach, on which port,
+// and what it does about it.
+func partitionNote(self string, port int, v quorum.Verdict) string {
+	what := map[quorum.Mode]string{
+		quorum.ModeQuorum:     "it hears a majority and goes on electing owners with it",
+		quorum.ModeHold:       "it keeps the IPs it announces and takes no other",
+		quorum.ModeArbitrated: "owners are elected among the speakers alive in the API server",
+		quorum.ModeMinority:   "it announces no IP; the majority serves them",
+		quorum.ModeIsolated:   "it announces no IP",
+	}[v.Mode]
+	note := fmt.Sprintf("speaker on %s cannot reach the memberlist of %s (port %d, TCP and UDP): %s", self, strings.Join(v.Unreachable, ", "), port, what)
+	if v.Reason != "" {
+		note += " (" + v.Reason + ")"
+	}
+	return note
+}
+
+// anyDegraded says whether some speaker's record, as last read, is degraded: then
+// every speaker renews fast so that those in trouble can tell who is alive.
+func (s *Speaker) anyDegraded() bool {
+	recs, err := s.records.list(context.Background(), false)
+	if err != nil {
+		return false
+	}
+	for _, r := range recs {
+		if r.Node != s.cfg.NodeName && quorum.Mode(r.Mode).Degraded() && time.Since(r.RenewedAt) < r.Duration {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeEvent writes an Event on this speaker's Node.
+func (s *Speaker) nodeEvent(typ, reason, note string) {
+	var node corev1.Node
+	if err := s.cache.Get(context.Background(), types.NamespacedName{Name: s.cfg.NodeName}, &node); err != nil {
+		s.log.V(1).Info("no Node to write an Event on", "node", s.cfg.NodeName, "error", err.Error())
+		return
+	}
+	s.recorder.Eventf(&node, nil, typ, reason, "Announce", "%s", note)
+}

@@ -1,0 +1,338 @@
+package speaker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"herald.dev/herald/speaker/quorum"
+)
+
+// Every speaker keeps a record of itself in the API server (speaker/quorum explains
+// what for): a Lease named herald-speaker-<node> in herald's namespace, renewed like a
+// kubelet's node lease, whose annotations carry the memberlist members it hears and
+// its mode. The Node owns it, so deleting the Node deletes it.
+
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;delete,namespace=herald-system
+
+const (
+	// RecordLabel marks the speakers' records (and only them) among the Leases.
+	RecordLabel = "herald.dev/speaker-record"
+	// RecordMembersAnnotation lists the memberlist members the speaker hears.
+	RecordMembersAnnotation = "herald.dev/members"
+	// RecordModeAnnotation is the speaker's quorum.Mode.
+	RecordModeAnnotation = "herald.dev/mode"
+	// RecordUnreachableAnnotation lists the expected speakers it does not hear.
+	RecordUnreachableAnnotation = "herald.dev/unreachable"
+)
+
+// RecordName is the name of node's record.
+func RecordName(node string) string { return "herald-speaker-" + node }
+
+// RecordConfig says how records are renewed.
+type RecordConfig struct {
+	// Renew is the period of renewals while every speaker hears a majority.
+	Renew time.Duration
+	// FastRenew is the period while some speaker does not (degraded).
+	FastRenew time.Duration
+	// Duration is how long a record stays fresh after a renewal: the longest a dead
+	// speaker keeps counting among the expected ones.
+	Duration time.Duration
+}
+
+// DefaultRecordConfig renews every 5 s (twice a second when degraded) with records
+// fresh for 15 s: a node lease's pace, far from the failover path.
+func DefaultRecordConfig() RecordConfig {
+	return RecordConfig{Renew: 5 * time.Second, FastRenew: 500 * time.Millisecond, Duration: 15 * time.Second}
+}
+
+func (c RecordConfig) validate() error {
+	switch {
+	case c.Renew <= 0 || c.FastRenew <= 0 || c.Duration <= 0:
+		return fmt.Errorf("record timings must be positive (renew %v, fast renew %v, duration %v)", c.Renew, c.FastRenew, c.Duration)
+	case c.Duration < c.Renew*2:
+		return fmt.Errorf("--record-duration %v must be at least twice --record-renew-interval %v", c.Duration, c.Renew)
+	case c.Duration < time.Second:
+		return fmt.Errorf("--record-duration %v must be at least 1s (Leases count whole seconds)", c.Duration)
+	}
+	return nil
+}
+
+// recordFromLease reads a speaker's record; ok is false for a Lease that is not one.
+func recordFromLease(l *coordinationv1.Lease, changedAt time.Time) (quorum.Record, bool) {
+	if l.Labels[RecordLabel] == "" || l.Spec.HolderIdentity == nil || l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		return quorum.Record{}, false
+	}
+	r := quorum.Record{
+		Node:      *l.Spec.HolderIdentity,
+		Mode:      quorum.Mode(l.Annotations[RecordModeAnnotation]),
+		RenewedAt: l.Spec.RenewTime.Time,
+		Duration:  time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second,
+		ChangedAt: changedAt,
+	}
+	if m := l.Annotations[RecordMembersAnnotation]; m != "" {
+		r.Members = strings.Split(m, ",")
+	}
+	return r, true
+}
+
+// recordWish is what this speaker wants its record to say.
+type recordWish struct {
+	members, unreachable []string
+	mode                 quorum.Mode
+	fast                 bool // renew at the fast pace
+}
+
+func (w recordWish) equal(o recordWish) bool {
+	return w.mode == o.mode && w.fast == o.fast && slices.Equal(w.members, o.members) && slices.Equal(w.unreachable, o.unreachable)
+}
+
+// records reads the speakers' records and writes this speaker's own. Writes run in
+// their own goroutine: an unreachable API server never delays an election.
+type records struct {
+	self      string
+	namespace string
+	cfg       RecordConfig
+	log       logr.Logger
+	cache     client.Reader
+	api       client.Reader // uncached, for reads that must be current
+	writer    client.Writer
+	changed   func() // pokes the election
+	now       func() time.Time
+
+	wake chan struct{}
+
+	mu     sync.Mutex
+	wish   recordWish
+	seen   map[string]seenVersion // lease name → when its current version was first seen
+	apiUp  bool
+	apiAt  time.Time // last successful write of our record
+	readAt time.Time // last direct read of every record
+	lease  *coordinationv1.Lease
+}
+
+type seenVersion struct {
+	version string
+	at      time.Time
+}
+
+func newRecords(self, namespace string, cfg RecordConfig, c, api client.Reader, w client.Writer, changed func(), log logr.Logger) *records {
+	return &records{
+		self: self, namespace: namespace, cfg: cfg, log: log, cache: c, api: api, writer: w, changed: changed, now: time.Now,
+		wake: make(chan struct{}, 1), seen: map[string]seenVersion{}, apiUp: true,
+		wish: recordWish{mode: quorum.ModeRejoining, members: []string{self}},
+	}
+}
+
+// watch notes when each record changes (by this node's clock) and pokes the election.
+func (r *records) watch(ctx context.Context, c cache.Informers) error {
+	inf, err := c.GetInformer(ctx, &coordinationv1.Lease{})
+	if err != nil {
+		return fmt.Errorf("watching speaker records: %w", err)
+	}
+	note := func(obj any) {
+		if l, ok := obj.(*coordinationv1.Lease); ok {
+			r.note(l)
+		}
+		r.changed()
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    note,
+		UpdateFunc: func(_, o any) { note(o) },
+		DeleteFunc: func(any) { r.changed() },
+	})
+	if err != nil {
+		return fmt.Errorf("watching speaker records: %w", err)
+	}
+	return nil
+}
+
+// note records the first time this version of l was seen.
+func (r *records) note(l *coordinationv1.Lease) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s, ok := r.seen[l.Name]; !ok || s.version != l.ResourceVersion {
+		r.seen[l.Name] = seenVersion{version: l.ResourceVersion, at: r.now()}
+	}
+}
+
+// list returns the records in the cache, or read afresh from the API server.
+func (r *records) list(ctx context.Context, fresh bool) ([]quorum.Record, error) {
+	var leases coordinationv1.LeaseList
+	src, start := r.cache, r.now()
+	if fresh {
+		src = r.api
+	}
+	if err := src.List(ctx, &leases, client.InNamespace(r.namespace), client.HasLabels{RecordLabel}); err != nil {
+		return nil, fmt.Errorf("listing speaker records: %w", err)
+	}
+	out := make([]quorum.Record, 0, len(leases.Items))
+	for i := range leases.Items {
+		l := &leases.Items[i]
+		r.note(l)
+		r.mu.Lock()
+		at := r.seen[l.Name].at
+		r.mu.Unlock()
+		if rec, ok := recordFromLease(l, at); ok {
+			out = append(out, rec)
+		}
+	}
+	if fresh {
+		r.mu.Lock()
+		r.readAt = start
+		r.mu.Unlock()
+	}
+	return out, nil
+}
+
+// api returns whether the last write of our record succeeded, when the last
+// successful one was, and when the records were last read afresh.
+func (r *records) status() (up bool, at, readAt time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.apiUp, r.apiAt, r.readAt
+}
+
+// want sets what the record should say; a change is written at once.
+func (r *records) want(w recordWish) {
+	r.mu.Lock()
+	same := r.wish.equal(w)
+	r.wish = w
+	r.mu.Unlock()
+	if !same {
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// run writes the record at once, on every change of the wish, and every renewal
+// period, until ctx ends.
+func (r *records) run(ctx context.Context) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.wake:
+		case <-timer.C:
+		}
+		r.mu.Lock()
+		w := r.wish
+		r.mu.Unlock()
+		err := r.write(ctx, w)
+		r.mu.Lock()
+		flipped := r.apiUp != (err == nil)
+		r.apiUp = err == nil
+		if err == nil {
+			r.apiAt = r.now()
+		}
+		r.mu.Unlock()
+		if err != nil && ctx.Err() == nil {
+			r.log.V(1).Info("writing this speaker's record", "error", err.Error())
+		}
+		if flipped {
+			r.changed()
+		}
+		period := r.cfg.Renew
+		if w.fast || err != nil {
+			period = r.cfg.FastRenew
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(period)
+	}
+}
+
+// write creates or renews the record with the wish.
+func (r *records) write(ctx context.Context, w recordWish) error {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.FastRenew*2)
+	defer cancel()
+	r.mu.Lock()
+	l := r.lease
+	r.mu.Unlock()
+	key := types.NamespacedName{Namespace: r.namespace, Name: RecordName(r.self)}
+	if l == nil {
+		l = &coordinationv1.Lease{}
+		if err := r.api.Get(ctx, key, l); apierrors.IsNotFound(err) {
+			l = nil
+		} else if err != nil {
+			return fmt.Errorf("reading record %s: %w", key.Name, err)
+		}
+	}
+	now := metav1.NewMicroTime(r.now())
+	create := l == nil
+	if create {
+		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: r.namespace, Name: key.Name}}
+		l.Spec.AcquireTime = &now
+		var node corev1.Node
+		if err := r.cache.Get(ctx, types.NamespacedName{Name: r.self}, &node); err == nil {
+			l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}
+		}
+	} else {
+		l = l.DeepCopy()
+	}
+	if l.Labels == nil {
+		l.Labels = map[string]string{}
+	}
+	l.Labels[RecordLabel] = "true"
+	if l.Annotations == nil {
+		l.Annotations = map[string]string{}
+	}
+	l.Annotations[RecordMembersAnnotation] = strings.Join(w.members, ",")
+	l.Annotations[RecordModeAnnotation] = string(w.mode)
+	l.Annotations[RecordUnreachableAnnotation] = strings.Join(w.unreachable, ",")
+	l.Spec.HolderIdentity = ptr.To(r.self)
+	l.Spec.LeaseDurationSeconds = ptr.To(int32(r.cfg.Duration / time.Second))
+	l.Spec.RenewTime = &now
+	var err error
+	if create {
+		err = r.writer.Create(ctx, l)
+	} else {
+		err = r.writer.Update(ctx, l)
+	}
+	if err != nil {
+		// Start from the stored object next time (a conflict, or deleted under us).
+		r.mu.Lock()
+		r.lease = nil
+		r.mu.Unlock()
+		return fmt.Errorf("writing record %s: %w", key.Name, err)
+	}
+	r.mu.Lock()
+	r.lease = l
+	r.mu.Unlock()
+	r.note(l)
+	return nil
+}
+
+// remove deletes this speaker's record, on a graceful stop: the peers stop expecting
+// it at once.
+func (r *records) remove(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: r.namespace, Name: RecordName(r.self)}}
+	if err := r.writer.Delete(ctx, l); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting record %s: %w", l.Name, err)
+	}
+	return nil
+}
