@@ -215,15 +215,22 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	err = s.serve(ctx, mgr.GetCache())
 
 	// Graceful stop: peers learn we left and take over, then we stop answering. Our
-	// record goes too, so that peers stop counting us among the expected speakers.
+	// record goes meanwhile, so that peers stop expecting us (in a two-node cluster the
+	// survivor holds without a majority until it sees the record gone); not before the
+	// Leave, which would make every failover wait for an API round trip.
+	removed := make(chan struct{})
+	go func() {
+		defer close(removed)
+		stopRecords()
+		<-recordsDone
+		if rerr := s.records.remove(context.WithoutCancel(ctx)); rerr != nil {
+			log.Error(rerr, "removing this speaker's record")
+		}
+	}()
 	if lerr := s.members.Leave(cfg.LeaveTimeout); lerr != nil {
 		log.Error(lerr, "leaving memberlist")
 	}
-	stopRecords()
-	<-recordsDone
-	if rerr := s.records.remove(context.WithoutCancel(ctx)); rerr != nil {
-		log.Error(rerr, "removing this speaker's record")
-	}
+	<-removed
 	stopL2()
 	if l2err := <-l2Done; l2err != nil && err == nil {
 		err = fmt.Errorf("layer 2: %w", l2err)
