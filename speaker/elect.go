@@ -34,8 +34,11 @@ func (s *Speaker) elect(ctx context.Context) {
 	s.observe(verdict, live)
 	if verdict.Mode.Silent() {
 		s.apply(s.tracker.Silence(), nil, nil, false)
+		s.pub.elected(ctx, VIPElection{Now: time.Now()}) // publishes nothing, takes nothing back
+		s.publishRecord(verdict, live)
 		return
 	}
+	defer s.publishRecord(verdict, live)
 	in, err := s.inputs(ctx)
 	if err != nil {
 		s.log.Error(err, "reading the cache for an election")

@@ -29,7 +29,7 @@ const recheckDegraded = 250 * time.Millisecond
 // decide runs the quorum rule on this speaker's situation, reading the records afresh
 // when the rule asks for it.
 func (s *Speaker) decide(ctx context.Context, live []string) quorum.Verdict {
-	in := quorum.Input{Self: s.cfg.NodeName, Now: time.Now(), LinkDown: s.linkDown()}
+	in := quorum.Input{Self: s.cfg.NodeName, Now: time.Now(), LinkDown: s.linkDown(), Lost: s.lostAt}
 	for _, m := range live {
 		in.Members = append(in.Members, quorum.Member{Name: m, Since: s.since[m]})
 	}
@@ -53,6 +53,7 @@ func (s *Speaker) decide(ctx context.Context, live []string) quorum.Verdict {
 		}
 	}
 	s.qstate = st
+	s.records.prime()
 	return v
 }
 
@@ -82,10 +83,17 @@ func (s *Speaker) linkDown() bool {
 	return false
 }
 
-// observe makes the verdict visible: the record, the metrics, a log line and an Event
-// on this speaker's Node when the mode changes.
-func (s *Speaker) observe(v quorum.Verdict, live []string) {
+// publishRecord asks for this speaker's record to say what it hears and does. Called
+// once the election's releases are applied: a peer waiting for this node to hear it
+// (or to go silent) takes IPs as soon as it reads the record, so the record must not
+// run ahead of what the announcer does.
+func (s *Speaker) publishRecord(v quorum.Verdict, live []string) {
 	s.records.want(recordWish{members: live, unreachable: v.Unreachable, mode: v.Mode, fast: v.Mode.Degraded() || s.anyDegraded()})
+}
+
+// observe makes the verdict visible: the metrics, a log line and an Event on this
+// speaker's Node when the mode changes.
+func (s *Speaker) observe(v quorum.Verdict, live []string) {
 	for _, m := range allModes {
 		val := 0.0
 		if m == v.Mode {

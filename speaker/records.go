@@ -123,6 +123,9 @@ type records struct {
 	apiAt  time.Time // last successful write of our record
 	readAt time.Time // last direct read of every record
 	lease  *coordinationv1.Lease
+	// primed: the first decision was taken. Versions first seen before it are what
+	// the records were at start-up, not changes seen happening.
+	primed bool
 }
 
 type seenVersion struct {
@@ -161,13 +164,25 @@ func (r *records) watch(ctx context.Context, c cache.Informers) error {
 	return nil
 }
 
-// note records the first time this version of l was seen.
+// note records the first time this version of l was seen (the zero time for what
+// the records were when the speaker started).
 func (r *records) note(l *coordinationv1.Lease) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if s, ok := r.seen[l.Name]; !ok || s.version != l.ResourceVersion {
-		r.seen[l.Name] = seenVersion{version: l.ResourceVersion, at: r.now()}
+		var at time.Time
+		if r.primed {
+			at = r.now()
+		}
+		r.seen[l.Name] = seenVersion{version: l.ResourceVersion, at: at}
 	}
+}
+
+// prime marks the start-up over: versions seen from now on are changes.
+func (r *records) prime() {
+	r.mu.Lock()
+	r.primed = true
+	r.mu.Unlock()
 }
 
 // list returns the records in the cache, or read afresh from the API server.

@@ -46,7 +46,8 @@ type Record struct {
 	RenewedAt time.Time
 	Duration  time.Duration
 	// ChangedAt is when this speaker last saw the record change, by its own clock
-	// (immune to skew between nodes).
+	// (immune to skew between nodes); zero if it has not seen it change since it
+	// started.
 	ChangedAt time.Time
 }
 
@@ -64,6 +65,9 @@ type Input struct {
 	Self string
 	// Members are the live memberlist members, this speaker included.
 	Members []Member
+	// Lost says when memberlist last lost each speaker that is not live; none for a
+	// speaker not heard since this one started.
+	Lost map[string]time.Time
 	// Records are every speaker's record, this speaker's own included or not.
 	Records []Record
 	// APIUp says whether this speaker's last write of its own record succeeded, and
@@ -182,7 +186,8 @@ func Decide(cfg Config, st State, in Input) (Verdict, State) {
 		v.Majority = deposers
 		v.Reason = fmt.Sprintf("%s hear a majority of the %d speakers without %s", strings.Join(deposers, ", "), len(expected), in.Self)
 	case quorate:
-		v.Mode, v.Electors, v.Take = ModeQuorum, live, true
+		v.Mode, v.Take = ModeQuorum, true
+		v.Electors = sortedSet(append(slices.Clone(live), aliveAndServing(fresh, since, in.Lost)...))
 	case in.Now.Sub(st.TroubleSince) < cfg.Grace:
 		v.Mode, v.Electors = ModeHold, live
 		v.Reason = fmt.Sprintf("%s hears %d of %d speakers, no majority", in.Self, len(live), len(expected))
@@ -202,9 +207,9 @@ func Decide(cfg Config, st State, in Input) (Verdict, State) {
 	}
 	// Hold keeps what it has: after silence that is nothing, so it stays silent.
 	if st.Silent && v.Mode == ModeHold {
-		v.Electors, v.Take = nil, false
+		v.Mode, v.Electors, v.Take = ModeRejoining, nil, false
 	}
-	switch silent := v.Mode.Silent() || (st.Silent && v.Mode == ModeHold); {
+	switch silent := v.Mode.Silent(); {
 	case silent && !st.Silent:
 		st.Silent, st.SilentSince = true, in.Now
 	case !silent:
@@ -236,6 +241,26 @@ func deposers(self string, fresh map[string]*Record, heard func(string) bool, cu
 		}
 	}
 	slices.Sort(out)
+	return out
+}
+
+// aliveAndServing returns the speakers this one does not hear that are alive and announcing
+// all the same: their fresh record changed after memberlist lost them (so they renew
+// it), in a mode that announces. They keep their IPs in this speaker's election until
+// their record says they stopped (a majority deposed them): an IP is taken from a
+// live node only once it has let go. A speaker that died renews nothing and is not
+// waited for.
+func aliveAndServing(fresh map[string]*Record, heard map[string]time.Time, lost map[string]time.Time) []string {
+	var out []string
+	for n, r := range fresh {
+		if _, ok := heard[n]; ok || r.ChangedAt.IsZero() || !r.ChangedAt.After(lost[n]) {
+			continue
+		}
+		switch r.Mode {
+		case ModeQuorum, ModeHold, ModeArbitrated:
+			out = append(out, n)
+		}
+	}
 	return out
 }
 

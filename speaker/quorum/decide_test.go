@@ -36,6 +36,8 @@ func heard(names ...string) []Member {
 	return out
 }
 
+func withMode(r Record, m Mode) Record { r.Mode = m; return r }
+
 // serving is the State of a speaker that announced normally until now.
 var serving = State{Started: true}
 
@@ -67,10 +69,31 @@ func TestDecide(t *testing.T) {
 			mode: ModeQuorum, electors: []string{"a"}, take: true,
 		},
 		{
-			name: "the majority side of a one-node cut keeps the fast path",
+			name: "the majority side of a one-node cut keeps the fast path once the cut-off node let go",
+			st:   serving,
+			in: Input{Self: "a", Members: heard("a", "b"), APIUp: true, APIAt: now, Now: now, Lost: map[string]time.Time{"c": at(-2 * time.Second)},
+				Records: []Record{rec("a", -time.Second, "a", "b"), rec("b", -time.Second, "a", "b"), withMode(rec("c", -time.Second, "c"), ModeMinority)}},
+			mode: ModeQuorum, electors: []string{"a", "b"}, take: true, unreachable: []string{"c"},
+		},
+		{
+			name: "a cut-off node still announcing keeps its IPs in the majority's election until it lets go",
+			st:   serving,
+			in: Input{Self: "a", Members: heard("a", "b"), APIUp: true, APIAt: now, Now: now, Lost: map[string]time.Time{"c": at(-2 * time.Second)},
+				Records: []Record{rec("a", -time.Second, "a", "b"), rec("b", -time.Second, "a", "b"), rec("c", -time.Second, "a", "b", "c")}},
+			mode: ModeQuorum, electors: []string{"a", "b", "c"}, take: true, unreachable: []string{"c"},
+		},
+		{
+			name: "a node that died renews nothing after it was lost: not waited for",
+			st:   serving,
+			in: Input{Self: "a", Members: heard("a", "b"), APIUp: true, APIAt: now, Now: now, Lost: map[string]time.Time{"c": at(-time.Second)},
+				Records: []Record{rec("a", -time.Second, "a", "b"), rec("b", -time.Second, "a", "b"), rec("c", -3*time.Second, "a", "b", "c")}},
+			mode: ModeQuorum, electors: []string{"a", "b"}, take: true, unreachable: []string{"c"},
+		},
+		{
+			name: "a record not seen changing since this speaker started proves nothing",
 			st:   serving,
 			in: Input{Self: "a", Members: heard("a", "b"), APIUp: true, APIAt: now, Now: now,
-				Records: []Record{rec("a", -time.Second, "a", "b"), rec("b", -time.Second, "a", "b"), rec("c", -time.Second, "c")}},
+				Records: []Record{rec("b", -time.Second, "a", "b"), {Node: "c", Members: []string{"a", "b", "c"}, Mode: ModeQuorum, RenewedAt: at(-time.Second), Duration: ttl}}},
 			mode: ModeQuorum, electors: []string{"a", "b"}, take: true, unreachable: []string{"c"},
 		},
 		{
@@ -181,7 +204,7 @@ func TestDecide(t *testing.T) {
 		{
 			name: "a dead speaker's stale majority does not depose a node its live peers vouch for",
 			st:   serving,
-			in: Input{Self: "a", Members: heard("a", "b", "c"), APIUp: true, APIAt: now, Now: now,
+			in: Input{Self: "a", Members: heard("a", "b", "c"), APIUp: true, APIAt: now, Now: now, Lost: map[string]time.Time{"d": at(-3 * time.Second)},
 				Records: []Record{rec("b", -time.Second, "a", "b", "c"), rec("c", -time.Second, "a", "b", "c"), rec("d", -5*time.Second, "b", "c", "d")}},
 			mode: ModeQuorum, electors: []string{"a", "b", "c"}, take: true, unreachable: []string{"d"},
 		},
@@ -221,11 +244,11 @@ func TestDecide(t *testing.T) {
 			mode: ModeQuorum, electors: []string{"a", "b", "c"}, take: true,
 		},
 		{
-			name: "a silent speaker without majority holds nothing",
+			name: "a silent speaker without majority holds nothing: it stays silent",
 			st:   State{Started: true, Silent: true, SilentSince: at(-time.Second), TroubleSince: at(-time.Second)},
 			in: Input{Self: "a", Members: heard("a"), APIUp: true, APIAt: now, Now: now, RecordsReadAt: now,
 				Records: []Record{rec("b", -time.Second, "a", "b")}},
-			mode: ModeHold, unreachable: []string{"b"},
+			mode: ModeRejoining, unreachable: []string{"b"},
 		},
 	}
 	for _, tc := range tests {
@@ -249,8 +272,8 @@ func TestDecide(t *testing.T) {
 			if v.Mode.Silent() && (len(v.Electors) > 0 || v.Take) {
 				t.Errorf("silent mode %s with electors %v take %v", v.Mode, v.Electors, v.Take)
 			}
-			if (v.Mode == ModeRejoining) != v.NeedRecords {
-				t.Errorf("mode %s with NeedRecords %v", v.Mode, v.NeedRecords)
+			if v.NeedRecords && v.Mode != ModeRejoining {
+				t.Errorf("mode %s with NeedRecords", v.Mode)
 			}
 			if v.Mode != ModeQuorum && v.Reason == "" {
 				t.Errorf("mode %s without a reason", v.Mode)
