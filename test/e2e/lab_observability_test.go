@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/testenv"
@@ -182,7 +183,7 @@ func TestLabObservability(t *testing.T) {
 		}
 	})
 
-	t.Run("two owners", func(t *testing.T) {
+	t.Run("memberlist partition", func(t *testing.T) {
 		isolate := func(add bool) error {
 			op := "-I"
 			if !add {
@@ -202,6 +203,7 @@ func TestLabObservability(t *testing.T) {
 		if err := isolate(true); err != nil {
 			t.Fatal(err)
 		}
+		cut := time.Now()
 		healed := false
 		heal := func() {
 			if !healed {
@@ -212,11 +214,50 @@ func TestLabObservability(t *testing.T) {
 			}
 		}
 		defer heal()
-		eventually(t, "both sides announce "+vip.String(), ownersAre(sorted("worker3", next)...))
-		f.waitAlert(t, prom, "HeraldVIPMultipleOwners", vip.String(), true)
+		// worker3, cut off, goes silent; the majority serves its VIP.
+		eventually(t, "only "+next+" announces "+vip.String(), ownersAre(next))
+		partitioned := `ALERTS{alertname="HeraldMemberlistPartitioned", alertstate="firing", node="worker3"}`
+		eventually(t, "HeraldMemberlistPartitioned fires for worker3", func() error {
+			s, err := prom.Query(ctx, partitioned)
+			if err != nil {
+				return err
+			}
+			var peers []string
+			for _, x := range s {
+				peers = append(peers, x.Labels["peer"])
+			}
+			slices.Sort(peers)
+			if want := without(f.nodes, "worker3"); !slices.Equal(peers, want) {
+				return fmt.Errorf("%s names peers %v, want %v", partitioned, peers, want)
+			}
+			return nil
+		})
+		// From 2 s after the cut on, no two speakers exported themselves as owner,
+		// and the multiple-owners alert never went pending.
+		window := time.Since(cut) - 2*time.Second
+		owners := fmt.Sprintf(`max_over_time((sum by (ip) (herald_l2_owner{ip=%q}))[%ds:1s])`, vip, int(window.Seconds()))
+		if s, err := prom.Query(ctx, owners); err != nil {
+			t.Error(err)
+		} else if len(s) != 1 || s[0].Value != 1 {
+			t.Errorf("%s gives %v, want 1: two speakers announced %s during the partition", owners, s, vip)
+		}
+		if s, err := prom.Query(ctx, fmt.Sprintf(`ALERTS{alertname="HeraldVIPMultipleOwners", ip=%q}`, vip)); err != nil {
+			t.Error(err)
+		} else if len(s) > 0 {
+			t.Errorf("HeraldVIPMultipleOwners is %v during a memberlist partition", s)
+		}
 		heal()
-		eventually(t, "one owner again", ownersAre("worker3"))
-		f.waitAlert(t, prom, "HeraldVIPMultipleOwners", vip.String(), false)
+		eventually(t, "worker3 owns "+vip.String()+" again", ownersAre("worker3"))
+		eventually(t, "HeraldMemberlistPartitioned clears", func() error {
+			s, err := prom.Query(ctx, `ALERTS{alertname="HeraldMemberlistPartitioned"}`)
+			if err != nil {
+				return err
+			}
+			if len(s) > 0 {
+				return fmt.Errorf("still %v", s)
+			}
+			return nil
+		})
 	})
 
 	t.Run("no owner", func(t *testing.T) {
