@@ -45,10 +45,12 @@ type Config struct {
 
 	// Peer reports whether a MAC is another herald speaker's. Claims from peers are
 	// reported to OnClaim and counted but never make this node yield; the speaker's
-	// membership settles them. Nil: every MAC not this node's is foreign, and two
-	// speakers that both announce an IP (a split brain) may both yield it until the
-	// next ConflictRecheck. It is called on the responders' receive loops, only for
-	// claims, and must return quickly.
+	// membership settles them. It should cover every interface of the cluster's other
+	// nodes: their kernels may answer for a VIP too (kube-proxy in IPVS mode puts every
+	// VIP on kube-ipvs0). Nil: every MAC not this node's is foreign, and two speakers
+	// that both announce an IP (a split brain) may both yield it until the next
+	// ConflictRecheck. It is called on the responders' receive loops, only for claims,
+	// and must return quickly.
 	Peer func(net.HardwareAddr) bool
 	// DefendInterval: a second claim by a foreign device within this time after one
 	// was defended makes the node yield the IP (default DefaultDefendInterval, RFC
