@@ -40,11 +40,49 @@ type Config struct {
 	// WatchLinks rescans interfaces as soon as the kernel reports a link change
 	// (netlink), besides every Rescan.
 	WatchLinks bool
+
+	// Address conflicts (see the package documentation and conflict.go).
+
+	// Peer reports whether a MAC is another herald speaker's. Claims from peers are
+	// reported to OnClaim and counted but never make this node yield; the speaker's
+	// membership settles them. It should cover every interface of the cluster's other
+	// nodes: their kernels may answer for a VIP too (kube-proxy in IPVS mode puts every
+	// VIP on kube-ipvs0). Nil: every MAC not this node's is foreign, and two speakers
+	// that both announce an IP (a split brain) may both yield it until the next
+	// ConflictRecheck. It is called on the responders' receive loops, only for claims,
+	// and must return quickly.
+	Peer func(net.HardwareAddr) bool
+	// DefendInterval: a second claim by a foreign device within this time after one
+	// was defended makes the node yield the IP (default DefaultDefendInterval, RFC
+	// 5227's 10 s; 0 means the default).
+	DefendInterval time.Duration
+	// ProbeWait is how long a probe round listens for an answer, before the first
+	// announcement of a Set with Probe and while yielded (default DefaultProbeWait,
+	// 200 ms; 0 means the default).
+	ProbeWait time.Duration
+	// ConflictRecheck is how often a yielded IP is probed to see whether the foreign
+	// device is gone (0 means Schedule.Refresh, or 60 s when that is 0 too).
+	ConflictRecheck time.Duration
+	// OnClaim, if set, is called for every claim on an owned IP, from peers (Claim.Peer)
+	// and foreign devices alike, on the receiving responder's loop: it must return
+	// quickly.
+	OnClaim func(Claim)
+	// OnConflict, if set, is called when the node yields an IP to a foreign device, and
+	// again if another foreign MAC claims it while yielded; from the IP's takeover loop,
+	// outside any lock. It may race with a Withdraw of the same IP.
+	OnConflict func(Conflict)
+	// OnConflictCleared, if set, is called when a yielded IP's probe went unanswered
+	// and the node answers and announces it again, with Cleared set; from the IP's
+	// takeover loop, outside any lock. A Withdraw of a yielded IP ends its conflict
+	// without this call.
+	OnConflictCleared func(Conflict)
 }
 
-// DefaultConfig is the default exclude list, DefaultSchedule and a 10 s rescan.
+// DefaultConfig is the default exclude list, DefaultSchedule, a 10 s rescan and the
+// default conflict timings.
 func DefaultConfig() Config {
-	return Config{Schedule: DefaultSchedule(), Rescan: 10 * time.Second, WatchLinks: true}
+	return Config{Schedule: DefaultSchedule(), Rescan: 10 * time.Second, WatchLinks: true,
+		DefendInterval: DefaultDefendInterval, ProbeWait: DefaultProbeWait}
 }
 
 // ErrClosed is returned by Set once Run has finished.
@@ -54,6 +92,10 @@ var ErrClosed = errors.New("layer2: announcer closed")
 // responder on every eligible interface, answers for the IPs it is told this node owns,
 // and announces them on takeover. The speaker calls Set when the node becomes owner of
 // an IP, Withdraw when it stops being owner, and runs Run for the node's lifetime.
+//
+// It does not fight other devices for an IP: a foreign device that insists on an
+// owned IP makes it yield the IP until that device is gone (the package documentation
+// has the rules; Config.Peer, Probe, OnConflict and Conflict are the caller's side).
 type Announcer struct {
 	cfg     Config
 	owners  *Table
@@ -99,6 +141,25 @@ func newAnnouncer(cfg Config, sys system, clk clock) (*Announcer, error) {
 	}
 	if cfg.Rescan <= 0 {
 		cfg.Rescan = 10 * time.Second
+	}
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"defend interval", &cfg.DefendInterval, DefaultDefendInterval},
+		{"probe wait", &cfg.ProbeWait, DefaultProbeWait},
+		{"conflict recheck", &cfg.ConflictRecheck, cfg.Schedule.Refresh},
+	} {
+		if *d.v < 0 {
+			return nil, fmt.Errorf("layer2: %s %s is negative", d.name, *d.v)
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if cfg.ConflictRecheck == 0 {
+		cfg.ConflictRecheck = defaultRecheck
 	}
 	m, err := NewMetrics(cfg.Registerer)
 	if err != nil {
@@ -171,23 +232,28 @@ func (a *Announcer) Ready() bool {
 
 // Set records that owner key (a Service, say) makes this node announce ip, on the
 // named interfaces or, if none are named, on every eligible one. If the IP was not
-// owned before, it is announced at once and on the Schedule; if its interfaces
-// changed, the schedule starts over. Setting what is already set does nothing, so the
-// speaker may call Set on every reconcile.
-func (a *Announcer) Set(key string, ip netip.Addr, interfaces []string) error {
+// owned before, it is announced at once and on the Schedule (with Probe, once a probe
+// found no other device holding it); if its interfaces changed, the schedule starts
+// over. Setting what is already set does nothing, so the speaker may call Set on every
+// reconcile.
+func (a *Announcer) Set(key string, ip netip.Addr, interfaces []string, opts ...SetOption) error {
 	ip = normalize(ip)
 	if !ip.IsValid() {
 		return fmt.Errorf("layer2: invalid IP %v", ip)
+	}
+	var o setOptions
+	for _, opt := range opts {
+		opt(&o)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
 		return ErrClosed
 	}
-	switch a.owners.Set(key, ip, interfaces) {
+	switch a.owners.set(key, ip, interfaces, o.probe) {
 	case Added:
 		a.trackGroups(ip)
-		t := newTakeover(ip)
+		t := newTakeover(ip, o.probe)
 		a.takeovers[ip] = t
 		a.wg.Add(1)
 		go func() {
@@ -202,8 +268,9 @@ func (a *Announcer) Set(key string, ip netip.Addr, interfaces []string) error {
 }
 
 // Withdraw ends key's hold on ip. When no owner is left, the IP is no longer answered
-// for from the next packet on, no gratuitous frame for it goes out once Withdraw
-// returns, and its solicited-node group is left.
+// for from the next packet on, no gratuitous frame or probe for it goes out once
+// Withdraw returns, its solicited-node group is left, and a conflict on it ends (its
+// herald_l2_conflict series goes, without OnConflictCleared).
 func (a *Announcer) Withdraw(key string, ip netip.Addr) {
 	ip = normalize(ip)
 	a.mu.Lock()
@@ -211,7 +278,7 @@ func (a *Announcer) Withdraw(key string, ip netip.Addr) {
 	switch a.owners.Withdraw(key, ip) {
 	case Removed:
 		if t := a.takeovers[ip]; t != nil {
-			t.halt()
+			a.halt(t)
 			delete(a.takeovers, ip)
 		}
 		a.trackGroups(ip)
@@ -221,7 +288,8 @@ func (a *Announcer) Withdraw(key string, ip netip.Addr) {
 }
 
 // Reannounce starts ip's schedule over (at once, then the repeats), for example after
-// a network partition healed. It does nothing for an IP not owned.
+// a network partition healed. For an IP yielded to a foreign device it probes at once
+// instead, and takes the IP back if nobody answers. It does nothing for an IP not owned.
 func (a *Announcer) Reannounce(ip netip.Addr) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -245,6 +313,25 @@ func (a *Announcer) Announced(ip netip.Addr) (Announcement, bool) {
 		return Announcement{}, false
 	}
 	return *t.announced, true
+}
+
+// Conflict returns the conflict of ip if this node owns it and has yielded it to a
+// foreign device.
+func (a *Announcer) Conflict(ip netip.Addr) (Conflict, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t := a.takeovers[normalize(ip)]
+	if t == nil {
+		return Conflict{}, false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.conflict == nil {
+		return Conflict{}, false
+	}
+	c := *t.conflict
+	c.MAC = slices.Clone(c.MAC)
+	return c, true
 }
 
 // ResponderInfo describes one running responder.
@@ -289,7 +376,7 @@ func (a *Announcer) shutdown() {
 	a.mu.Lock()
 	a.closed = true
 	for ip, t := range a.takeovers {
-		t.halt()
+		a.halt(t)
 		delete(a.takeovers, ip)
 	}
 	for name, r := range a.arp {

@@ -24,7 +24,11 @@ type harness struct {
 	t         *testing.T
 	a         *Announcer
 	clk       *fakeClock
+	reg       *prometheus.Registry
 	announced chan Announcement
+	claims    chan Claim    // OnClaim
+	conflicts chan Conflict // OnConflict
+	cleared   chan Conflict // OnConflictCleared
 
 	mu      sync.Mutex
 	facts   []Facts
@@ -46,10 +50,13 @@ func iface(name string, index int, mac net.HardwareAddr) Facts {
 	}
 }
 
+// newHarness builds the Announcer with DefaultConfig but for the schedule, with peerMAC
+// as the one peer speaker's MAC.
 func newHarness(t *testing.T, sched Schedule, facts ...Facts) *harness {
 	t.Helper()
 	h := &harness{
-		t: t, clk: newFakeClock(), announced: make(chan Announcement, 16),
+		t: t, clk: newFakeClock(), reg: prometheus.NewRegistry(), announced: make(chan Announcement, 16),
+		claims: make(chan Claim, 256), conflicts: make(chan Conflict, 16), cleared: make(chan Conflict, 16),
 		facts: facts, conns: map[string]*fakeConn{}, opened: map[string]int{}, failing: map[string]bool{},
 	}
 	open := func(ifi *net.Interface, proto string) (*fakeConn, error) {
@@ -87,9 +94,13 @@ func newHarness(t *testing.T, sched Schedule, facts ...Facts) *harness {
 	}
 	cfg := DefaultConfig()
 	cfg.Schedule = sched
-	cfg.Registerer = prometheus.NewRegistry()
+	cfg.Registerer = h.reg
 	cfg.Log = logr.Discard()
 	cfg.OnAnnounce = func(an Announcement) { h.announced <- an }
+	cfg.Peer = func(mac net.HardwareAddr) bool { return bytes.Equal(mac, peerMAC) }
+	cfg.OnClaim = func(c Claim) { h.claims <- c }
+	cfg.OnConflict = func(c Conflict) { h.conflicts <- c }
+	cfg.OnConflictCleared = func(c Conflict) { h.cleared <- c }
 	a, err := newAnnouncer(cfg, sys, h.clk)
 	if err != nil {
 		t.Fatal(err)
@@ -484,7 +495,8 @@ func TestNewValidates(t *testing.T) {
 		names = append(names, mf.GetName())
 	}
 	wantNames := []string{"herald_l2_arp_replies_total", "herald_l2_arp_requests_total", "herald_l2_dropped_frames_total",
-		"herald_l2_gratuitous_sent_total", "herald_l2_ndp_advertisements_total", "herald_l2_ndp_solicitations_total"}
+		"herald_l2_gratuitous_sent_total", "herald_l2_ndp_advertisements_total", "herald_l2_ndp_solicitations_total",
+		"herald_l2_probes_sent_total"} // the vectors without series yet (foreign claims, conflict) are not gathered
 	if !slices.Equal(names, wantNames) {
 		t.Errorf("metrics %v, want %v", names, wantNames)
 	}

@@ -14,17 +14,19 @@ import (
 )
 
 // ARPResponder answers ARP requests on one interface for the IPv4 addresses the Table
-// says this node owns there, with that interface's MAC, and sends the gratuitous ARP
-// frames of takeovers. One goroutine runs Serve; Announce may be called concurrently.
+// says this node owns there, with that interface's MAC, sends the gratuitous ARP
+// frames of takeovers and the probes of the conflict rules, and reports claims: ARP
+// frames from other devices that say they hold an owned IP. One goroutine runs Serve;
+// Announce and Probe may be called concurrently.
 type ARPResponder struct {
 	link
 }
 
 // NewARPResponder returns a responder for ifi reading and writing frames through c.
 // The interface must have a 6-byte Ethernet MAC. m may be nil.
-func NewARPResponder(ifi *net.Interface, c Conn, owners *Table, m *Metrics, log logr.Logger) (*ARPResponder, error) {
+func NewARPResponder(ifi *net.Interface, c Conn, owners *Table, m *Metrics, log logr.Logger, opts ...ResponderOption) (*ARPResponder, error) {
 	r := &ARPResponder{}
-	if err := r.init(ifi, c, owners, m, log, "arp"); err != nil {
+	if err := r.init(ifi, c, owners, m, log, "arp", opts); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -43,8 +45,14 @@ func (r *ARPResponder) serveFrame(b []byte) { r.answer(b, r.handle, arpReplies) 
 // and its destination MAC, or the reason the frame is not answered. Rules, in order:
 // a parseable Ethernet frame of EtherType ARP without VLAN tag (else malformed); not
 // from our own MAC (own-frame); to broadcast or our MAC (foreign-dst); an Ethernet/IPv4
-// ARP packet with a unicast sender MAC (malformed); a request (not-request); for an IP
-// this node owns (not-owned) on an interface it may be announced on (wrong-interface).
+// ARP packet with a unicast sender MAC (malformed); a request or reply whose sender IP
+// is owned here, from a sender MAC not this node's, is a claim, reported and not
+// answered (claim); a request (not-request); for an IP this node owns (not-owned) on
+// an interface it may be announced on (wrong-interface) and answers for now
+// (suppressed).
+//
+// A probe (sender IP 0.0.0.0) is never a claim: it asks, and is answered like any
+// request.
 func (r *ARPResponder) handle(b []byte) ([]byte, net.HardwareAddr, string) {
 	var f ethernet.Frame
 	if err := f.UnmarshalBinary(b); err != nil || f.EtherType != ethernet.EtherTypeARP || f.VLAN != nil || f.ServiceVLAN != nil {
@@ -60,16 +68,31 @@ func (r *ARPResponder) handle(b []byte) ([]byte, net.HardwareAddr, string) {
 	if err := p.UnmarshalBinary(f.Payload); err != nil || !validARP(&p) {
 		return nil, nil, DropMalformed
 	}
-	if p.Operation != arp.OperationRequest {
+	var target status
+	switch p.Operation {
+	case arp.OperationReply:
+		// Replies are never answered; the one question is whether they claim an owned IP.
+		if r.owners.status(p.SenderIP, r.name).here() && r.claimed(p.SenderIP, p.SenderHardwareAddr, arpClaimKind(&p)) {
+			return nil, nil, DropClaim
+		}
+		return nil, nil, DropNotRequest
+	case arp.OperationRequest:
+		r.m.inc(arpRequests)
+		var sender status
+		sender, target = r.owners.statusPair(p.SenderIP, p.TargetIP, r.name)
+		if sender.here() && !p.SenderIP.IsUnspecified() && r.claimed(p.SenderIP, p.SenderHardwareAddr, arpClaimKind(&p)) {
+			return nil, nil, DropClaim
+		}
+	default:
 		return nil, nil, DropNotRequest
 	}
-	r.m.inc(arpRequests)
-	owned, allowed := r.owners.Lookup(p.TargetIP, r.name)
-	if !owned {
+	switch target {
+	case statusNotOwned:
 		return nil, nil, DropNotOwned
-	}
-	if !allowed {
+	case statusWrongInterface:
 		return nil, nil, DropWrongInterface
+	case statusQuiet:
+		return nil, nil, DropSuppressed
 	}
 	reply := &arp.Packet{
 		HardwareType: 1, ProtocolType: uint16(ethernet.EtherTypeIPv4),
@@ -83,6 +106,18 @@ func (r *ARPResponder) handle(b []byte) ([]byte, net.HardwareAddr, string) {
 		return nil, nil, DropMalformed
 	}
 	return frame, p.SenderHardwareAddr, ""
+}
+
+// arpClaimKind says what kind of claim a packet with an owned sender IP is.
+func arpClaimKind(p *arp.Packet) ClaimKind {
+	switch {
+	case p.SenderIP == p.TargetIP:
+		return ClaimGratuitousARP
+	case p.Operation == arp.OperationReply:
+		return ClaimARPReply
+	default:
+		return ClaimARPRequest
+	}
 }
 
 // validARP: Ethernet hardware, IPv4 protocol, their address lengths, and a sender MAC
@@ -133,6 +168,33 @@ func (r *ARPResponder) Announce(ip netip.Addr) error {
 		}
 		r.m.inc(gratuitousSent)
 	}
+	return nil
+}
+
+// Probe broadcasts an ARP probe for ip (RFC 5227 §2.1.1: a request from our MAC with
+// sender IP 0.0.0.0, target MAC zero, target IP ip). A device holding ip answers it
+// with a reply to our MAC, which Serve reports as a claim; since the sender IP is
+// 0.0.0.0, no host updates its cache from it. It does not check ownership.
+func (r *ARPResponder) Probe(ip netip.Addr) error {
+	ip = normalize(ip)
+	if !ip.Is4() {
+		return errNotIPv4
+	}
+	p := &arp.Packet{
+		HardwareType: 1, ProtocolType: uint16(ethernet.EtherTypeIPv4),
+		HardwareAddrLength: 6, IPLength: 4,
+		Operation:          arp.OperationRequest,
+		SenderHardwareAddr: r.mac, SenderIP: netip.IPv4Unspecified(),
+		TargetHardwareAddr: zeroMAC, TargetIP: ip,
+	}
+	frame, err := arpFrame(p, ethernet.Broadcast)
+	if err != nil {
+		return err
+	}
+	if _, err := r.conn.WriteTo(frame, &packet.Addr{HardwareAddr: ethernet.Broadcast}); err != nil {
+		return fmt.Errorf("layer2: ARP probe for %s on %s: %w", ip, r.name, err)
+	}
+	r.m.inc(probesSent)
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,19 +16,25 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// vip4Quiet is owned on every interface but quiet (probed or yielded) in the responder
+// tests.
+var vip4Quiet = netip.MustParseAddr("192.0.2.30")
+
 // newTestARP is a responder on "eth0" (ourMAC) over a fake connection; vip4 is owned
-// and allowed on eth0, 192.0.2.20 is owned but allowed only on eth1.
-func newTestARP(t testing.TB) (*ARPResponder, *fakeConn, *Metrics) {
+// and allowed on eth0, 192.0.2.20 is owned but allowed only on eth1, vip4Quiet is
+// owned and quiet.
+func newTestARP(t testing.TB, opts ...ResponderOption) (*ARPResponder, *fakeConn, *Metrics) {
 	t.Helper()
 	owners := NewTable()
 	owners.Set("svc-a", vip4, nil)
 	owners.Set("svc-b", netip.MustParseAddr("192.0.2.20"), []string{"eth1"})
+	owners.set("svc-c", vip4Quiet, nil, true)
 	m, err := NewMetrics(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := newFakeConn()
-	r, err := NewARPResponder(&net.Interface{Name: "eth0", Index: 2, HardwareAddr: ourMAC}, c, owners, m, logr.Discard())
+	r, err := NewARPResponder(&net.Interface{Name: "eth0", Index: 2, HardwareAddr: ourMAC}, c, owners, m, logr.Discard(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +74,19 @@ func TestARPRules(t *testing.T) {
 		{"protocol not IPv4", wrongPType, DropMalformed},
 		{"multicast sender MAC", arpBytes(bcast, peerMAC, 1, net.HardwareAddr{1, 0, 0x5e, 0, 0, 1}, peer4, zero, vip4), DropMalformed},
 		{"zero sender MAC", arpBytes(bcast, peerMAC, 1, zero, peer4, zero, vip4), DropMalformed},
+
+		{"reply from the owned IP by another host", arpBytes(ourMAC, otherMAC, 2, otherMAC, vip4, ourMAC, peer4), DropClaim},
+		{"gratuitous request for the owned IP by another host", arpBytes(bcast, otherMAC, 1, otherMAC, vip4, zero, vip4), DropClaim},
+		{"gratuitous reply for the owned IP by another host", arpBytes(bcast, otherMAC, 2, otherMAC, vip4, otherMAC, vip4), DropClaim},
+		{"request from the owned IP by another host", arpBytes(bcast, otherMAC, 1, otherMAC, vip4, zero, peer4), DropClaim},
+		{"request from the owned IP for another owned IP", arpBytes(bcast, otherMAC, 1, otherMAC, vip4, zero, vip4Quiet), DropClaim},
+		{"reply claiming a quiet IP", arpBytes(ourMAC, otherMAC, 2, otherMAC, vip4Quiet, ourMAC, peer4), DropClaim},
+		{"reply from an IP owned only on another interface", arpBytes(bcast, otherMAC, 2, otherMAC, netip.MustParseAddr("192.0.2.20"), zero, peer4), DropNotRequest},
+		{"request from an IP owned only on another interface", arpBytes(bcast, otherMAC, 1, otherMAC, netip.MustParseAddr("192.0.2.20"), zero, vip4), ""},
+		{"reply with our MAC as sender, relayed from another MAC", arpBytes(bcast, otherMAC, 2, ourMAC, vip4, zero, vip4), DropNotRequest},
+		{"claim in an unknown operation", arpBytes(bcast, otherMAC, 9, otherMAC, vip4, zero, vip4), DropNotRequest},
+		{"request for a quiet IP", arpRequest(vip4Quiet), DropSuppressed},
+		{"probe for a quiet IP", arpBytes(bcast, peerMAC, 1, peerMAC, netip.MustParseAddr("0.0.0.0"), zero, vip4Quiet), DropSuppressed},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -187,6 +207,77 @@ func TestARPAnnounce(t *testing.T) {
 	}
 	if err := r.Announce(vip6); err == nil {
 		t.Error("Announce of an IPv6 address on ARP did not fail")
+	}
+}
+
+// TestARPClaims: claims are counted by IP on every frame, reported with what the
+// announcer needs, and not made by this node's other MACs or by probes.
+func TestARPClaims(t *testing.T) {
+	var got []Claim
+	clk := newFakeClock()
+	r, _, m := newTestARP(t, WithClaimHandler(func(c Claim) { got = append(got, c) }),
+		WithNodeMACs(func(mac net.HardwareAddr) bool { return bytes.Equal(mac, peerMAC) }), withClock(clk))
+	zero := make(net.HardwareAddr, 6)
+	frames := []struct {
+		frame []byte
+		kind  ClaimKind // "" = not a claim
+	}{
+		{arpBytes(ourMAC, otherMAC, 2, otherMAC, vip4, ourMAC, peer4), ClaimARPReply},
+		{arpBytes(bcast, otherMAC, 1, otherMAC, vip4, zero, vip4), ClaimGratuitousARP},
+		{arpBytes(bcast, otherMAC, 2, otherMAC, vip4, otherMAC, vip4), ClaimGratuitousARP},
+		{arpBytes(bcast, otherMAC, 1, otherMAC, vip4, zero, peer4), ClaimARPRequest},
+		{arpBytes(bcast, peerMAC, 1, peerMAC, vip4, zero, vip4), ""},                             // another interface of this node
+		{arpBytes(bcast, otherMAC, 1, otherMAC, netip.MustParseAddr("0.0.0.0"), zero, vip4), ""}, // a probe asks
+		{arpBytes(bcast, otherMAC, 2, otherMAC, peer4, zero, peer4), ""},                         // not owned
+	}
+	var want []ClaimKind
+	for _, f := range frames {
+		clk.Advance(time.Second)
+		r.handle(f.frame)
+		if f.kind != "" {
+			want = append(want, f.kind)
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d claims reported, want %d: %+v", len(got), len(want), got)
+	}
+	for i, c := range got {
+		if c.Kind != want[i] || c.IP != vip4 || c.Interface != "eth0" || !bytes.Equal(c.MAC, otherMAC) || c.Peer {
+			t.Errorf("claim %d = %+v, want %s of %s on eth0 by %s", i, c, want[i], vip4, otherMAC)
+		}
+		if wantAt := newFakeClock().Now().Add(time.Duration(i+1) * time.Second); !c.At.Equal(wantAt) {
+			t.Errorf("claim %d at %v, want %v (the responder's clock)", i, c.At, wantAt)
+		}
+	}
+	if n := value(m.ForeignClaims.WithLabelValues(vip4.String())); n != 4 {
+		t.Errorf("foreign_claims_total{ip=%q} = %v, want 4", vip4, n)
+	}
+}
+
+// TestARPProbe: an RFC 5227 probe, broadcast from our MAC with sender IP 0.0.0.0.
+func TestARPProbe(t *testing.T) {
+	r, c, m := newTestARP(t)
+	if err := r.Probe(vip4); err != nil {
+		t.Fatal(err)
+	}
+	w := c.next(t)
+	f, p := parseARPFrame(t, w.frame)
+	if !bytes.Equal(w.dst, bcast) || !bytes.Equal(f.Destination, bcast) || !bytes.Equal(f.Source, ourMAC) {
+		t.Errorf("probe %s → %s (dst %s), want %s → broadcast", f.Source, f.Destination, w.dst, ourMAC)
+	}
+	if p.Operation != arp.OperationRequest || !bytes.Equal(p.SenderHardwareAddr, ourMAC) ||
+		p.SenderIP != netip.IPv4Unspecified() || !bytes.Equal(p.TargetHardwareAddr, make([]byte, 6)) || p.TargetIP != vip4 {
+		t.Errorf("probe %+v, want a request from %s, 0.0.0.0 for %s with zero target MAC", p, ourMAC, vip4)
+	}
+	if value(m.ProbesSent) != 1 || value(m.GratuitousSent) != 0 {
+		t.Errorf("probes_sent = %v, gratuitous_sent = %v; want 1, 0", value(m.ProbesSent), value(m.GratuitousSent))
+	}
+	if err := r.Probe(vip6); err == nil {
+		t.Error("Probe of an IPv6 address on ARP did not fail")
+	}
+	c.writeErr = errors.New("ENETDOWN")
+	if err := r.Probe(vip4); err == nil || !strings.Contains(err.Error(), vip4.String()) {
+		t.Errorf("failed probe: %v, want an error naming %s", err, vip4)
 	}
 }
 

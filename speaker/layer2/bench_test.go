@@ -17,6 +17,17 @@ func BenchmarkARPHandleNotOwned(b *testing.B) {
 	}
 }
 
+// BenchmarkARPHandleReplyNotOwned is the claim check on an ARP reply from an address
+// this node does not own: one table lookup.
+func BenchmarkARPHandleReplyNotOwned(b *testing.B) {
+	r, _, _ := newTestARP(b)
+	frame := arpBytes(ourMAC, peerMAC, 2, peerMAC, peer4, ourMAC, netip.MustParseAddr("192.0.2.99"))
+	b.ReportAllocs()
+	for b.Loop() {
+		r.handle(frame)
+	}
+}
+
 func BenchmarkARPHandleReply(b *testing.B) {
 	r, _, _ := newTestARP(b)
 	frame := arpRequest(vip4)

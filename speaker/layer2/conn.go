@@ -45,8 +45,9 @@ func ListenARP(ifi *net.Interface) (Conn, error) {
 	return c, nil
 }
 
-// ListenNDP opens an AF_PACKET socket receiving the IPv6 neighbour solicitations of
-// ifi, and a datagram socket that holds its multicast group memberships.
+// ListenNDP opens an AF_PACKET socket receiving the IPv6 neighbour solicitations and
+// advertisements of ifi (the latter for claim detection), and a datagram socket that
+// holds its multicast group memberships.
 //
 // Why not a raw ICMPv6 socket (ndp.Listen)? The kernel hands a raw socket only what it
 // delivers locally, and a VIP is not a local address: the unicast solicitations hosts
@@ -54,7 +55,7 @@ func ListenARP(ifi *net.Interface) (Conn, error) {
 // us, which is MetalLB issue #2920. AF_PACKET sees every frame to our MAC and to the
 // groups we joined, and needs no bind to a link-local address (MetalLB #1680, #2685).
 func ListenNDP(ifi *net.Interface) (NDPConn, error) {
-	c, err := packet.Listen(ifi, packet.Raw, etherTypeIPv6, &packet.Config{Filter: nsFilter(ifi.Index)})
+	c, err := packet.Listen(ifi, packet.Raw, etherTypeIPv6, &packet.Config{Filter: ndFilter(ifi.Index)})
 	if err != nil {
 		return nil, err
 	}
@@ -108,8 +109,8 @@ func arpFilter(ifindex int) []bpf.RawInstruction {
 	return assemble(append(ownFrames(ifindex, len(accept)-1), accept...))
 }
 
-func nsFilter(ifindex int) []bpf.RawInstruction {
-	return assemble(append(ownFrames(ifindex, len(nsMatch)-1), nsMatch...))
+func ndFilter(ifindex int) []bpf.RawInstruction {
+	return assemble(append(ownFrames(ifindex, len(ndMatch)-1), ndMatch...))
 }
 
 // packetOtherHost is PACKET_OTHERHOST, the packet type of frames not for this host.
@@ -133,13 +134,16 @@ var accept = []bpf.Instruction{
 	bpf.RetConstant{Val: 0},
 }
 
-// nsMatch keeps IPv6 frames whose next header is ICMPv6 (58) and whose ICMPv6 type is
-// neighbour solicitation (135); offsets count from the Ethernet header.
-var nsMatch = []bpf.Instruction{
+// ndMatch keeps IPv6 frames whose next header is ICMPv6 (58) and whose ICMPv6 type is
+// neighbour solicitation (135) or advertisement (136); offsets count from the Ethernet
+// header. Advertisements cost little: a host receives those that answer its own
+// solicitations and the few unsolicited ones sent to all nodes.
+var ndMatch = []bpf.Instruction{
 	bpf.LoadAbsolute{Off: 14 + 6, Size: 1},
-	bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: 58, SkipTrue: 3},
+	bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: 58, SkipTrue: 4},
 	bpf.LoadAbsolute{Off: 14 + 40, Size: 1},
-	bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: 135, SkipTrue: 1},
+	bpf.JumpIf{Cond: bpf.JumpEqual, Val: 135, SkipTrue: 1},
+	bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: 136, SkipTrue: 1},
 	bpf.RetConstant{Val: 0x40000},
 	bpf.RetConstant{Val: 0},
 }

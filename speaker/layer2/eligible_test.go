@@ -104,11 +104,11 @@ func TestFactsOfSysfs(t *testing.T) {
 	}
 }
 
-// TestNSFilterMatch runs the solicitation part of the socket filter in x/net/bpf's VM
+// TestNDFilterMatch runs the neighbour discovery part of the socket filter in x/net/bpf's VM
 // (which cannot run the packet-type and ifindex loads; the netns tests run the whole
 // filters in the kernel).
-func TestNSFilterMatch(t *testing.T) {
-	vm, err := bpf.NewVM(nsMatch)
+func TestNDFilterMatch(t *testing.T) {
+	vm, err := bpf.NewVM(ndMatch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,8 @@ func TestNSFilterMatch(t *testing.T) {
 	}{
 		"solicitation":  {ns{}.bytes(), true},
 		"NUD probe":     {ns{dst: vip6, ethDst: ourMAC, noSLLA: true}.bytes(), true},
-		"advertisement": {adv, false},
+		"advertisement": {adv, true},
+		"router advert": {ipv6Bytes(allNodesMAC, peerMAC, peer6, allNodes, 58, 255, []byte{134, 0, 0, 0}), false},
 		"UDP":           {udp, false},
 		"short":         {ns{}.bytes()[:30], false},
 	} {
@@ -132,7 +133,7 @@ func TestNSFilterMatch(t *testing.T) {
 			t.Errorf("%s: filter kept %d bytes, want keep=%v", name, n, tc.keep)
 		}
 	}
-	for _, prog := range [][]bpf.RawInstruction{arpFilter(2), nsFilter(2)} {
+	for _, prog := range [][]bpf.RawInstruction{arpFilter(2), ndFilter(2)} {
 		if _, ok := bpf.Disassemble(prog); !ok {
 			t.Errorf("filter does not disassemble: %v", prog)
 		}

@@ -170,3 +170,62 @@ func parseNA(t *testing.T, b []byte) na {
 	}
 	return out
 }
+
+// adv describes a neighbour advertisement frame; zero fields get the defaults of an
+// unsolicited advertisement for vip6 by another host (otherMAC) to all nodes, with
+// Override and a target link-layer option of its MAC: a device announcing the VIP.
+type adv struct {
+	ethSrc, ethDst net.HardwareAddr
+	src, dst       netip.Addr
+	target         netip.Addr
+	solicited      bool
+	tlla           net.HardwareAddr // nil: ethSrc
+	noTLLA         bool
+	hop            int // 0 → 255
+	code           int
+	badSum         bool
+}
+
+func (o adv) bytes() []byte {
+	if o.target == (netip.Addr{}) {
+		o.target = vip6
+	}
+	if o.src == (netip.Addr{}) {
+		o.src = o.target
+	}
+	if o.dst == (netip.Addr{}) {
+		o.dst = netip.MustParseAddr("ff02::1")
+	}
+	if o.ethSrc == nil {
+		o.ethSrc = otherMAC
+	}
+	if o.ethDst == nil {
+		d := o.dst.As16()
+		o.ethDst = net.HardwareAddr{0x33, 0x33, d[12], d[13], d[14], d[15]}
+	}
+	if o.tlla == nil {
+		o.tlla = o.ethSrc
+	}
+	if o.hop == 0 {
+		o.hop = 255
+	}
+	flags := byte(0x20) // Override
+	if o.solicited {
+		flags |= 0x40
+	}
+	body := []byte{flags, 0, 0, 0}
+	body = append(body, o.target.AsSlice()...)
+	if !o.noTLLA {
+		body = append(body, 2, 1)
+		body = append(body, o.tlla...)
+	}
+	m := icmp.Message{Type: ipv6.ICMPTypeNeighborAdvertisement, Code: o.code, Body: &icmp.RawBody{Data: body}}
+	msg, err := m.Marshal(icmp.IPv6PseudoHeader(o.src.AsSlice(), o.dst.AsSlice()))
+	if err != nil {
+		panic(err)
+	}
+	if o.badSum {
+		msg[2] ^= 0xff
+	}
+	return ipv6Bytes(o.ethDst, o.ethSrc, o.src, o.dst, 58, uint8(o.hop), msg)
+}

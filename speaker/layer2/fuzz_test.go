@@ -14,8 +14,9 @@ import (
 
 // The fuzz targets feed arbitrary bytes to the per-packet handling. Invariants: no
 // panic; a frame is either answered (with a well-formed reply from the interface's MAC
-// to a unicast MAC) or dropped for one of the known reasons; serveFrame counts exactly
-// one outcome.
+// to a unicast MAC, for an owned IP that is not quiet) or dropped for one of the known
+// reasons; serveFrame counts exactly one outcome; a claim is reported exactly when the
+// frame is dropped as one.
 
 func FuzzARPHandle(f *testing.F) {
 	zero := make(net.HardwareAddr, 6)
@@ -26,21 +27,32 @@ func FuzzARPHandle(f *testing.F) {
 		arpBytes(bcast, peerMAC, 2, peerMAC, peer4, zero, vip4),
 		arpBytes(bcast, ourMAC, 1, ourMAC, vip4, zero, vip4),
 		arpRequest(vip4)[:20],
+		arpBytes(ourMAC, otherMAC, 2, otherMAC, vip4, ourMAC, peer4),
+		arpBytes(bcast, otherMAC, 1, otherMAC, vip4, zero, vip4),
+		arpBytes(bcast, otherMAC, 2, otherMAC, vip4Quiet, otherMAC, vip4Quiet),
+		arpRequest(vip4Quiet),
 		{},
 	} {
 		f.Add(seed)
 	}
-	r, c, m := newTestARP(f) // shared by the calls of one worker, which run one at a time
+	claims := 0
+	// shared by the calls of one worker, which run one at a time
+	r, c, m := newTestARP(f, WithClaimHandler(func(Claim) { claims++ }))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		before := outcomes(m, m.ARPReplies)
+		claimsBefore := claims
 		reply, dst, reason := r.handle(b)
+		if (claims > claimsBefore) != (reason == DropClaim) || claims > claimsBefore+1 {
+			t.Fatalf("%d claims reported for a frame dropped as %q", claims-claimsBefore, reason)
+		}
 		switch {
 		case reason == "":
 			if !unicastMAC(dst) {
 				t.Fatalf("reply to non-unicast MAC %s", dst)
 			}
 			fr, p := parseARPFrame(t, reply)
-			if p.Operation != arp.OperationReply || !bytes.Equal(fr.Source, ourMAC) || !bytes.Equal(p.SenderHardwareAddr, ourMAC) || !r.owners.Owned(p.SenderIP) {
+			if p.Operation != arp.OperationReply || !bytes.Equal(fr.Source, ourMAC) || !bytes.Equal(p.SenderHardwareAddr, ourMAC) ||
+				!r.owners.Owned(p.SenderIP) || r.owners.Quiet(p.SenderIP) {
 				t.Fatalf("bad reply %+v", p)
 			}
 		case !slices.Contains(dropReasons, reason):
@@ -67,6 +79,11 @@ func FuzzNDPHandle(f *testing.F) {
 		ns{options: []byte{200, 0, 0, 0, 0, 0, 0, 0}}.bytes(),
 		ns{hop: 1}.bytes(),
 		ns{}.bytes()[:60],
+		ns{target: vip6Quiet}.bytes(),
+		adv{}.bytes(),
+		adv{dst: peer6, ethDst: ourMAC, solicited: true}.bytes(),
+		adv{target: vip6Quiet, noTLLA: true}.bytes(),
+		adv{hop: 1}.bytes(),
 		{},
 	} {
 		f.Add(seed)
@@ -82,7 +99,8 @@ func FuzzNDPMessage(f *testing.F) {
 	f.Add(uint8(135), []byte(vip6.AsSlice()), []byte{1, 1, 2, 0, 0, 0, 0, 2}, false)
 	f.Add(uint8(135), []byte(vip6.AsSlice()), []byte{}, true)
 	f.Add(uint8(135), []byte(vip6.AsSlice()), []byte{1, 0}, false)
-	f.Add(uint8(136), []byte(vip6.AsSlice()), []byte{2, 1, 2, 0, 0, 0, 0, 2}, false)
+	f.Add(uint8(136), []byte(vip6.AsSlice()), []byte{2, 1, 2, 0, 0, 0, 0, 3}, false)
+	f.Add(uint8(136), []byte(vip6Quiet.AsSlice()), []byte{}, true)
 	r, c, m := newTestNDP(f)
 	f.Fuzz(func(t *testing.T, typ uint8, target, options []byte, unicast bool) {
 		body := make([]byte, 4, 4+len(target)+len(options))
@@ -104,7 +122,8 @@ func checkNDP(t *testing.T, r *NDPResponder, c *fakeConn, m *Metrics, b []byte) 
 	switch {
 	case reason == "":
 		got := parseNA(t, reply)
-		if !bytes.Equal(got.ethSrc, ourMAC) || !bytes.Equal(got.tlla, ourMAC) || got.msg.Override || !r.owners.Owned(got.msg.TargetAddress) {
+		if !bytes.Equal(got.ethSrc, ourMAC) || !bytes.Equal(got.tlla, ourMAC) || got.msg.Override ||
+			!r.owners.Owned(got.msg.TargetAddress) || r.owners.Quiet(got.msg.TargetAddress) {
 			t.Fatalf("bad reply %+v", got)
 		}
 		if !bytes.Equal(dst, got.ethDst) || (got.dst != allNodes && !unicastMAC(dst)) {

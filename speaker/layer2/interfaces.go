@@ -113,7 +113,7 @@ func (a *Announcer) openARP(ifi *net.Interface) bool {
 		a.log.Error(err, "opening ARP socket", "interface", ifi.Name)
 		return false
 	}
-	r, err := NewARPResponder(ifi, c, a.owners, a.metrics, a.log)
+	r, err := NewARPResponder(ifi, c, a.owners, a.metrics, a.log, a.responderOptions()...)
 	if err != nil {
 		c.Close()
 		a.log.Error(err, "starting ARP responder", "interface", ifi.Name)
@@ -131,7 +131,7 @@ func (a *Announcer) openNDP(ifi *net.Interface) bool {
 		a.log.Error(err, "opening NDP socket", "interface", ifi.Name)
 		return false
 	}
-	r, err := NewNDPResponder(ifi, c, a.owners, a.metrics, a.log)
+	r, err := NewNDPResponder(ifi, c, a.owners, a.metrics, a.log, a.responderOptions()...)
 	if err != nil {
 		c.Close()
 		a.log.Error(err, "starting NDP responder", "interface", ifi.Name)
@@ -148,6 +148,12 @@ func (a *Announcer) openNDP(ifi *net.Interface) bool {
 	a.serve(r.name, "ndp", r, func() bool { return a.ndp[r.name] == r }, func() { delete(a.ndp, r.name) })
 	a.log.Info("responder started", "interface", ifi.Name, "protocol", "ndp", "mac", r.mac.String())
 	return true
+}
+
+// responderOptions makes a responder report claims to the announcer, leave out the
+// node's own MACs, and time claims by the announcer's clock.
+func (a *Announcer) responderOptions() []ResponderOption {
+	return []ResponderOption{WithClaimHandler(a.claimed), WithNodeMACs(a.nodeMAC), withClock(a.clock)}
 }
 
 // serve runs a responder's loop. When the loop ends on its own (socket error, e.g. the
@@ -190,10 +196,10 @@ func (a *Announcer) closeNDP(name, why string) {
 func (a *Announcer) publishTargets() {
 	ts := make([]target, 0, len(a.arp)+len(a.ndp))
 	for _, r := range a.arp {
-		ts = append(ts, target{name: r.name, mac: r.mac, ipv4: true, announce: r.Announce})
+		ts = append(ts, target{name: r.name, mac: r.mac, ipv4: true, announce: r.Announce, probe: r.Probe})
 	}
 	for _, r := range a.ndp {
-		ts = append(ts, target{name: r.name, mac: r.mac, announce: r.Announce})
+		ts = append(ts, target{name: r.name, mac: r.mac, announce: r.Announce, probe: r.Probe})
 	}
 	slices.SortFunc(ts, func(x, y target) int { return strings.Compare(x.name, y.name) })
 	a.targets.Store(&ts)

@@ -16,6 +16,7 @@ const (
 	ipv6HeaderLen = 40
 	protoICMPv6   = 58
 	icmpTypeNS    = 135
+	icmpTypeNA    = 136
 	ndpHopLimit   = 255 // RFC 4861 §7.1: NDP messages are never forwarded
 )
 
@@ -109,6 +110,16 @@ func sourceLLA(ns *ndp.NeighborSolicitation) (net.HardwareAddr, bool) {
 	return nil, false
 }
 
+// targetLLA returns the Target Link-Layer Address option of an NA, if any.
+func targetLLA(na *ndp.NeighborAdvertisement) (net.HardwareAddr, bool) {
+	for _, o := range na.Options {
+		if lla, ok := o.(*ndp.LinkLayerAddress); ok && lla.Direction == ndp.Target {
+			return lla.Addr, true
+		}
+	}
+	return nil, false
+}
+
 // multicastMAC is the Ethernet address IPv6 multicast group ip maps to (RFC 2464 §7).
 func multicastMAC(ip netip.Addr) net.HardwareAddr {
 	a := ip.As16()
@@ -130,12 +141,35 @@ func naFrame(srcMAC, dstMAC net.HardwareAddr, target, dst netip.Addr, solicited,
 	if err != nil {
 		return nil, err
 	}
+	return ipv6Frame(srcMAC, dstMAC, target, dst, msg)
+}
+
+// dadFrame builds an Ethernet frame carrying a duplicate address detection
+// solicitation for target from srcMAC (RFC 4862 §5.4.2): IPv6 source ::, destination
+// the target's solicited-node group, which it also returns, and no options.
+func dadFrame(srcMAC net.HardwareAddr, target netip.Addr) ([]byte, netip.Addr, error) {
+	group, err := ndp.SolicitedNodeMulticast(target)
+	if err != nil {
+		return nil, netip.Addr{}, err
+	}
+	src := netip.IPv6Unspecified()
+	msg, err := ndp.MarshalMessageChecksum(&ndp.NeighborSolicitation{TargetAddress: target}, src, group)
+	if err != nil {
+		return nil, netip.Addr{}, err
+	}
+	frame, err := ipv6Frame(srcMAC, multicastMAC(group), src, group, msg)
+	return frame, group, err
+}
+
+// ipv6Frame wraps an ICMPv6 message in IPv6 (hop limit 255, RFC 4861 §7.1) and
+// Ethernet headers.
+func ipv6Frame(srcMAC, dstMAC net.HardwareAddr, src, dst netip.Addr, msg []byte) ([]byte, error) {
 	ip := make([]byte, ipv6HeaderLen, ipv6HeaderLen+len(msg))
 	ip[0] = 6 << 4
 	binary.BigEndian.PutUint16(ip[4:6], uint16(len(msg)))
 	ip[6] = protoICMPv6
 	ip[7] = ndpHopLimit
-	s, d := target.As16(), dst.As16()
+	s, d := src.As16(), dst.As16()
 	copy(ip[8:24], s[:])
 	copy(ip[24:40], d[:])
 	ip = append(ip, msg...)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"net/netip"
 	"sync/atomic"
 
 	"github.com/go-logr/logr"
@@ -22,6 +23,32 @@ type link struct {
 	m      *Metrics
 	log    logr.Logger
 	closed atomic.Bool
+
+	clock    clock
+	onClaim  func(Claim)                 // nil: claims are only counted
+	nodeMACs func(net.HardwareAddr) bool // nil: only the interface's own MAC is ours
+}
+
+// ResponderOption configures an ARPResponder or an NDPResponder.
+type ResponderOption func(*link)
+
+// WithClaimHandler makes the responder call report for every claim it sees (see
+// Claim), besides counting it. report runs on the responder's receive loop, so it must
+// return quickly.
+func WithClaimHandler(report func(Claim)) ResponderOption {
+	return func(l *link) { l.onClaim = report }
+}
+
+// WithNodeMACs tells the responder which MACs, besides its interface's own, are this
+// node's: a node with two interfaces on one LAN hears its own announcements on the
+// other interface, and they are not claims.
+func WithNodeMACs(ours func(net.HardwareAddr) bool) ResponderOption {
+	return func(l *link) { l.nodeMACs = ours }
+}
+
+// withClock makes the responder time its claims by the announcer's clock.
+func withClock(c clock) ResponderOption {
+	return func(l *link) { l.clock = c }
 }
 
 // frameHandler returns the answer to one frame and its destination MAC, or the reason
@@ -29,7 +56,7 @@ type link struct {
 type frameHandler func(frame []byte) (reply []byte, dst net.HardwareAddr, reason string)
 
 // init sets the link up in place (it holds an atomic and must not be copied).
-func (l *link) init(ifi *net.Interface, c Conn, owners *Table, m *Metrics, log logr.Logger, proto string) error {
+func (l *link) init(ifi *net.Interface, c Conn, owners *Table, m *Metrics, log logr.Logger, proto string, opts []ResponderOption) error {
 	if len(ifi.HardwareAddr) != 6 {
 		return fmt.Errorf("layer2: interface %s has no Ethernet MAC", ifi.Name)
 	}
@@ -39,7 +66,24 @@ func (l *link) init(ifi *net.Interface, c Conn, owners *Table, m *Metrics, log l
 	l.owners = owners
 	l.m = m
 	l.log = log.WithValues("interface", ifi.Name, "protocol", proto)
+	l.clock = realClock{}
+	for _, o := range opts {
+		o(l)
+	}
 	return nil
+}
+
+// claimed decides whether mac, seen saying it holds ip (owned on this interface), is
+// another device; if so it counts and reports the claim.
+func (l *link) claimed(ip netip.Addr, mac net.HardwareAddr, kind ClaimKind) bool {
+	if sameMAC(mac, l.mac) || (l.nodeMACs != nil && l.nodeMACs(mac)) {
+		return false
+	}
+	l.m.claim(ip)
+	if l.onClaim != nil {
+		l.onClaim(Claim{IP: ip, Interface: l.name, MAC: bytes.Clone(mac), At: l.clock.Now(), Kind: kind})
+	}
+	return true
 }
 
 // Interface is the name of the interface the responder answers on.

@@ -1,6 +1,9 @@
 package layer2
 
 import (
+	"net"
+	"net/netip"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -24,9 +27,15 @@ const (
 	// DropWrongInterface: asks for an owned IP on an interface its advertisement does
 	// not allow.
 	DropWrongInterface = "wrong-interface"
+	// DropClaim: another device says it holds an IP this node owns (a claim, also
+	// counted in herald_l2_foreign_claims_total); never answered.
+	DropClaim = "claim"
+	// DropSuppressed: asks for an owned IP this node does not answer for now: it is
+	// probing the IP before announcing it, or has yielded it to another device.
+	DropSuppressed = "suppressed"
 )
 
-var dropReasons = []string{DropMalformed, DropNotRequest, DropForeignDst, DropOwnFrame, DropNotOwned, DropWrongInterface}
+var dropReasons = []string{DropMalformed, DropNotRequest, DropForeignDst, DropOwnFrame, DropNotOwned, DropWrongInterface, DropClaim, DropSuppressed}
 
 // Metrics are the layer-2 counters. Build them with NewMetrics; a nil *Metrics counts
 // nothing.
@@ -45,6 +54,16 @@ type Metrics struct {
 	NDPAdvertisements prometheus.Counter
 	// Dropped counts received frames not answered, by reason (the Drop* constants).
 	Dropped *prometheus.CounterVec
+	// ProbesSent counts probes sent: ARP probes (sender IP 0.0.0.0) and duplicate
+	// address detection solicitations (source ::) for owned IPs.
+	ProbesSent prometheus.Counter
+	// ForeignClaims counts, by IP, frames in which a device other than this node
+	// claims an IP this node owns on the receiving interface, from other herald speakers
+	// as well as from foreign hosts.
+	ForeignClaims *prometheus.CounterVec
+	// Conflict is 1 for each IP this node owns but has yielded to the foreign device
+	// with the given MAC; the series goes when the conflict clears or the IP is withdrawn.
+	Conflict *prometheus.GaugeVec
 }
 
 // NewMetrics builds the counters and registers them on reg (none if reg is nil).
@@ -62,12 +81,22 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "herald_l2_dropped_frames_total",
 			Help: "ARP and NDP frames received and not answered, by reason.",
 		}, []string{"reason"}),
+		ProbesSent: counter("herald_l2_probes_sent_total", "Address probes sent for owned IPs: ARP probes and IPv6 duplicate address detection solicitations."),
+		ForeignClaims: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_l2_foreign_claims_total",
+			Help: "Frames from another MAC (another herald speaker or a foreign host) claiming an IP this node owns, by IP.",
+		}, []string{"ip"}),
+		Conflict: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "herald_l2_conflict",
+			Help: "1 while this node owns the IP but has stopped answering for it because the device with the given MAC claims it.",
+		}, []string{"ip", "mac"}),
 	}
 	for _, r := range dropReasons {
 		m.Dropped.WithLabelValues(r) // export every reason from the start, at 0
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.ARPRequests, m.ARPReplies, m.GratuitousSent, m.NDPSolicitations, m.NDPAdvertisements, m.Dropped} {
+		for _, c := range []prometheus.Collector{m.ARPRequests, m.ARPReplies, m.GratuitousSent, m.NDPSolicitations, m.NDPAdvertisements, m.Dropped,
+			m.ProbesSent, m.ForeignClaims, m.Conflict} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -88,8 +117,27 @@ func (m *Metrics) inc(c func(*Metrics) prometheus.Counter) {
 	}
 }
 
+func (m *Metrics) claim(ip netip.Addr) {
+	if m != nil {
+		m.ForeignClaims.WithLabelValues(ip.String()).Inc()
+	}
+}
+
+func (m *Metrics) setConflict(ip netip.Addr, mac net.HardwareAddr) {
+	if m != nil {
+		m.Conflict.WithLabelValues(ip.String(), mac.String()).Set(1)
+	}
+}
+
+func (m *Metrics) clearConflict(ip netip.Addr, mac net.HardwareAddr) {
+	if m != nil {
+		m.Conflict.DeleteLabelValues(ip.String(), mac.String())
+	}
+}
+
 func arpRequests(m *Metrics) prometheus.Counter       { return m.ARPRequests }
 func arpReplies(m *Metrics) prometheus.Counter        { return m.ARPReplies }
 func gratuitousSent(m *Metrics) prometheus.Counter    { return m.GratuitousSent }
 func ndpSolicitations(m *Metrics) prometheus.Counter  { return m.NDPSolicitations }
 func ndpAdvertisements(m *Metrics) prometheus.Counter { return m.NDPAdvertisements }
+func probesSent(m *Metrics) prometheus.Counter        { return m.ProbesSent }

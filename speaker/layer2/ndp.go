@@ -14,9 +14,10 @@ import (
 
 // NDPResponder answers IPv6 neighbour solicitations on one interface for the VIPs the
 // Table says this node owns there, with that interface's MAC, keeps the interface in
-// the solicited-node multicast groups of those VIPs, and sends the unsolicited
-// neighbour advertisements of takeovers. One goroutine runs Serve; Track and Announce
-// may be called concurrently.
+// the solicited-node multicast groups of those VIPs, sends the unsolicited neighbour
+// advertisements of takeovers and the duplicate address detection probes of the
+// conflict rules, and reports claims: advertisements from other devices for an owned
+// VIP. One goroutine runs Serve; Track, Announce and Probe may be called concurrently.
 //
 // Flags of the answers (RFC 4861 §7.2.4):
 //   - Solicited=1 in answers to a solicitation from a unicast source, sent back to that
@@ -52,7 +53,7 @@ type groupMembership struct {
 
 // NewNDPResponder returns a responder for ifi reading and writing frames through c.
 // The interface must have a 6-byte Ethernet MAC. m may be nil.
-func NewNDPResponder(ifi *net.Interface, c NDPConn, owners *Table, m *Metrics, log logr.Logger) (*NDPResponder, error) {
+func NewNDPResponder(ifi *net.Interface, c NDPConn, owners *Table, m *Metrics, log logr.Logger, opts ...ResponderOption) (*NDPResponder, error) {
 	mtu := ifi.MTU
 	if mtu < 1280 {
 		mtu = 1500
@@ -63,7 +64,7 @@ func NewNDPResponder(ifi *net.Interface, c NDPConn, owners *Table, m *Metrics, l
 		vips:    map[netip.Addr]struct{}{},
 		groups:  map[netip.Addr]*groupMembership{},
 	}
-	if err := r.init(ifi, c, owners, m, log, "ndp"); err != nil {
+	if err := r.init(ifi, c, owners, m, log, "ndp", opts); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -83,6 +84,7 @@ func (r *NDPResponder) serveFrame(b []byte) { r.answer(b, r.handle, ndpAdvertise
 // Validation follows RFC 4861 §7.1.1; in order:
 //   - malformed: not an untagged IPv6 frame with a complete fixed header;
 //   - own-frame: Ethernet source is our MAC;
+//   - an advertisement (ICMPv6 type 136) is never answered: see advertisement;
 //   - not-request: not ICMPv6 type 135 right after the fixed header;
 //   - malformed: hop limit not 255, ICMPv6 checksum wrong, code not 0, shorter than 24
 //     bytes, an option of length 0, unparseable, multicast target, multicast source,
@@ -100,7 +102,14 @@ func (r *NDPResponder) handle(b []byte) ([]byte, net.HardwareAddr, string) {
 	if sameMAC(p.ethSrc, r.mac) {
 		return nil, nil, DropOwnFrame
 	}
-	if p.nextHeader != protoICMPv6 || len(p.icmp) < 1 || p.icmp[0] != icmpTypeNS {
+	if p.nextHeader != protoICMPv6 || len(p.icmp) < 1 {
+		return nil, nil, DropNotRequest
+	}
+	switch p.icmp[0] {
+	case icmpTypeNA:
+		return nil, nil, r.advertisement(&p)
+	case icmpTypeNS:
+	default:
 		return nil, nil, DropNotRequest
 	}
 	if p.hopLimit != ndpHopLimit || len(p.icmp) < 24 || p.icmp[1] != 0 ||
@@ -132,12 +141,13 @@ func (r *NDPResponder) handle(b []byte) ([]byte, net.HardwareAddr, string) {
 		}
 	}
 	r.m.inc(ndpSolicitations)
-	owned, allowed := r.owners.Lookup(target, r.name)
-	if !owned {
+	switch r.owners.status(target, r.name) {
+	case statusNotOwned:
 		return nil, nil, DropNotOwned
-	}
-	if !allowed {
+	case statusWrongInterface:
 		return nil, nil, DropWrongInterface
+	case statusQuiet:
+		return nil, nil, DropSuppressed
 	}
 
 	dstIP, dstMAC, solicited := p.src, p.ethSrc, true
@@ -155,6 +165,51 @@ func (r *NDPResponder) handle(b []byte) ([]byte, net.HardwareAddr, string) {
 		return nil, nil, DropMalformed
 	}
 	return frame, dstMAC, ""
+}
+
+// advertisement returns why a received neighbour advertisement is dropped: claim if
+// its target is a VIP owned on this interface and the advertised MAC (the Target
+// Link-Layer Address option, else the Ethernet source) is not this node's; else
+// not-request, as for any message that is not a solicitation. The target is looked up
+// first, so the advertisements of other addresses cost one table lookup; a candidate
+// claim is then validated as RFC 4861 §7.1.2 asks (malformed, foreign-dst): hop limit
+// 255, checksum, code 0, at least 24 bytes, options of non-zero length, a unicast
+// target, Solicited clear if sent to a multicast group, and an Ethernet destination
+// that is our MAC or a group.
+func (r *NDPResponder) advertisement(p *icmpv6Packet) string {
+	if len(p.icmp) < 24 {
+		return DropMalformed
+	}
+	target := netip.AddrFrom16([16]byte(p.icmp[8:24]))
+	if !r.owners.status(target, r.name).here() {
+		return DropNotRequest
+	}
+	if p.hopLimit != ndpHopLimit || p.icmp[1] != 0 ||
+		icmpv6Checksum(p.src, p.dst, p.icmp) != 0 || !optionsWellFormed(p.icmp[24:]) {
+		return DropMalformed
+	}
+	msg, err := ndp.ParseMessage(p.icmp)
+	if err != nil {
+		return DropMalformed
+	}
+	na, ok := msg.(*ndp.NeighborAdvertisement)
+	if !ok || na.TargetAddress.IsMulticast() || (p.dst.IsMulticast() && na.Solicited) {
+		return DropMalformed
+	}
+	if p.ethDst[0]&1 == 0 && !sameMAC(p.ethDst, r.mac) {
+		return DropForeignDst
+	}
+	mac, ok := targetLLA(na)
+	if !ok {
+		mac = p.ethSrc
+	}
+	if !unicastMAC(mac) {
+		return DropMalformed
+	}
+	if r.claimed(target, mac, ClaimNeighborAdvertisement) {
+		return DropClaim
+	}
+	return DropNotRequest
 }
 
 var errNotIPv6 = errors.New("layer2: not an IPv6 address")
@@ -176,6 +231,27 @@ func (r *NDPResponder) Announce(ip netip.Addr) error {
 		return fmt.Errorf("layer2: unsolicited NA for %s on %s: %w", ip, r.name, err)
 	}
 	r.m.inc(gratuitousSent)
+	return nil
+}
+
+// Probe sends a duplicate address detection solicitation for ip (RFC 4862 §5.4.2: from
+// :: to ip's solicited-node group, no Source Link-Layer Address option). A node holding
+// ip answers with an advertisement to all nodes, which Serve reports as a claim; no
+// node updates its cache from the solicitation. The interface should be in ip's group
+// (Track) to hear a node doing the same. It does not check ownership.
+func (r *NDPResponder) Probe(ip netip.Addr) error {
+	ip = normalize(ip)
+	if !ip.Is6() {
+		return errNotIPv6
+	}
+	frame, group, err := dadFrame(r.mac, ip)
+	if err != nil {
+		return err
+	}
+	if _, err := r.conn.WriteTo(frame, &packet.Addr{HardwareAddr: multicastMAC(group)}); err != nil {
+		return fmt.Errorf("layer2: duplicate address detection for %s on %s: %w", ip, r.name, err)
+	}
+	r.m.inc(probesSent)
 	return nil
 }
 

@@ -15,20 +15,22 @@ import (
 
 var (
 	vip6Other   = netip.MustParseAddr("2001:db8::20") // owned, allowed only on eth1
+	vip6Quiet   = netip.MustParseAddr("2001:db8::30") // owned, quiet
 	allNodesMAC = net.HardwareAddr{0x33, 0x33, 0, 0, 0, 1}
 )
 
-func newTestNDP(t testing.TB) (*NDPResponder, *fakeConn, *Metrics) {
+func newTestNDP(t testing.TB, opts ...ResponderOption) (*NDPResponder, *fakeConn, *Metrics) {
 	t.Helper()
 	owners := NewTable()
 	owners.Set("svc-a", vip6, nil)
 	owners.Set("svc-b", vip6Other, []string{"eth1"})
+	owners.set("svc-c", vip6Quiet, nil, true)
 	m, err := NewMetrics(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := newFakeConn()
-	r, err := NewNDPResponder(&net.Interface{Name: "eth0", Index: 2, MTU: 1500, HardwareAddr: ourMAC}, c, owners, m, logr.Discard())
+	r, err := NewNDPResponder(&net.Interface{Name: "eth0", Index: 2, MTU: 1500, HardwareAddr: ourMAC}, c, owners, m, logr.Discard(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +88,24 @@ func TestNDPRules(t *testing.T) {
 		{"payload length beyond the frame", ns{}.bytes()[:80], want{reason: DropMalformed}},
 		{"IPv4 EtherType", append(append(append([]byte{}, bcast...), peerMAC...), 0x08, 0x00), want{reason: DropMalformed}},
 		{"empty", nil, want{reason: DropMalformed}},
+
+		{"solicitation for a quiet VIP", ns{target: vip6Quiet}.bytes(), want{reason: DropSuppressed}},
+		{"DAD probe for a quiet VIP", ns{target: vip6Quiet, src: unspec, noSLLA: true}.bytes(), want{reason: DropSuppressed}},
+		{"unsolicited NA for the VIP by another host", adv{}.bytes(), want{reason: DropClaim}},
+		{"NA for a quiet VIP by another host", adv{target: vip6Quiet}.bytes(), want{reason: DropClaim}},
+		{"solicited NA for the VIP to our MAC", adv{dst: peer6, ethDst: ourMAC, solicited: true}.bytes(), want{reason: DropClaim}},
+		{"NA without target LLA: the Ethernet source claims", adv{noTLLA: true}.bytes(), want{reason: DropClaim}},
+		{"NA answering DAD, from a link-local source", adv{src: peer6}.bytes(), want{reason: DropClaim}},
+		{"NA with our MAC as target LLA", adv{tlla: ourMAC}.bytes(), want{reason: DropNotRequest}},
+		{"NA for an address not owned", adv{target: netip.MustParseAddr("2001:db8::99")}.bytes(), want{reason: DropNotRequest}},
+		{"NA for a VIP owned on another interface", adv{target: vip6Other}.bytes(), want{reason: DropNotRequest}},
+		{"NA claim with hop limit 64", adv{hop: 64}.bytes(), want{reason: DropMalformed}},
+		{"NA claim with a bad checksum", adv{badSum: true}.bytes(), want{reason: DropMalformed}},
+		{"NA claim with code 1", adv{code: 1}.bytes(), want{reason: DropMalformed}},
+		{"solicited NA to a multicast group", adv{solicited: true}.bytes(), want{reason: DropMalformed}},
+		{"NA claim with a multicast target LLA", adv{tlla: allNodesMAC}.bytes(), want{reason: DropMalformed}},
+		{"NA claim to another host's MAC", adv{dst: peer6, ethDst: peerMAC}.bytes(), want{reason: DropForeignDst}},
+		{"NA shorter than its fixed part", ipv6Bytes(allNodesMAC, otherMAC, vip6, allNodes, 58, 255, []byte{136, 0, 0, 0, 0x20, 0, 0, 0}), want{reason: DropMalformed}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -161,6 +181,67 @@ func TestNDPServe(t *testing.T) {
 		if pair[0] != pair[1] {
 			t.Errorf("%s = %v, want %v", name, pair[0], pair[1])
 		}
+	}
+}
+
+// TestNDPClaims: an advertisement of the VIP by another host is counted and reported;
+// this node's other MACs and advertisements of other addresses are not claims.
+func TestNDPClaims(t *testing.T) {
+	var got []Claim
+	r, _, m := newTestNDP(t, WithClaimHandler(func(c Claim) { got = append(got, c) }),
+		WithNodeMACs(func(mac net.HardwareAddr) bool { return bytes.Equal(mac, peerMAC) }))
+	r.handle(adv{}.bytes())
+	r.handle(adv{noTLLA: true, ethSrc: peerMAC}.bytes())                         // this node
+	r.handle(adv{ethSrc: peerMAC, tlla: otherMAC}.bytes())                       // the option names the claimer
+	r.handle(adv{target: netip.MustParseAddr("2001:db8::99")}.bytes())           // not owned
+	r.handle(ns{src: vip6, target: netip.MustParseAddr("2001:db8::99")}.bytes()) // a solicitation is no claim
+	if len(got) != 2 {
+		t.Fatalf("%d claims, want 2: %+v", len(got), got)
+	}
+	for _, c := range got {
+		if c.IP != vip6 || c.Interface != "eth0" || !bytes.Equal(c.MAC, otherMAC) || c.Kind != ClaimNeighborAdvertisement {
+			t.Errorf("claim %+v, want %s on eth0 by %s", c, vip6, otherMAC)
+		}
+	}
+	if n := value(m.ForeignClaims.WithLabelValues(vip6.String())); n != 2 {
+		t.Errorf("foreign_claims_total = %v, want 2", n)
+	}
+}
+
+// TestNDPProbe: a duplicate address detection solicitation (RFC 4862 §5.4.2).
+func TestNDPProbe(t *testing.T) {
+	r, c, m := newTestNDP(t)
+	if err := r.Probe(vip6); err != nil {
+		t.Fatal(err)
+	}
+	w := c.next(t)
+	p, err := parseIPv6(w.frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := netip.MustParseAddr("ff02::1:ff00:10")
+	groupMAC := net.HardwareAddr{0x33, 0x33, 0xff, 0, 0, 0x10}
+	if !bytes.Equal(w.dst, groupMAC) || !bytes.Equal(p.ethDst, groupMAC) || !bytes.Equal(p.ethSrc, ourMAC) {
+		t.Errorf("probe %s → %s (dst %s), want %s → %s", p.ethSrc, p.ethDst, w.dst, ourMAC, groupMAC)
+	}
+	if p.src != netip.IPv6Unspecified() || p.dst != group || p.hopLimit != 255 || p.nextHeader != 58 {
+		t.Errorf("probe from %s to %s hop limit %d next header %d, want :: to %s, 255, 58", p.src, p.dst, p.hopLimit, p.nextHeader, group)
+	}
+	if s := icmpv6Checksum(p.src, p.dst, p.icmp); s != 0 {
+		t.Errorf("checksum does not verify (%#x)", s)
+	}
+	msg, err := ndp.ParseMessage(p.icmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sol, ok := msg.(*ndp.NeighborSolicitation); !ok || sol.TargetAddress != vip6 || len(sol.Options) != 0 {
+		t.Errorf("probe %+v, want a solicitation for %s without options", msg, vip6)
+	}
+	if value(m.ProbesSent) != 1 {
+		t.Errorf("probes_sent = %v, want 1", value(m.ProbesSent))
+	}
+	if err := r.Probe(vip4); err == nil {
+		t.Error("Probe of an IPv4 address on NDP did not fail")
 	}
 }
 

@@ -25,7 +25,9 @@ import (
 // sender in another ("B", a client on the LAN), joined by a veth pair. The Announcer
 // runs in a helper process started with `ip netns exec A`, so every socket it opens
 // and every interface it scans is A's; nothing touches the root namespace's links,
-// routes or firewall. They need root and the Debian packages iproute2 and arping.
+// routes or firewall. The conflict tests add a third namespace ("P", a printer whose
+// kernel holds the VIP as an address of its own) and put A, B and P on a bridge in a
+// fourth. They need root and the Debian packages iproute2 and arping.
 
 // Addresses of the lab: A has no IP address at all on its link (a responder needs
 // none); B is 192.0.2.2/24 and 2001:db8::2/64.
@@ -36,7 +38,8 @@ var (
 
 var labSeq atomic.Int32
 
-// lab is two network namespaces joined by veth pairs, removed by name on cleanup.
+// lab is two network namespaces joined by veth pairs, removed by name on cleanup; or,
+// built by newBridgedLab, A, B and a printer P on one bridge.
 type lab struct {
 	t        *testing.T
 	nsA, nsB string
@@ -44,9 +47,12 @@ type lab struct {
 	decoyA   string // A's end of a second link, named like a CNI device (excluded)
 	decoyB   string
 	macA     string
+
+	nsP, ifP, macP string // the printer of a bridged lab
 }
 
-func newLab(t *testing.T) *lab {
+// labID names the namespaces and links of one lab: unique per process and lab.
+func labID(t *testing.T) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Fatal("this test needs root (CAP_NET_ADMIN and CAP_NET_RAW) to create network namespaces and raw sockets; run it as root")
@@ -56,7 +62,27 @@ func newLab(t *testing.T) *lab {
 			t.Fatalf("this test needs %q (Debian package %s): %v", tool.bin, tool.pkg, err)
 		}
 	}
-	id := fmt.Sprintf("%d%c", os.Getpid(), 'a'+labSeq.Add(1)-1)
+	return fmt.Sprintf("%d%c", os.Getpid(), 'a'+labSeq.Add(1)-1)
+}
+
+// addNamespaces creates the namespaces and removes them by name on cleanup, with
+// every link in them.
+func (l *lab) addNamespaces(names ...string) {
+	l.t.Helper()
+	for _, ns := range names {
+		exec.Command("ip", "netns", "del", ns).Run() // a leftover of a crashed run with our pid
+		l.ip("netns", "add", ns)
+		l.t.Cleanup(func() {
+			if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
+				l.t.Errorf("removing namespace %s: %v: %s", ns, err, out)
+			}
+		})
+	}
+}
+
+func newLab(t *testing.T) *lab {
+	t.Helper()
+	id := labID(t)
 	l := &lab{
 		t:      t,
 		nsA:    "herald-l2test-" + id + "-a",
@@ -66,15 +92,7 @@ func newLab(t *testing.T) *lab {
 		decoyA: "veth" + id,
 		decoyB: "hl2c" + id,
 	}
-	for _, ns := range []string{l.nsA, l.nsB} {
-		exec.Command("ip", "netns", "del", ns).Run() // a leftover of a crashed run with our pid
-		l.ip("netns", "add", ns)
-		t.Cleanup(func() {
-			if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
-				t.Errorf("removing namespace %s: %v: %s", ns, err, out)
-			}
-		})
-	}
+	l.addNamespaces(l.nsA, l.nsB)
 	// Links are created directly inside the namespaces.
 	l.ip("link", "add", l.ifA, "netns", l.nsA, "type", "veth", "peer", "name", l.ifB, "netns", l.nsB)
 	l.ip("link", "add", l.decoyA, "netns", l.nsA, "type", "veth", "peer", "name", l.decoyB, "netns", l.nsB)
@@ -85,6 +103,41 @@ func newLab(t *testing.T) *lab {
 		l.ip("-n", x[0], "link", "set", x[1], "up")
 	}
 	l.macA = l.linkMAC(l.nsA, l.ifA)
+	return l
+}
+
+// newBridgedLab is three namespaces on one LAN: A (the node running the announcer),
+// B (a client, 192.0.2.2/24 and 2001:db8::2/64) and P (a printer, no address yet),
+// each linked by a veth pair to a bridge in a fourth namespace, the switch. The
+// bridge floods multicast (no snooping), as a small office switch does.
+func newBridgedLab(t *testing.T) *lab {
+	t.Helper()
+	id := labID(t)
+	l := &lab{
+		t:   t,
+		nsA: "herald-l2test-" + id + "-a",
+		nsB: "herald-l2test-" + id + "-b",
+		nsP: "herald-l2test-" + id + "-p",
+		ifA: "hl2a" + id,
+		ifB: "hl2b" + id,
+		ifP: "hl2p" + id,
+	}
+	nsS, br := "herald-l2test-"+id+"-s", "hl2br"+id
+	l.addNamespaces(l.nsA, l.nsB, l.nsP, nsS)
+	l.ip("-n", nsS, "link", "add", br, "type", "bridge", "mcast_snooping", "0")
+	for _, end := range []struct{ ns, ifname, port string }{
+		{l.nsA, l.ifA, "hl2sa" + id}, {l.nsB, l.ifB, "hl2sb" + id}, {l.nsP, l.ifP, "hl2sp" + id},
+	} {
+		l.ip("link", "add", end.ifname, "netns", end.ns, "type", "veth", "peer", "name", end.port, "netns", nsS)
+		l.ip("-n", nsS, "link", "set", end.port, "master", br, "up")
+		l.ip("-n", end.ns, "link", "set", "lo", "up")
+		l.ip("-n", end.ns, "link", "set", end.ifname, "up")
+	}
+	l.ip("-n", nsS, "link", "set", br, "up")
+	l.ip("-n", l.nsB, "addr", "add", "192.0.2.2/24", "dev", l.ifB)
+	l.ip("-n", l.nsB, "-6", "addr", "add", "2001:db8::2/64", "dev", l.ifB, "nodad")
+	l.macA = l.linkMAC(l.nsA, l.ifA)
+	l.macP = l.linkMAC(l.nsP, l.ifP)
 	return l
 }
 
@@ -283,19 +336,28 @@ func (p *announcerProc) waitResponders(want string) {
 	}
 }
 
-// metric reads one counter from the helper, e.g. herald_l2_arp_replies_total.
+// metric reads one counter or gauge from the helper, e.g.
+// herald_l2_arp_replies_total.
 func (p *announcerProc) metric(name string) float64 {
 	p.t.Helper()
+	v, ok := p.metrics()[name]
+	if !ok {
+		p.t.Fatalf("helper has no metric %s", name)
+	}
+	return v
+}
+
+// metrics reads every series from the helper.
+func (p *announcerProc) metrics() map[string]float64 {
+	p.t.Helper()
+	out := map[string]float64{}
 	for _, kv := range strings.Fields(strings.TrimPrefix(p.do("metrics", "metrics"), "metrics ")) {
 		i := strings.LastIndex(kv, "=")
-		if k, v := kv[:i], kv[i+1:]; k == name {
-			var f float64
-			fmt.Sscan(v, &f)
-			return f
-		}
+		var f float64
+		fmt.Sscan(kv[i+1:], &f)
+		out[kv[:i]] = f
 	}
-	p.t.Fatalf("helper has no metric %s", name)
-	return 0
+	return out
 }
 
 // TestNetnsARP: a real ARP responder in namespace A answers B's kernel and arping with
@@ -433,6 +495,138 @@ func TestNetnsNDP(t *testing.T) {
 	}
 }
 
+// conflictGauge is the helper's herald_l2_conflict series name for ip and mac.
+func conflictGauge(ip netip.Addr, mac string) string {
+	return fmt.Sprintf(`herald_l2_conflict{ip=%q}{mac=%q}`, ip.String(), mac)
+}
+
+// labRefresh is the schedule refresh of the conflict tests' announcer, and so the
+// period of its conflict rechecks.
+const labRefresh = 2 * time.Second
+
+// awaitCleared waits for the helper to take ip back after the printer let it go at
+// gone, and checks it did so within one recheck period (plus a probe round and slack
+// for a loaded machine).
+func (p *announcerProc) awaitCleared(ip netip.Addr, gone time.Time) {
+	p.t.Helper()
+	p.await("cleared " + ip.String())
+	if took := time.Since(gone); took > labRefresh+DefaultProbeWait+time.Second {
+		p.t.Fatalf("took %v to take %s back, more than the recheck period %v", took, ip, labRefresh)
+	}
+}
+
+// TestNetnsConflictProbe: a printer on the LAN holds the VIP as a kernel address; a
+// Set with Probe finds it by an ARP probe, which the printer's kernel answers, and
+// yields at once: no gratuitous ARP ever goes out, requests go unanswered, B resolves
+// the VIP to the printer. Once the printer's address is removed, the next recheck
+// takes the VIP back and announces it.
+func TestNetnsConflictProbe(t *testing.T) {
+	l := newBridgedLab(t)
+	p := l.startAnnouncer("HERALD_L2_REFRESH=" + labRefresh.String())
+	p.waitResponders(l.ifA + "/arp " + l.ifA + "/ndp")
+	l.ip("-n", l.nsP, "addr", "add", labVIP4.String()+"/24", "dev", l.ifP)
+
+	p.do("set "+labVIP4.String()+" probe", "ok")
+	if line := p.await("conflict " + labVIP4.String()); line != fmt.Sprintf("conflict %s %s %s before=true", labVIP4, l.macP, l.ifA) {
+		t.Fatalf("got %q, want the printer %s found before announcing", line, l.macP)
+	}
+	if got := p.metric(conflictGauge(labVIP4, l.macP)); got != 1 {
+		t.Fatalf("conflict gauge %v, want 1", got)
+	}
+	if mac := l.arping(l.ifB, labVIP4); mac != l.macP {
+		t.Fatalf("B's arping got %q, want only the printer %s", mac, l.macP)
+	}
+	if got := p.metric("herald_l2_gratuitous_sent_total"); got != 0 {
+		t.Fatalf("%v gratuitous frames sent for an IP found in use", got)
+	}
+	if got := p.metric("herald_l2_arp_replies_total"); got != 0 {
+		t.Fatalf("%v ARP replies sent for a yielded IP", got)
+	}
+	if p.metric(`herald_l2_dropped_frames_total{reason="suppressed"}`) < 1 {
+		t.Fatal("B's requests were not dropped as suppressed")
+	}
+
+	l.ip("-n", l.nsP, "addr", "del", labVIP4.String()+"/24", "dev", l.ifP)
+	p.awaitCleared(labVIP4, time.Now())
+	p.await("announced " + labVIP4.String())
+	if mac := l.arping(l.ifB, labVIP4); mac != l.macA {
+		t.Fatalf("after the printer left, arping got %q, want A's %s", mac, l.macA)
+	}
+	if _, ok := p.metrics()[conflictGauge(labVIP4, l.macP)]; ok {
+		t.Fatal("the conflict gauge is still there after the conflict cleared")
+	}
+}
+
+// TestNetnsConflictWhileOwning: A announces the VIP; then the printer is given it by
+// hand and announces it with gratuitous ARP. A defends once and probes; the printer's
+// kernel answers the probe, and A yields: B's arping gets the printer only. When the
+// printer's address goes, A takes the VIP back within a recheck period and B's cache
+// follows A's announcement.
+func TestNetnsConflictWhileOwning(t *testing.T) {
+	l := newBridgedLab(t)
+	p := l.startAnnouncer("HERALD_L2_REFRESH=" + labRefresh.String())
+	p.waitResponders(l.ifA + "/arp " + l.ifA + "/ndp")
+	p.do("set "+labVIP4.String(), "ok")
+	p.await("announced " + labVIP4.String())
+	if mac := l.arping(l.ifB, labVIP4); mac != l.macA {
+		t.Fatalf("arping got %q, want A's %s", mac, l.macA)
+	}
+
+	l.ip("-n", l.nsP, "addr", "add", labVIP4.String()+"/24", "dev", l.ifP)
+	// arping exits 1 as nobody replies to a gratuitous request.
+	if out, err := l.in(l.nsP, "arping", "-U", "-c", "1", "-i", l.ifP, "-S", labVIP4.String(), labVIP4.String()); err != nil && !strings.Contains(out, "1 packets transmitted") {
+		t.Fatalf("gratuitous ARP from the printer: %v: %s", err, out)
+	}
+	if line := p.await("conflict " + labVIP4.String()); line != fmt.Sprintf("conflict %s %s %s before=false", labVIP4, l.macP, l.ifA) {
+		t.Fatalf("got %q, want a conflict with the printer %s", line, l.macP)
+	}
+	if got := p.metric(conflictGauge(labVIP4, l.macP)); got != 1 {
+		t.Fatalf("conflict gauge %v, want 1", got)
+	}
+	if got := p.metric(fmt.Sprintf(`herald_l2_foreign_claims_total{ip=%q}`, labVIP4.String())); got < 2 {
+		t.Fatalf("%v foreign claims counted, want at least the printer's announcement and its answer to the probe", got)
+	}
+	replies := p.metric("herald_l2_arp_replies_total")
+	if mac := l.arping(l.ifB, labVIP4); mac != l.macP {
+		t.Fatalf("B's arping got %q, want only the printer %s", mac, l.macP)
+	}
+	if got := p.metric("herald_l2_arp_replies_total"); got != replies {
+		t.Fatalf("A answered for a yielded IP (%v → %v replies)", replies, got)
+	}
+
+	// B's kernel has the printer cached; A's announcement after the recovery moves it.
+	l.ip("-n", l.nsB, "neigh", "replace", labVIP4.String(), "lladdr", l.macP, "dev", l.ifB, "nud", "stale")
+	l.ip("-n", l.nsP, "addr", "del", labVIP4.String()+"/24", "dev", l.ifP)
+	p.awaitCleared(labVIP4, time.Now())
+	l.waitNeigh(labVIP4, l.macA)
+	if mac := l.arping(l.ifB, labVIP4); mac != l.macA {
+		t.Fatalf("after the printer left, arping got %q, want A's %s", mac, l.macA)
+	}
+}
+
+// TestNetnsConflictNDP: the printer holds the IPv6 VIP; a Set with Probe sends a
+// duplicate address detection solicitation, the printer's kernel answers it, A
+// yields; when the address goes, A takes the VIP back and announces it.
+func TestNetnsConflictNDP(t *testing.T) {
+	l := newBridgedLab(t)
+	p := l.startAnnouncer("HERALD_L2_REFRESH=" + labRefresh.String())
+	p.waitResponders(l.ifA + "/arp " + l.ifA + "/ndp")
+	l.ip("-n", l.nsP, "-6", "addr", "add", labVIP6.String()+"/64", "dev", l.ifP, "nodad")
+
+	p.do("set "+labVIP6.String()+" probe", "ok")
+	if line := p.await("conflict " + labVIP6.String()); line != fmt.Sprintf("conflict %s %s %s before=true", labVIP6, l.macP, l.ifA) {
+		t.Fatalf("got %q, want the printer %s found before announcing", line, l.macP)
+	}
+	if got := p.metric("herald_l2_gratuitous_sent_total"); got != 0 {
+		t.Fatalf("%v unsolicited advertisements sent for an IP found in use", got)
+	}
+	l.ip("-n", l.nsP, "-6", "addr", "del", labVIP6.String()+"/64", "dev", l.ifP)
+	p.awaitCleared(labVIP6, time.Now())
+	p.await("announced " + labVIP6.String())
+	l.sendUDP(labVIP6) // B resolves the VIP from scratch: A answers now
+	l.waitNeigh(labVIP6, l.macA, "REACHABLE", "STALE", "DELAY")
+}
+
 // TestHelperProcess is the body of the helper processes the netns tests start; run
 // directly it does nothing.
 func TestHelperProcess(t *testing.T) {
@@ -453,7 +647,8 @@ func TestHelperProcess(t *testing.T) {
 }
 
 // helperAnnouncer runs an Announcer in the current network namespace and obeys
-// commands on stdin (set IP, withdraw IP, responders, metrics) until EOF.
+// commands on stdin (set IP [probe], withdraw IP, responders, metrics) until EOF. It
+// prints what the callbacks report (announced, claim, conflict, cleared).
 func helperAnnouncer() {
 	var mu sync.Mutex
 	say := func(format string, a ...any) {
@@ -467,7 +662,15 @@ func helperAnnouncer() {
 	if os.Getenv("HERALD_L2_RESCAN") == "never" {
 		cfg.Rescan = 24 * time.Hour // only link change notifications rescan
 	}
+	if d, err := time.ParseDuration(os.Getenv("HERALD_L2_REFRESH")); err == nil {
+		cfg.Schedule.Refresh = d // also the conflict recheck period
+	}
 	cfg.Registerer = reg
+	cfg.OnClaim = func(c Claim) { say("claim %s %s %s peer=%v", c.IP, c.MAC, c.Kind, c.Peer) }
+	cfg.OnConflict = func(c Conflict) {
+		say("conflict %s %s %s before=%v", c.IP, c.MAC, c.Interface, c.BeforeAnnounce)
+	}
+	cfg.OnConflictCleared = func(c Conflict) { say("cleared %s %s", c.IP, c.MAC) }
 	cfg.OnAnnounce = func(an Announcement) {
 		var links []string
 		for _, l := range an.Links {
@@ -487,11 +690,16 @@ func helperAnnouncer() {
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		cmd, arg, _ := strings.Cut(sc.Text(), " ")
+		arg, opt, _ := strings.Cut(arg, " ")
 		switch cmd {
 		case "set", "withdraw":
 			ip, err := netip.ParseAddr(arg)
+			var opts []SetOption
+			if opt == "probe" {
+				opts = append(opts, Probe())
+			}
 			if err == nil && cmd == "set" {
-				err = a.Set("test/svc", ip, nil)
+				err = a.Set("test/svc", ip, nil, opts...)
 			} else if err == nil {
 				a.Withdraw("test/svc", ip)
 			}
@@ -515,7 +723,11 @@ func helperAnnouncer() {
 					for _, lp := range m.GetLabel() {
 						name += fmt.Sprintf("{%s=%q}", lp.GetName(), lp.GetValue())
 					}
-					kv = append(kv, fmt.Sprintf("%s=%v", name, m.GetCounter().GetValue()))
+					v := m.GetCounter().GetValue()
+					if m.GetGauge() != nil {
+						v = m.GetGauge().GetValue()
+					}
+					kv = append(kv, fmt.Sprintf("%s=%v", name, v))
 				}
 			}
 			say("metrics %s", strings.Join(kv, " "))

@@ -13,6 +13,11 @@ import (
 // allowed on the union of their interface lists, an empty list meaning every eligible
 // interface.
 //
+// An owned IP may also be quiet: still owned, but neither answered nor announced,
+// while the announcer probes it before its first announcement or after yielding it to
+// another device that claims it (see Announcer). Responders treat a quiet IP as owned
+// for claim detection and drop requests for it.
+//
 // A Withdraw is seen by every packet read after it returns. A packet that was already
 // being handled when Withdraw ran may still be answered once.
 type Table struct {
@@ -24,6 +29,7 @@ type Table struct {
 type ownership struct {
 	holders map[string][]string // owner key → its interface list (nil = all)
 	allow   allowance
+	quiet   bool // owned but not answered: being probed, or yielded to another device
 }
 
 // allowance is where an IP may be answered: everywhere, or on the named interfaces.
@@ -96,6 +102,12 @@ func normalize(ip netip.Addr) netip.Addr {
 // interface). Calling it again for the same key replaces that key's interface list.
 // An invalid IP is ignored.
 func (t *Table) Set(key string, ip netip.Addr, interfaces []string) Change {
+	return t.set(key, ip, interfaces, false)
+}
+
+// set is Set, and if the IP is added, it starts quiet when quiet is true, so that no
+// request is answered before the announcer has probed it.
+func (t *Table) set(key string, ip netip.Addr, interfaces []string, quiet bool) Change {
 	ip = normalize(ip)
 	if !ip.IsValid() {
 		return Unchanged
@@ -105,7 +117,7 @@ func (t *Table) Set(key string, ip netip.Addr, interfaces []string) Change {
 	defer t.mu.Unlock()
 	o, ok := t.ips[ip]
 	if !ok {
-		o = &ownership{holders: map[string][]string{key: list}}
+		o = &ownership{holders: map[string][]string{key: list}, quiet: quiet}
 		o.allow = o.union()
 		t.ips[ip] = o
 		return Added
@@ -144,6 +156,72 @@ func (t *Table) Lookup(ip netip.Addr, ifname string) (owned, allowed bool) {
 		return false, false
 	}
 	return true, o.allow.permits(ifname)
+}
+
+// status is what a responder needs to know about one IP on its interface.
+type status uint8
+
+const (
+	statusNotOwned status = iota
+	statusWrongInterface
+	statusQuiet     // owned and allowed here, but not answered for now
+	statusAnswering // owned, allowed here, answered
+)
+
+// here reports whether the IP is owned and allowed on the interface, quiet or not.
+func (s status) here() bool { return s >= statusQuiet }
+
+// statusOn is o's status on ifname; o may be nil. Called with t.mu held.
+func (o *ownership) statusOn(ifname string) status {
+	switch {
+	case o == nil:
+		return statusNotOwned
+	case !o.allow.permits(ifname):
+		return statusWrongInterface
+	case o.quiet:
+		return statusQuiet
+	default:
+		return statusAnswering
+	}
+}
+
+// status answers the per-packet question for one IP. It does not allocate.
+func (t *Table) status(ip netip.Addr, ifname string) status {
+	ip = normalize(ip)
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.ips[ip].statusOn(ifname)
+}
+
+// statusPair is status for the two IPs of an ARP packet under one read lock: the
+// sender's (a claim if owned here) and the target's (answered if owned here).
+func (t *Table) statusPair(sender, target netip.Addr, ifname string) (status, status) {
+	sender, target = normalize(sender), normalize(target)
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.ips[sender].statusOn(ifname), t.ips[target].statusOn(ifname)
+}
+
+// setQuiet makes an owned IP quiet or answered again; it reports false if the IP is
+// not owned.
+func (t *Table) setQuiet(ip netip.Addr, quiet bool) bool {
+	ip = normalize(ip)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	o, ok := t.ips[ip]
+	if ok {
+		o.quiet = quiet
+	}
+	return ok
+}
+
+// Quiet reports whether ip is owned but not answered for now (probed or yielded).
+func (t *Table) Quiet(ip netip.Addr) bool {
+	ip = normalize(ip)
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	o, ok := t.ips[ip]
+	return ok && o.quiet
 }
 
 // Allowed reports whether ip is owned and may be answered on ifname.

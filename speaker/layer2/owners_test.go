@@ -110,3 +110,65 @@ func TestTableConcurrent(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// TestTableQuiet: a quiet IP stays owned and allowed where it was, is reported quiet
+// to responders on those interfaces only, keeps its state while holders come and go,
+// and a new ownership starts quiet only when asked.
+func TestTableQuiet(t *testing.T) {
+	tab := NewTable()
+	ip := netip.MustParseAddr("192.0.2.10")
+	other := netip.MustParseAddr("192.0.2.99")
+	if got := tab.set("a", ip, []string{"eth0"}, true); got != Added {
+		t.Fatalf("set = %v, want added", got)
+	}
+	check := func(step string, want0, want1 status, quiet bool) {
+		t.Helper()
+		if got := tab.status(ip, "eth0"); got != want0 {
+			t.Errorf("%s: eth0 status %v, want %v", step, got, want0)
+		}
+		if got := tab.status(ip, "eth1"); got != want1 {
+			t.Errorf("%s: eth1 status %v, want %v", step, got, want1)
+		}
+		if tab.Quiet(ip) != quiet {
+			t.Errorf("%s: Quiet = %v, want %v", step, !quiet, quiet)
+		}
+		if !tab.Allowed(ip, "eth0") {
+			t.Errorf("%s: quiet changed where the IP is allowed", step)
+		}
+	}
+	check("added quiet", statusQuiet, statusWrongInterface, true)
+	tab.Set("b", ip, []string{"eth0", "eth1"}) // a second holder does not wake it
+	check("second holder", statusQuiet, statusQuiet, true)
+	tab.Withdraw("b", ip)
+	if !tab.setQuiet(ip, false) {
+		t.Fatal("setQuiet on an owned IP reported not owned")
+	}
+	check("answering", statusAnswering, statusWrongInterface, false)
+	if tab.setQuiet(other, true) {
+		t.Fatal("setQuiet on an IP not owned reported owned")
+	}
+	if s, tg := tab.statusPair(other, ip, "eth0"); s != statusNotOwned || tg != statusAnswering {
+		t.Fatalf("statusPair = %v %v", s, tg)
+	}
+	tab.setQuiet(ip, true)
+	tab.Withdraw("a", ip)
+	if tab.set("a", ip, nil, false) != Added || tab.Quiet(ip) {
+		t.Fatal("a new ownership inherited the quiet state of the last one")
+	}
+	if !statusQuiet.here() || !statusAnswering.here() || statusWrongInterface.here() || statusNotOwned.here() {
+		t.Fatal("here() wrong")
+	}
+}
+
+// BenchmarkTableStatusPair is the table's part of an ARP request for an IP not owned.
+func BenchmarkTableStatusPair(b *testing.B) {
+	tab := NewTable()
+	for i := range 1000 {
+		tab.Set("svc", netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}), nil)
+	}
+	sender, target := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.99")
+	b.ReportAllocs()
+	for b.Loop() {
+		tab.statusPair(sender, target, "eth0")
+	}
+}

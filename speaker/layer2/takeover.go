@@ -28,40 +28,70 @@ type target struct {
 	mac      net.HardwareAddr
 	ipv4     bool // an ARP responder; else NDP
 	announce func(netip.Addr) error
+	probe    func(netip.Addr) error
 }
 
-// takeover is the gratuitous-announcement loop of one owned IP. It runs from the Set
-// that made the IP owned until the Withdraw that ends it; halt guarantees that no
-// frame goes out once it returns.
+// claimBacklog is how many foreign claims may wait for a takeover loop; more are
+// dropped, as those waiting already decide what the loop does.
+const claimBacklog = 16
+
+// takeover is the loop of one owned IP: probing it first if asked, announcing it on
+// the Schedule, defending it against foreign claims, and while yielded, probing it
+// until the foreign device is gone (conflict.go). It runs from the Set that made the
+// IP owned until the Withdraw that ends it; halt guarantees that no frame goes out and
+// the IP's quiet state does not change once it returns.
 type takeover struct {
 	ip      netip.Addr
+	probe   bool // probe before the first announcement
 	stop    chan struct{}
 	restart chan struct{} // cap 1: "start the schedule again"
+	claims  chan Claim    // foreign claims, for the loop
+	done    chan struct{} // closed when the loop has returned
 
-	mu        sync.Mutex // held while frames are written
+	defended time.Time // when a claim was last defended; only the loop uses it
+
+	mu        sync.Mutex // held while frames are written and while the quiet state changes
 	stopped   bool
 	announced *Announcement // the first burst that sent something
+	conflict  *Conflict     // while yielded
 }
 
-func newTakeover(ip netip.Addr) *takeover {
-	return &takeover{ip: ip, stop: make(chan struct{}), restart: make(chan struct{}, 1)}
+func newTakeover(ip netip.Addr, probe bool) *takeover {
+	return &takeover{
+		ip: ip, probe: probe,
+		stop: make(chan struct{}), restart: make(chan struct{}, 1),
+		claims: make(chan Claim, claimBacklog), done: make(chan struct{}),
+	}
 }
 
-// halt stops the loop; after it returns no more frames are sent for this takeover.
-func (t *takeover) halt() {
+// halt stops the loop; after it returns no more frames are sent for this takeover and
+// its conflict, returned if it was yielded, no longer changes.
+func (t *takeover) halt() *Conflict {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.stopped {
 		t.stopped = true
 		close(t.stop)
 	}
+	c := t.conflict
+	t.conflict = nil
+	return c
 }
 
-// again restarts the schedule from its first, immediate announcement.
+// again restarts the schedule from its first, immediate announcement; while the IP is
+// probed or yielded, it probes again at once.
 func (t *takeover) again() {
 	select {
 	case t.restart <- struct{}{}:
 	default: // a restart is already pending
+	}
+}
+
+// claim hands a foreign claim to the loop without blocking the responder.
+func (t *takeover) claim(c Claim) {
+	select {
+	case t.claims <- c:
+	default:
 	}
 }
 
@@ -71,52 +101,98 @@ const (
 	fired waitResult = iota
 	stopped
 	restarted
+	claimed
 )
 
-// run sends the bursts of the schedule until halted. A restart starts the schedule
-// over (new interface, changed interface list, Reannounce).
+// phase is what the loop of a takeover is doing.
+type phase int
+
+const (
+	phaseDone     phase = iota
+	phaseProbe          // probing before the first announcement; quiet
+	phaseAnnounce       // answering and announcing on the Schedule
+	phaseYielded        // quiet, probing every ConflictRecheck
+)
+
+// run drives the takeover through its phases until halted.
 func (a *Announcer) run(t *takeover) {
-	s := a.cfg.Schedule
+	defer close(t.done)
+	next := phaseAnnounce
+	if t.probe {
+		next = phaseProbe
+	}
 	for {
-		start := a.clock.Now()
-		a.burst(t)
-		res := fired
-		for _, off := range s.Repeats {
-			if res = a.wait(t, start.Add(off).Sub(a.clock.Now())); res != fired {
-				break
-			}
-			a.burst(t)
-		}
-		for res == fired {
-			if s.Refresh <= 0 {
-				res = a.wait(t, -1)
-				break
-			}
-			if res = a.wait(t, s.Refresh); res == fired {
-				a.burst(t)
-			}
-		}
-		if res == stopped {
+		switch next {
+		case phaseProbe:
+			next = a.probeFirst(t)
+		case phaseAnnounce:
+			next = a.announce(t)
+		case phaseYielded:
+			next = a.yielded(t)
+		default:
 			return
 		}
 	}
 }
 
-// wait blocks for d (forever if d < 0), or until the takeover is halted or restarted.
-func (a *Announcer) wait(t *takeover, d time.Duration) waitResult {
+// announce sends the bursts of the schedule. A restart starts the schedule over (new
+// interface, changed interface list, Reannounce); a foreign claim is defended or makes
+// the announcer yield (defend).
+func (a *Announcer) announce(t *takeover) phase {
+	s := a.cfg.Schedule
+	start := a.clock.Now()
+	a.burst(t)
+	last := a.clock.Now()
+	sent := 0 // repeats sent
+	for {
+		var deadline time.Time // zero: no more bursts, wait for a restart or claim
+		switch {
+		case sent < len(s.Repeats):
+			deadline = start.Add(s.Repeats[sent])
+		case s.Refresh > 0:
+			deadline = last.Add(s.Refresh)
+		}
+		res, c := a.waitUntil(t, deadline)
+		switch res {
+		case stopped:
+			return phaseDone
+		case restarted:
+			return phaseAnnounce
+		case claimed:
+			if a.defend(t, c) {
+				continue
+			}
+			if !a.yield(t, c, false) {
+				return phaseDone
+			}
+			return phaseYielded
+		}
+		a.burst(t)
+		last = a.clock.Now()
+		if sent < len(s.Repeats) {
+			sent++
+		}
+	}
+}
+
+// waitUntil blocks until deadline (forever if it is zero), or until the takeover is
+// halted or restarted or a foreign claim arrives, which it returns.
+func (a *Announcer) waitUntil(t *takeover, deadline time.Time) (waitResult, Claim) {
 	var fire <-chan time.Time
-	if d >= 0 {
-		tm := a.clock.NewTimer(d)
+	if !deadline.IsZero() {
+		tm := a.clock.NewTimer(deadline.Sub(a.clock.Now()))
 		defer tm.Stop()
 		fire = tm.C()
 	}
 	select {
 	case <-t.stop:
-		return stopped
+		return stopped, Claim{}
 	case <-t.restart:
-		return restarted
+		return restarted, Claim{}
+	case c := <-t.claims:
+		return claimed, c
 	case <-fire:
-		return fired
+		return fired, Claim{}
 	}
 }
 

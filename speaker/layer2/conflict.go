@@ -1,0 +1,268 @@
+package layer2
+
+import (
+	"bytes"
+	"net"
+	"net/netip"
+	"time"
+)
+
+// Conflict is an owned IP this node has yielded to a foreign device: it neither
+// answers nor announces it, while the caller still owns it (see Announcer).
+type Conflict struct {
+	IP        netip.Addr
+	Interface string           // where the claim that made the node yield came in
+	MAC       net.HardwareAddr // the foreign device, the latest one seen claiming the IP
+	At        time.Time        // when the node yielded
+	// BeforeAnnounce: the IP was found in use by the probe of a Set with Probe, so this
+	// node never announced it.
+	BeforeAnnounce bool
+	// Cleared is when the foreign device stopped answering probes and the node took
+	// the IP back; zero while the conflict lasts.
+	Cleared time.Time
+}
+
+// SetOption changes how Set takes an IP.
+type SetOption func(*setOptions)
+
+type setOptions struct {
+	probe bool
+}
+
+// Probe makes a Set that makes the IP owned check it first (RFC 5227 §2.1, shortened):
+// the IP is neither answered nor announced until two probes, ProbeWait/2 apart, have
+// gone unanswered for ProbeWait. If a foreign device answers, the node yields the IP
+// at once (OnConflict, with BeforeAnnounce) without ever announcing it. A peer (see
+// Config.Peer) answering is reported to OnClaim and does not hold the IP back: any
+// herald node can carry the IP's traffic, so announcing alongside a peer costs nothing
+// while waiting for the peer could leave the IP unanswered.
+//
+// Use it for an IP no node announced before (a new Service); a failover must not wait,
+// and the previous owner may still answer for a moment. It does nothing when the IP is
+// owned already.
+func Probe() SetOption {
+	return func(o *setOptions) { o.probe = true }
+}
+
+// Defaults of the conflict timings.
+const (
+	// DefaultDefendInterval is RFC 5227's DEFEND_INTERVAL.
+	DefaultDefendInterval = 10 * time.Second
+	// DefaultProbeWait is how long a probe round listens for an answer. RFC 5227 spends
+	// 1 to 2 s before probing and 3 probes 1 to 2 s apart, sized for hosts booting
+	// together after a power cut and for slow links; here the question is only whether
+	// a live device on the LAN holds the IP, and such a device answers within a few
+	// milliseconds (Linux answers ARP in the kernel). 200 ms covers a loaded host and a
+	// busy switch while keeping a new Service reachable well within a second.
+	DefaultProbeWait = 200 * time.Millisecond
+	// defaultRecheck is how often a yielded IP is probed when neither ConflictRecheck
+	// nor Schedule.Refresh is set.
+	defaultRecheck = 60 * time.Second
+)
+
+// probeFirst is the phase of a Set with Probe: the IP is quiet until a probe round
+// goes unanswered by foreign devices.
+func (a *Announcer) probeFirst(t *takeover) phase {
+	res, c := a.probeRound(t)
+	switch res {
+	case stopped:
+		return phaseDone
+	case claimed:
+		if !a.yield(t, c, true) {
+			return phaseDone
+		}
+		return phaseYielded
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		return phaseDone
+	}
+	a.owners.setQuiet(t.ip, false)
+	return phaseAnnounce
+}
+
+// defend applies RFC 5227 §2.4 to a foreign claim on an IP being announced. The first
+// claim, or one more than DefendInterval after the last defended one, is defended with
+// one announcement, and the IP is kept. A second claim within DefendInterval means the
+// device insists: defend returns false and the announcer yields rather than start a
+// gratuitous-ARP war in which clients flip between the two MACs.
+//
+// The defence is followed by one probe. Many devices never announce an address nor
+// defend it (Linux by default), but every one that holds it answers a probe, and that
+// answer is the second claim; a device that claimed the IP once and is gone leaves the
+// probe unanswered and the IP stays with this node.
+func (a *Announcer) defend(t *takeover, c Claim) bool {
+	if !t.defended.IsZero() && c.At.Sub(t.defended) < a.cfg.DefendInterval {
+		return false
+	}
+	t.defended = c.At
+	a.log.V(1).Info("defending the IP against a foreign claim", "ip", t.ip, "interface", c.Interface, "mac", c.MAC.String(), "kind", c.Kind)
+	a.burst(t)
+	a.probe(t)
+	return true
+}
+
+// yield makes the IP quiet and reports the conflict. It returns false if the takeover
+// was halted meanwhile.
+func (a *Announcer) yield(t *takeover, c Claim, beforeAnnounce bool) bool {
+	t.mu.Lock()
+	if t.stopped {
+		t.mu.Unlock()
+		return false
+	}
+	a.owners.setQuiet(t.ip, true)
+	conf := Conflict{IP: t.ip, Interface: c.Interface, MAC: c.MAC, At: a.clock.Now(), BeforeAnnounce: beforeAnnounce}
+	t.conflict = &conf
+	a.metrics.setConflict(t.ip, c.MAC)
+	t.mu.Unlock()
+	a.log.Info("address conflict: another device holds the IP; not answering for it", "ip", t.ip,
+		"interface", c.Interface, "mac", c.MAC.String(), "kind", c.Kind, "beforeAnnounce", beforeAnnounce)
+	if a.cfg.OnConflict != nil {
+		a.cfg.OnConflict(conf)
+	}
+	return true
+}
+
+// yielded is the phase of a yielded IP: every ConflictRecheck (or at once on a
+// restart) a probe round; silence clears the conflict and the schedule starts over.
+func (a *Announcer) yielded(t *takeover) phase {
+	deadline := a.clock.Now().Add(a.cfg.ConflictRecheck)
+	for {
+		res, c := a.waitUntil(t, deadline)
+		switch res {
+		case stopped:
+			return phaseDone
+		case claimed:
+			a.stillClaimed(t, c)
+			continue
+		}
+		res, c = a.probeRound(t)
+		switch res {
+		case stopped:
+			return phaseDone
+		case claimed:
+			a.stillClaimed(t, c)
+			deadline = a.clock.Now().Add(a.cfg.ConflictRecheck)
+			continue
+		}
+		if !a.clear(t) {
+			return phaseDone
+		}
+		return phaseAnnounce
+	}
+}
+
+// stillClaimed follows the foreign device of a conflict: a claim from another MAC
+// moves the gauge and is reported as a new conflict.
+func (a *Announcer) stillClaimed(t *takeover, c Claim) {
+	t.mu.Lock()
+	if t.stopped || t.conflict == nil || bytes.Equal(t.conflict.MAC, c.MAC) {
+		t.mu.Unlock()
+		return
+	}
+	a.metrics.clearConflict(t.ip, t.conflict.MAC)
+	a.metrics.setConflict(t.ip, c.MAC)
+	t.conflict.MAC, t.conflict.Interface = c.MAC, c.Interface
+	conf := *t.conflict
+	t.mu.Unlock()
+	a.log.Info("address conflict: another device claims the IP", "ip", t.ip, "interface", c.Interface, "mac", c.MAC.String(), "kind", c.Kind)
+	if a.cfg.OnConflict != nil {
+		a.cfg.OnConflict(conf)
+	}
+}
+
+// clear ends a conflict: the IP is answered again and the conflict reported cleared.
+// It returns false if the takeover was halted meanwhile.
+func (a *Announcer) clear(t *takeover) bool {
+	t.mu.Lock()
+	if t.stopped {
+		t.mu.Unlock()
+		return false
+	}
+	conf := *t.conflict
+	conf.Cleared = a.clock.Now()
+	t.conflict = nil
+	t.defended = time.Time{}
+	a.metrics.clearConflict(t.ip, conf.MAC)
+	a.owners.setQuiet(t.ip, false)
+	t.mu.Unlock()
+	a.log.Info("address conflict cleared: no device answers for the IP; answering again", "ip", t.ip, "mac", conf.MAC.String())
+	if a.cfg.OnConflictCleared != nil {
+		a.cfg.OnConflictCleared(conf)
+	}
+	return true
+}
+
+// probeRound probes t.ip on every interface it may be announced on, twice,
+// ProbeWait/2 apart so that one lost frame does not hide a device, and listens until
+// ProbeWait after the first. It returns the first foreign claim heard, stopped, or
+// fired when none was heard. A restart (the interfaces changed) starts the round over.
+func (a *Announcer) probeRound(t *takeover) (waitResult, Claim) {
+	for {
+		start := a.clock.Now()
+		a.probe(t)
+		res, c := a.waitUntil(t, start.Add(a.cfg.ProbeWait/2))
+		if res == fired {
+			a.probe(t)
+			res, c = a.waitUntil(t, start.Add(a.cfg.ProbeWait))
+		}
+		if res != restarted {
+			return res, c
+		}
+	}
+}
+
+// probe sends one probe for t.ip on every responder of its family whose interface may
+// announce it.
+func (a *Announcer) probe(t *takeover) {
+	targets := *a.targets.Load()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.stopped {
+		return
+	}
+	for _, tg := range targets {
+		if tg.ipv4 != t.ip.Is4() || !a.owners.Allowed(t.ip, tg.name) {
+			continue
+		}
+		if err := tg.probe(t.ip); err != nil {
+			a.log.Error(err, "probe failed", "ip", t.ip, "interface", tg.name)
+		}
+	}
+}
+
+// claimed receives the claims of every responder: it tells peers from foreign devices,
+// hands foreign claims to the IP's takeover loop and reports every claim to OnClaim.
+func (a *Announcer) claimed(c Claim) {
+	c.Peer = a.cfg.Peer != nil && a.cfg.Peer(c.MAC)
+	a.log.V(1).Info("claim", "ip", c.IP, "interface", c.Interface, "mac", c.MAC.String(), "kind", c.Kind, "peer", c.Peer)
+	if !c.Peer {
+		a.mu.Lock()
+		t := a.takeovers[c.IP]
+		a.mu.Unlock()
+		if t != nil {
+			t.claim(c)
+		}
+	}
+	if a.cfg.OnClaim != nil {
+		a.cfg.OnClaim(c)
+	}
+}
+
+// nodeMAC reports whether mac is one of this node's responders' MACs.
+func (a *Announcer) nodeMAC(mac net.HardwareAddr) bool {
+	for _, tg := range *a.targets.Load() {
+		if bytes.Equal(tg.mac, mac) {
+			return true
+		}
+	}
+	return false
+}
+
+// halt stops t and removes the gauge of its conflict, if any.
+func (a *Announcer) halt(t *takeover) {
+	if c := t.halt(); c != nil {
+		a.metrics.clearConflict(t.ip, c.MAC)
+	}
+}
