@@ -59,6 +59,7 @@ func (s *Speaker) elect(ctx context.Context) {
 		s.pub.elected(ctx, VIPElection{
 			Decisions: decisions, Services: in.Services, LBClass: s.cfg.LBClass,
 			Reporter: isReporter(in.Members, s.cfg.NodeName), Taken: takenIPs(plan), Healed: returned, Now: time.Now(),
+			Conflicts: s.conflicts(s.tracker.OwnedIPs()),
 		})
 	}
 	s.apply(plan, decisions, in.Members, trusted)
@@ -158,7 +159,9 @@ func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string, tr
 		s.metrics.owner.DeletePartialMatch(prometheus.Labels{"ip": r.IP.String()})
 		s.mu.Lock()
 		delete(s.takeovers, r.IP.String())
+		delete(s.ownedServices, r.IP)
 		s.mu.Unlock()
+		s.metrics.peerClaims.DeleteLabelValues(r.IP.String())
 		s.log.Info("stopped announcing", "ip", r.IP, "services", r.Services, "newOwner", r.Next)
 	}
 	for _, t := range p.Take {
@@ -168,15 +171,26 @@ func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string, tr
 		}
 		s.mu.Lock()
 		s.takeovers[t.IP.String()] = pt
+		s.ownedServices[t.IP] = t.Services
 		s.mu.Unlock()
 		s.setOwner(t.Decision)
+		s.metrics.peerClaims.WithLabelValues(t.IP.String()) // at 0, so increase() sees the first claim
 		s.metrics.leaderChanges.WithLabelValues(t.IP.String()).Inc()
 		s.counted[t.IP] = true
 		s.log.Info("taking over", "ip", t.IP, "services", t.Services, "previousOwner", t.Previous, "interfaces", t.Interfaces)
-		s.announce(t.Decision)
+		// An IP nobody is known to have announced (a new Service, or this speaker
+		// knows no past) is probed for a foreign device first; a failover is not.
+		var opts []layer2.SetOption
+		if t.Previous == "" {
+			opts = append(opts, layer2.Probe())
+		}
+		s.announce(t.Decision, opts...)
 	}
 	for _, d := range p.Change {
 		s.metrics.owner.DeletePartialMatch(prometheus.Labels{"ip": d.IP.String()})
+		s.mu.Lock()
+		s.ownedServices[d.IP] = d.Services
+		s.mu.Unlock()
 		s.setOwner(d)
 		s.announce(d)
 	}
@@ -192,8 +206,8 @@ func (s *Speaker) setOwner(d election.Decision) {
 	}
 }
 
-func (s *Speaker) announce(d election.Decision) {
-	if err := s.l2.Set(holder, d.IP, d.Interfaces); err != nil {
+func (s *Speaker) announce(d election.Decision, opts ...layer2.SetOption) {
+	if err := s.l2.Set(holder, d.IP, d.Interfaces, opts...); err != nil {
 		s.log.Error(err, "announcing", "ip", d.IP)
 	}
 }
@@ -206,6 +220,9 @@ func (s *Speaker) announced(a layer2.Announcement) {
 	delete(s.takeovers, a.IP.String())
 	s.mu.Unlock()
 	if !ok {
+		// Announced again after an address conflict: no takeover, but the VIPStatus
+		// shows this node again.
+		s.pub.announced(a)
 		return
 	}
 	if !pt.lostAt.IsZero() {

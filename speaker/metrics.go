@@ -19,6 +19,7 @@ type metrics struct {
 	mode          *prometheus.GaugeVec
 	expected      prometheus.Gauge
 	unreachable   *prometheus.GaugeVec
+	peerClaims    *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -56,11 +57,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "herald_memberlist_unreachable",
 			Help: "1 for each expected speaker (peer) that this speaker (node) does not hear in memberlist: its record in the API server is fresh, so it is alive but cut off, or died less than a record duration ago.",
 		}, []string{"node", "peer"}),
+		peerClaims: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_l2_peer_claims_total",
+			Help: "ARP/NDP frames in which another herald speaker claimed an IP this node announces: two nodes answering for one IP (split brain).",
+		}, []string{"ip"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.owner, m.leaderChanges, m.failover, m.elections, m.problems, m.mode, m.expected, m.unreachable} {
+	for _, c := range []prometheus.Collector{m.owner, m.leaderChanges, m.failover, m.elections, m.problems, m.mode, m.expected, m.unreachable, m.peerClaims} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {

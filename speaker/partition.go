@@ -88,7 +88,8 @@ func (s *Speaker) linkDown() bool {
 // (or to go silent) takes IPs as soon as it reads the record, so the record must not
 // run ahead of what the announcer does.
 func (s *Speaker) publishRecord(v quorum.Verdict, live []string) {
-	s.records.want(recordWish{members: live, unreachable: v.Unreachable, mode: v.Mode, fast: v.Mode.Degraded() || s.anyDegraded()})
+	s.records.want(recordWish{members: live, unreachable: v.Unreachable, macs: responderMACs(s.l2.Responders()), mode: v.Mode,
+		fast: v.Mode.Degraded() || s.anyDegraded()})
 }
 
 // observe makes the verdict visible: the metrics, a log line and an Event on this

@@ -38,6 +38,10 @@ const (
 	RecordModeAnnotation = "herald.dev/mode"
 	// RecordUnreachableAnnotation lists the expected speakers it does not hear.
 	RecordUnreachableAnnotation = "herald.dev/unreachable"
+	// RecordMACsAnnotation lists the MACs its ARP/NDP responders answer with: another
+	// speaker seeing one of them answer for its IP knows it is a peer, not a foreign
+	// device.
+	RecordMACsAnnotation = "herald.dev/macs"
 )
 
 // RecordName is the name of node's record.
@@ -84,21 +88,28 @@ func recordFromLease(l *coordinationv1.Lease, changedAt time.Time) (quorum.Recor
 		Duration:  time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second,
 		ChangedAt: changedAt,
 	}
-	if m := l.Annotations[RecordMembersAnnotation]; m != "" {
-		r.Members = strings.Split(m, ",")
-	}
+	r.Members = splitList(l.Annotations[RecordMembersAnnotation])
 	return r, true
+}
+
+// splitList reads a comma-separated annotation; empty is none.
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }
 
 // recordWish is what this speaker wants its record to say.
 type recordWish struct {
-	members, unreachable []string
-	mode                 quorum.Mode
-	fast                 bool // renew at the fast pace
+	members, unreachable, macs []string
+	mode                       quorum.Mode
+	fast                       bool // renew at the fast pace
 }
 
 func (w recordWish) equal(o recordWish) bool {
-	return w.mode == o.mode && w.fast == o.fast && slices.Equal(w.members, o.members) && slices.Equal(w.unreachable, o.unreachable)
+	return w.mode == o.mode && w.fast == o.fast && slices.Equal(w.members, o.members) && slices.Equal(w.unreachable, o.unreachable) &&
+		slices.Equal(w.macs, o.macs)
 }
 
 // records reads the speakers' records and writes this speaker's own. Writes run in
@@ -112,6 +123,7 @@ type records struct {
 	api       client.Reader // uncached, for reads that must be current
 	writer    client.Writer
 	changed   func() // pokes the election
+	macs      func(node string, macs []string)
 	now       func() time.Time
 
 	wake chan struct{}
@@ -133,9 +145,10 @@ type seenVersion struct {
 	at      time.Time
 }
 
-func newRecords(self, namespace string, cfg RecordConfig, c, api client.Reader, w client.Writer, changed func(), log logr.Logger) *records {
+func newRecords(self, namespace string, cfg RecordConfig, c, api client.Reader, w client.Writer, changed func(),
+	macs func(node string, macs []string), log logr.Logger) *records {
 	return &records{
-		self: self, namespace: namespace, cfg: cfg, log: log, cache: c, api: api, writer: w, changed: changed, now: time.Now,
+		self: self, namespace: namespace, cfg: cfg, log: log, cache: c, api: api, writer: w, changed: changed, macs: macs, now: time.Now,
 		wake: make(chan struct{}, 1), seen: map[string]seenVersion{}, apiUp: true,
 		wish: recordWish{mode: quorum.ModeRejoining, members: []string{self}},
 	}
@@ -150,13 +163,25 @@ func (r *records) watch(ctx context.Context, c cache.Informers) error {
 	note := func(obj any) {
 		if l, ok := obj.(*coordinationv1.Lease); ok {
 			r.note(l)
+			if l.Spec.HolderIdentity != nil {
+				r.macs(*l.Spec.HolderIdentity, splitList(l.Annotations[RecordMACsAnnotation]))
+			}
+		}
+		r.changed()
+	}
+	gone := func(obj any) {
+		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if l, ok := obj.(*coordinationv1.Lease); ok && l.Spec.HolderIdentity != nil {
+			r.macs(*l.Spec.HolderIdentity, nil)
 		}
 		r.changed()
 	}
 	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    note,
 		UpdateFunc: func(_, o any) { note(o) },
-		DeleteFunc: func(any) { r.changed() },
+		DeleteFunc: gone,
 	})
 	if err != nil {
 		return fmt.Errorf("watching speaker records: %w", err)
@@ -317,6 +342,7 @@ func (r *records) write(ctx context.Context, w recordWish) error {
 	l.Annotations[RecordMembersAnnotation] = strings.Join(w.members, ",")
 	l.Annotations[RecordModeAnnotation] = string(w.mode)
 	l.Annotations[RecordUnreachableAnnotation] = strings.Join(w.unreachable, ",")
+	l.Annotations[RecordMACsAnnotation] = strings.Join(w.macs, ",")
 	l.Spec.HolderIdentity = ptr.To(r.self)
 	l.Spec.LeaseDurationSeconds = ptr.To(int32(r.cfg.Duration / time.Second))
 	l.Spec.RenewTime = &now

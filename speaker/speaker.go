@@ -3,6 +3,7 @@ package speaker
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/netip"
 	"sync"
@@ -78,6 +79,14 @@ type Speaker struct {
 	mu sync.Mutex
 	// takeovers are takeovers whose first gratuitous frame has not gone out yet.
 	takeovers map[string]pendingTakeover
+	// ownedServices are the Services of each IP this node announces.
+	ownedServices map[netip.Addr][]string
+
+	// peers are the other speakers' MACs (from their records): their claims on the
+	// wire are a split brain, not an address conflict.
+	peers      peerMACs
+	claimLog   sync.Mutex
+	claimLogAt map[netip.Addr]time.Time
 }
 
 // pendingTakeover is what the announcement of a takeover needs to report it.
@@ -117,23 +126,25 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		return fmt.Errorf("creating manager: %w", err)
 	}
 	s := &Speaker{
-		cfg:       cfg,
-		log:       log,
-		cache:     mgr.GetCache(),
-		recorder:  mgr.GetEventRecorder("herald-speaker"),
-		tracker:   NewTracker(cfg.NodeName),
-		trigger:   make(chan struct{}, 1),
-		proxyPoke: make(chan struct{}, 1),
-		live:      map[string]bool{},
-		since:     map[string]time.Time{},
-		lostAt:    map[string]time.Time{},
-		counted:   map[netip.Addr]bool{},
-		takeovers: map[string]pendingTakeover{},
+		cfg:           cfg,
+		log:           log,
+		cache:         mgr.GetCache(),
+		recorder:      mgr.GetEventRecorder("herald-speaker"),
+		tracker:       NewTracker(cfg.NodeName),
+		trigger:       make(chan struct{}, 1),
+		proxyPoke:     make(chan struct{}, 1),
+		live:          map[string]bool{},
+		since:         map[string]time.Time{},
+		lostAt:        map[string]time.Time{},
+		counted:       map[netip.Addr]bool{},
+		takeovers:     map[string]pendingTakeover{},
+		ownedServices: map[netip.Addr][]string{},
+		claimLogAt:    map[netip.Addr]time.Time{},
 	}
 	s.reports = newReporter(s)
 	s.pub = newPublisher(cfg.NodeName, mgr.GetCache(), mgr.GetClient(), log.WithName("vipstatus"))
 	s.records = newRecords(cfg.NodeName, cfg.Namespace, cfg.Records, mgr.GetCache(), mgr.GetAPIReader(), mgr.GetClient(),
-		s.pokeElection, log.WithName("records"))
+		s.pokeElection, s.peers.set, log.WithName("records"))
 	if s.metrics, err = newMetrics(crmetrics.Registry); err != nil {
 		return err
 	}
@@ -145,6 +156,12 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		Log:               log.WithName("layer2"),
 		OnAnnounce:        s.announced,
 		WatchLinks:        true,
+		Peer:              func(mac net.HardwareAddr) bool { return s.peers.has(cfg.NodeName, mac) },
+		OnClaim:           s.claimed,
+		OnConflict:        s.conflicted,
+		OnConflictCleared: s.conflicted,
+		DefendInterval:    layer2.DefaultDefendInterval,
+		ProbeWait:         layer2.DefaultProbeWait,
 	}
 	if s.l2, err = layer2.New(l2cfg); err != nil {
 		return fmt.Errorf("layer 2: %w", err)

@@ -94,7 +94,10 @@ type VIPElection struct {
 	// Healed: a partition healed and this node announces its IPs again; it takes
 	// their node field once more.
 	Healed bool
-	Now    time.Time
+	// Conflicts are the IPs this node owns but yielded to a foreign device, with why
+	// (layer2): published with no node and reason IPConflict.
+	Conflicts map[netip.Addr]string
+	Now       time.Time
 }
 
 // VIPPlanner keeps the tasks of this node from election to election. It is pure and
@@ -108,6 +111,7 @@ type VIPPlanner struct {
 	// objects of every namespace holding the IP, present and future.
 	anns     map[netip.Addr]announcement
 	owned    map[netip.Addr]bool
+	yielded  map[netip.Addr]bool // owned but yielded to a foreign device
 	held     map[VIPKey]bool
 	reporter bool
 	gen      uint64
@@ -157,12 +161,14 @@ func (p *VIPPlanner) Elect(e VIPElection) []VIPKey {
 	}
 	owned := map[netip.Addr]bool{}
 	for _, d := range e.Decisions {
-		if d.Owner == p.self {
+		if _, yielded := e.Conflicts[d.IP]; d.Owner == p.self && !yielded {
 			owned[d.IP] = true
 		}
 	}
 	for ip := range p.anns {
-		if !owned[ip] {
+		// A yielded IP keeps its announcement: the one after the conflict may come
+		// before the election that owns the IP again.
+		if _, yielded := e.Conflicts[ip]; !owned[ip] && !yielded {
 			delete(p.anns, ip)
 		} else if e.Healed {
 			a := p.anns[ip]
@@ -174,7 +180,9 @@ func (p *VIPPlanner) Elect(e VIPElection) []VIPKey {
 	var changed []VIPKey
 	for _, d := range e.Decisions {
 		owned := owned[d.IP]
-		if !owned && (d.Owner != "" || !e.Reporter) {
+		if note, yielded := e.Conflicts[d.IP]; yielded && d.Owner == p.self {
+			d.Reason, d.Message = ReasonIPConflict, note
+		} else if !owned && (d.Owner != "" || !e.Reporter) {
 			continue
 		}
 		for ns, refs := range servicesByNamespace(d.Services, bySvc) {
@@ -224,6 +232,10 @@ func (p *VIPPlanner) Elect(e VIPElection) []VIPKey {
 		}
 	}
 	p.tasks, p.owned, p.held, p.reporter = tasks, owned, held, e.Reporter
+	p.yielded = make(map[netip.Addr]bool, len(e.Conflicts))
+	for ip := range e.Conflicts {
+		p.yielded[ip] = true
+	}
 	return sortKeys(changed)
 }
 
@@ -252,10 +264,13 @@ func (p *VIPPlanner) Announced(a layer2.Announcement) []VIPKey {
 		ifaces = append(ifaces, l.Interface)
 		macs = append(macs, l.MAC.String())
 	}
+	ann := announcement{iface: strings.Join(ifaces, ","), mac: strings.Join(macs, ","), at: a.At}
+	if p.yielded[a.IP] {
+		p.anns[a.IP] = ann // announced again after a conflict: for the next election
+	}
 	if !p.owned[a.IP] {
 		return nil
 	}
-	ann := announcement{iface: strings.Join(ifaces, ","), mac: strings.Join(macs, ","), at: a.At}
 	p.anns[a.IP] = ann
 	var changed []VIPKey
 	for key, t := range p.tasks {

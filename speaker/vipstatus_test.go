@@ -474,3 +474,37 @@ func TestVIPStatusLeftoverOfDeletedServiceStartsOver(t *testing.T) {
 		t.Errorf("\n got %s\nwant %s", got, want)
 	}
 }
+
+// An owned IP yielded to a foreign device is published with no node and reason
+// IPConflict by its owner, reporter or not; once the conflict is over the owner
+// writes itself again.
+func TestVIPStatusConflict(t *testing.T) {
+	store := map[VIPKey]*heraldv1.VIPStatus{}
+	w1 := newNode(t, "w1", store)
+	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
+	owned := []election.Decision{dec(vip1.String(), "w1", "default/svc1")}
+	w1.p.Elect(VIPElection{Decisions: owned, Services: svcs, Taken: []netip.Addr{vip1}, Now: t0})
+	w1.p.Announced(announcement1("02:42:ac:12:00:03", t0))
+	w1.reconcile(key1, t0)
+	w1.p.Elect(VIPElection{Decisions: owned, Services: svcs, Now: t0.Add(time.Minute),
+		Conflicts: map[netip.Addr]string{vip1: "claimed by 02:00:00:00:00:99"}})
+	if a := w1.reconcile(key1, t0.Add(time.Minute)); a.Kind != VIPUpdate {
+		t.Fatalf("conflict: %+v, want an update", a)
+	}
+	want := "172.18.255.200 node= if= mac= since=12:01:00 changes=1 pool=default svcs=svc1 reason=IPConflict"
+	if got := status(store, key1); got != want {
+		t.Fatalf("conflict:\n got %s\nwant %s", got, want)
+	}
+	if m := store[key1].Status.Message; m != "claimed by 02:00:00:00:00:99" {
+		t.Errorf("message %q", m)
+	}
+	// The device went away: the IP is announced again (a new first frame).
+	w1.p.Elect(VIPElection{Decisions: owned, Services: svcs, Now: t0.Add(2 * time.Minute)})
+	w1.p.Announced(announcement1("02:42:ac:12:00:03", t0.Add(2*time.Minute)))
+	if a := w1.reconcile(key1, t0.Add(2*time.Minute)); a.Kind != VIPUpdate {
+		t.Fatalf("conflict over: %+v, want an update", a)
+	}
+	if s := store[key1].Status; s.Node != "w1" || s.Reason != "" {
+		t.Fatalf("conflict over: %s", status(store, key1))
+	}
+}

@@ -34,7 +34,8 @@ type Config struct {
 	// Log receives responder starts and stops, skipped interfaces (on change) and send
 	// errors. The zero Logger discards.
 	Log logr.Logger
-	// OnAnnounce, if set, is called once per takeover, after the first burst that sent
+	// OnAnnounce, if set, is called once per takeover (and once more after each
+	// address conflict the IP recovers from), after the first burst that sent
 	// at least one frame, outside any lock. It may race with a Withdraw of the same IP.
 	OnAnnounce func(Announcement)
 	// WatchLinks rescans interfaces as soon as the kernel reports a link change

@@ -112,6 +112,7 @@ func (a *Announcer) yield(t *takeover, c Claim, beforeAnnounce bool) bool {
 		return false
 	}
 	a.owners.setQuiet(t.ip, true)
+	t.announced = nil // the first burst after the conflict is reported again
 	conf := Conflict{IP: t.ip, Interface: c.Interface, MAC: c.MAC, At: a.clock.Now(), BeforeAnnounce: beforeAnnounce}
 	t.conflict = &conf
 	a.metrics.setConflict(t.ip, c.MAC)

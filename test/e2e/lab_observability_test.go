@@ -96,6 +96,12 @@ func TestLabObservability(t *testing.T) {
 		}
 		for _, q := range all {
 			for _, name := range observability.MetricNames(q.Expr) {
+				// Series labelled with what only a fault tells (the peer a speaker
+				// cannot hear, a foreign MAC) exist only during one: the partition and
+				// conflict subtests below see them.
+				if name == "herald_memberlist_unreachable" || name == "herald_l2_conflict" {
+					continue
+				}
 				if !isExported(exported, name) {
 					t.Errorf("%s uses %s, which no herald binary in the lab exports", q.Where, name)
 				}

@@ -1,0 +1,130 @@
+package speaker
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"herald.dev/herald/speaker/layer2"
+)
+
+// What the speaker does with what it sees on the wire (speaker/layer2 detects it):
+// another herald speaker answering for an IP this node announces is a split brain,
+// counted and logged for the quorum rule to settle; a device that is no speaker
+// answering for it (a host given a pool address by hand) is an address conflict,
+// which layer2 settles by yielding and this file reports: a Warning Event IPConflict
+// on the Services, the VIPStatus reason, and the metric herald_l2_conflict.
+
+// ReasonIPConflict is the Event and VIPStatus reason of an IP yielded to a foreign
+// device.
+const ReasonIPConflict = "IPConflict"
+
+// claimLogEvery bounds the log lines about one IP claimed by a peer.
+const claimLogEvery = 10 * time.Second
+
+// peerMACs are the MACs other speakers publish in their records.
+type peerMACs struct {
+	mu     sync.RWMutex
+	byNode map[string][]string // node → its MACs, as strings
+}
+
+func (p *peerMACs) set(node string, macs []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.byNode == nil {
+		p.byNode = map[string][]string{}
+	}
+	if len(macs) == 0 {
+		delete(p.byNode, node)
+		return
+	}
+	p.byNode[node] = macs
+}
+
+// has says whether mac is a speaker's other than self: layer2.Config.Peer.
+func (p *peerMACs) has(self string, mac net.HardwareAddr) bool {
+	s := mac.String()
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	for node, macs := range p.byNode {
+		if node != self && slices.Contains(macs, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// responderMACs are this node's responders' MACs, sorted, for its record.
+func responderMACs(rs []layer2.ResponderInfo) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.MAC.String())
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// claimed is layer2's OnClaim: a peer answering for an IP this node announces is
+// evidence of a split brain; a foreign device's claims are layer2's to settle.
+func (s *Speaker) claimed(c layer2.Claim) {
+	if !c.Peer {
+		return
+	}
+	s.metrics.peerClaims.WithLabelValues(c.IP.String()).Inc()
+	s.claimLog.Lock()
+	last := s.claimLogAt[c.IP]
+	log := c.At.Sub(last) >= claimLogEvery
+	if log {
+		s.claimLogAt[c.IP] = c.At
+	}
+	s.claimLog.Unlock()
+	if log {
+		s.log.Info("another speaker answers for an IP this node announces", "ip", c.IP, "mac", c.MAC.String(), "interface", c.Interface, "kind", string(c.Kind))
+	}
+}
+
+// conflicted is layer2's OnConflict and OnConflictCleared.
+func (s *Speaker) conflicted(c layer2.Conflict) {
+	services := s.servicesOf(c.IP)
+	if c.Cleared.IsZero() {
+		s.reports.event(services, corev1.EventTypeWarning, ReasonIPConflict, conflictNote(s.cfg.NodeName, c))
+	} else {
+		s.reports.event(services, corev1.EventTypeNormal, ReasonIPConflict+"Resolved",
+			fmt.Sprintf("%s is no longer claimed by %s: announcing it from %s again", c.IP, c.MAC, s.cfg.NodeName))
+	}
+	s.pokeElection() // the VIPStatus follows
+}
+
+// conflictNote says, for the Event and the VIPStatus, who claims the IP and what
+// herald does about it.
+func conflictNote(self string, c layer2.Conflict) string {
+	what := "stopped answering for it"
+	if c.BeforeAnnounce {
+		what = "found it in use before announcing it and does not announce it"
+	}
+	return fmt.Sprintf("%s is claimed by %s on %s, a device that is not a herald speaker: %s %s; it checks again periodically and announces the IP once the device is gone. Give the device another address or remove the IP from the pool",
+		c.IP, c.MAC, c.Interface, self, what)
+}
+
+// servicesOf returns the Services holding ip, if this node announces it.
+func (s *Speaker) servicesOf(ip netip.Addr) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.ownedServices[ip])
+}
+
+// conflicts returns the IPs layer2 yielded to foreign devices, among those owned.
+func (s *Speaker) conflicts(owned []netip.Addr) map[netip.Addr]string {
+	out := map[netip.Addr]string{}
+	for _, ip := range owned {
+		if c, ok := s.l2.Conflict(ip); ok {
+			out[ip] = conflictNote(s.cfg.NodeName, c)
+		}
+	}
+	return out
+}
