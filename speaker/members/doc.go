@@ -45,7 +45,8 @@
 //
 // # Split brain
 //
-// As in MetalLB, a network partition makes each side elect its own owners, so a
-// VIP can be answered from both sides until the partition heals; memberlist gives no
-// quorum. This is deliberate: it keeps failover independent of the API server.
+// memberlist gives no quorum: a speaker cut off from the others sees them die and,
+// alone, would elect itself for every IP. The speaker therefore elects from Live only
+// while it hears a majority of the speakers, and settles the other cases through the
+// speakers' records in the API server (speaker/quorum).
 package members
