@@ -2,11 +2,15 @@ package speaker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,16 +62,39 @@ func (s *Speaker) decide(ctx context.Context, live []string) quorum.Verdict {
 }
 
 // linkDown says whether the interface holding memberlist's address has lost its
-// carrier (or is gone). An address that is on no interface (a test binding to
-// loopback, say) counts as up.
+// carrier. It runs four times a second, so it reads one sysfs file; the interface is
+// looked up among all only when unknown or gone, at most every bindLookupEvery. An
+// address on no interface (a test binding to loopback, say) counts as up.
 func (s *Speaker) linkDown() bool {
-	bind, err := netip.ParseAddr(s.cfg.Members.BindAddr)
-	if err != nil {
+	if s.bindIface != "" {
+		b, err := os.ReadFile(filepath.Join("/sys/class/net", s.bindIface, "carrier"))
+		switch {
+		case err == nil:
+			return strings.TrimSpace(string(b)) != "1"
+		case errors.Is(err, syscall.EINVAL):
+			return true // the kernel refuses to read the carrier of an interface set down
+		}
+		s.bindIface = "" // renamed or gone: look it up again
+	}
+	if time.Since(s.bindLookup) < bindLookupEvery {
 		return false
+	}
+	s.bindLookup = time.Now()
+	s.bindIface = interfaceOf(s.cfg.Members.BindAddr)
+	return false
+}
+
+const bindLookupEvery = 5 * time.Second
+
+// interfaceOf returns the name of the interface holding addr, or "".
+func interfaceOf(addr string) string {
+	bind, err := netip.ParseAddr(addr)
+	if err != nil {
+		return ""
 	}
 	ifaces, err := net.Interfaces()
 	if err != nil {
-		return false
+		return ""
 	}
 	for _, ifi := range ifaces {
 		addrs, err := ifi.Addrs()
@@ -76,11 +103,11 @@ func (s *Speaker) linkDown() bool {
 		}
 		for _, a := range addrs {
 			if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr() == bind {
-				return ifi.Flags&net.FlagUp == 0 || ifi.Flags&net.FlagRunning == 0
+				return ifi.Name
 			}
 		}
 	}
-	return false
+	return ""
 }
 
 // publishRecord asks for this speaker's record to say what it hears and does. Called

@@ -75,6 +75,10 @@ type Speaker struct {
 	// qstate and verdict are the quorum rule's memory and its last decision.
 	qstate  quorum.State
 	verdict quorum.Verdict
+	// bindIface is the interface memberlist's address is on ("" when unknown), and
+	// bindLookup when it was last looked up.
+	bindIface  string
+	bindLookup time.Time
 
 	mu sync.Mutex
 	// takeovers are takeovers whose first gratuitous frame has not gone out yet.
