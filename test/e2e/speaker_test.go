@@ -178,6 +178,13 @@ func (c *cluster) logFailover(w *lab.ARPWatch, to *netlab.Host, since time.Time,
 // expectEvent waits for an Event on the Service whose note is note.
 func (c *cluster) expectEvent(service, note string) {
 	c.t.Helper()
+	c.expectEventMatching(service, note, func(n string) bool { return n == note })
+}
+
+// expectEventMatching waits for an Event on service whose note match accepts; want
+// describes it in the failure.
+func (c *cluster) expectEventMatching(service, want string, match func(note string) bool) {
+	c.t.Helper()
 	deadline := time.Now().Add(waitFor)
 	var notes []string
 	for time.Now().Before(deadline) {
@@ -186,7 +193,7 @@ func (c *cluster) expectEvent(service, note string) {
 		if err := c.c.List(c.ctx, &evs, client.InNamespace("default")); err == nil {
 			for _, e := range evs.Items {
 				if e.Regarding.Name == service {
-					if e.Note == note {
+					if match(e.Note) {
 						return
 					}
 					notes = append(notes, e.Reason+": "+e.Note)
@@ -195,7 +202,7 @@ func (c *cluster) expectEvent(service, note string) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	c.t.Errorf("no Event %q on %s; its Events: %q", note, service, notes)
+	c.t.Errorf("no Event %q on %s; its Events: %q", want, service, notes)
 }
 
 // sampleValue returns the value of series (name and labels exactly as exposed) in a

@@ -1,0 +1,165 @@
+package e2e
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/speaker/election"
+)
+
+// conflictRefresh is the speakers' --gratuitous-refresh here, which is also how often
+// a yielded IP is probed for the foreign device: short, so that recovery is quick.
+const conflictRefresh = 2 * time.Second
+
+// TestSpeakerAddressConflict puts a foreign device (a "printer", a namespace on the
+// LAN that is no speaker) on a pool address: while a speaker owns the IP, and before
+// a new Service's IP was ever announced. The speaker must notice it on the wire, stop
+// answering rather than fight, say so (Event, VIPStatus, metric), and announce the IP
+// again once the device is gone.
+func TestSpeakerAddressConflict(t *testing.T) {
+	c := newCluster(t, "hc-", 3)
+	c.pool()
+	for _, w := range c.workers {
+		c.startSpeaker(w, "--ml-join-interval", "1s", "--gratuitous-refresh", conflictRefresh.String())
+	}
+	printer, err := c.lab.AddHost("printer", netip.MustParseAddr("172.18.0.50"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// While owning: the printer takes svc1's VIP by hand and announces it.
+	vip := c.lbService("svc1", "w1", nil)
+	owner := c.worker(election.Order(vip, []string{"w1", "w2", "w3"})[0])
+	watch := watchARP(t, c.client, vip, 10*time.Millisecond)
+	c.expectOwner(watch, owner, "before the printer")
+	claim(t, printer, vip, true)
+	expectOnly(t, watch, printer, "the printer claims "+vip.String())
+	c.expectEventPrefix("svc1", fmt.Sprintf("%s is claimed by %s on eth0, a device that is not a herald speaker: %s stopped answering for it", vip, printer.MAC(), owner.Name()))
+	c.expectVIPReason(vip, "IPConflict", printer.MAC().String())
+	sample := fmt.Sprintf(`herald_l2_conflict{ip="%s",mac="%s"}`, vip, printer.MAC())
+	if v, ok := sampleValue(c.metrics(owner), sample); !ok || v != 1 {
+		t.Errorf("%s on %s = %v (found %v), want 1", sample, owner.Name(), v, ok)
+	}
+	// No gratuitous-ARP war: once yielded, the owner stays quiet while the printer is there.
+	quiet := time.Now()
+	time.Sleep(2 * conflictRefresh)
+	if macs := watch.MACsSince(quiet); len(macs) != 1 || macs[0] != printer.MAC().String() {
+		t.Errorf("while the printer holds %s, the MACs answering were %v, want only the printer's %s", vip, macs, printer.MAC())
+	}
+	claim(t, printer, vip, false)
+	c.expectOwner(watch, owner, "the printer gave the address back")
+	c.expectVIPReason(vip, "", "")
+
+	// Before the first announcement: the printer holds the next free address, and a new
+	// Service gets it. The speaker probes first and never announces it.
+	next := c.nextFree()
+	claim(t, printer, next, true)
+	watch2 := watchARP(t, c.client, next, 10*time.Millisecond)
+	if got := c.lbService("svc2", "w1", nil); got != next {
+		t.Fatalf("svc2 got %s, want the next free address %s", got, next)
+	}
+	owner2 := c.worker(election.Order(next, []string{"w1", "w2", "w3"})[0])
+	c.expectEventPrefix("svc2", fmt.Sprintf("%s is claimed by %s on eth0, a device that is not a herald speaker: %s found it in use before announcing it", next, printer.MAC(), owner2.Name()))
+	if macs := watch2.MACsSince(time.Time{}); len(macs) != 1 || macs[0] != printer.MAC().String() {
+		t.Errorf("for %s, in use by the printer before svc2 got it, the MACs answering were %v, want only the printer's", next, macs)
+	}
+	claim(t, printer, next, false)
+	c.expectOwner(watch2, owner2, "the printer gave the second address back")
+}
+
+func (c *cluster) expectEventPrefix(service, prefix string) {
+	c.t.Helper()
+	c.expectEventMatching(service, prefix+"...", func(n string) bool { return strings.HasPrefix(n, prefix) })
+}
+
+// claim makes h hold ip as a kernel address and announce it with gratuitous ARP (the
+// kernel then answers every ARP request for it), or give it up.
+func claim(t *testing.T, h *netlab.Host, ip netip.Addr, hold bool) {
+	t.Helper()
+	if !hold {
+		if out, err := h.Exec(t.Context(), "ip", "addr", "del", ip.String()+"/32", "dev", "eth0"); err != nil {
+			t.Fatalf("removing %s from %s: %v %s", ip, h.Name(), err, out)
+		}
+		return
+	}
+	if out, err := h.Exec(t.Context(), "ip", "addr", "add", ip.String()+"/32", "dev", "eth0"); err != nil {
+		t.Fatalf("adding %s to %s: %v %s", ip, h.Name(), err, out)
+	}
+	// arping (Debian's, Thomas Habets'): -U sends unsolicited ARP from -S. It exits
+	// non-zero when nothing answers, which is what a gratuitous ARP expects.
+	out, err := h.Exec(t.Context(), "arping", "-U", "-c", "2", "-i", "eth0", "-S", ip.String(), ip.String())
+	if err != nil && !strings.Contains(string(out), "2 packets transmitted") {
+		t.Fatalf("arping -U %s from %s: %v %s", ip, h.Name(), err, out)
+	}
+}
+
+// expectOnly waits until only h's MAC answers for the watched IP over a second.
+func expectOnly(t *testing.T, w interface {
+	Settle(time.Duration, time.Duration, ...string) (string, error)
+}, h *netlab.Host, when string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mac, err := w.Settle(time.Second, time.Until(deadline))
+		if err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		if mac == h.MAC().String() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s answers, want only %s (%s)", when, mac, h.Name(), h.MAC())
+		}
+	}
+}
+
+// expectVIPReason waits until the VIPStatus of ip in default has reason (and a
+// message containing msg), or no reason and a node when reason is "".
+func (c *cluster) expectVIPReason(ip netip.Addr, reason, msg string) {
+	c.t.Helper()
+	key := client.ObjectKey{Namespace: "default", Name: heraldv1.VIPStatusName(ip)}
+	deadline := time.Now().Add(waitFor)
+	var v heraldv1.VIPStatus
+	for {
+		err := c.c.Get(c.ctx, key, &v)
+		s := v.Status
+		if err == nil && s.Reason == reason && strings.Contains(s.Message, msg) && (reason != "" || s.Node != "") {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("VIPStatus %s: %v, node %q reason %q message %q; want reason %q with %q", key.Name, err, s.Node, s.Reason, s.Message, reason, msg)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// nextFree is the lowest pool address no Service holds: the one the controller gives
+// next (a fresh pool hands addresses out in ascending order).
+func (c *cluster) nextFree() netip.Addr {
+	c.t.Helper()
+	var svcs corev1.ServiceList
+	if err := c.c.List(c.ctx, &svcs); err != nil {
+		c.t.Fatal(err)
+	}
+	used := map[netip.Addr]bool{}
+	for _, s := range svcs.Items {
+		for _, ing := range s.Status.LoadBalancer.Ingress {
+			if ip, err := netip.ParseAddr(ing.IP); err == nil {
+				used[ip] = true
+			}
+		}
+	}
+	for ip := netip.MustParseAddr("172.18.255.200"); ; ip = ip.Next() {
+		if !used[ip] {
+			return ip
+		}
+	}
+}
