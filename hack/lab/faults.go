@@ -39,7 +39,11 @@ func faultCmds(o *opts) []*cobra.Command {
 				if err := do(cmd.Context(), s, args); err != nil {
 					return err
 				}
-				fmt.Printf("%s: %s\n", strings.Join(args, ", "), done)
+				which := strings.Join(args, ", ")
+				if which == "" {
+					which = "every worker"
+				}
+				fmt.Printf("%s: %s\n", which, done)
 				return nil
 			},
 		}
