@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -27,6 +28,26 @@ func faultCmds(o *opts) []*cobra.Command {
 			},
 		}
 	}
+	nodes := func(use, short string, args cobra.PositionalArgs, done string, do func(context.Context, *lab.State, []string) error) *cobra.Command {
+		return &cobra.Command{
+			Use: use + " NODE...", Short: short, Args: args,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				s, err := o.state(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if err := do(cmd.Context(), s, args); err != nil {
+					return err
+				}
+				which := strings.Join(args, ", ")
+				if which == "" {
+					which = "every worker"
+				}
+				fmt.Printf("%s: %s\n", which, done)
+				return nil
+			},
+		}
+	}
 	return []*cobra.Command{
 		node("kill-speaker", "Kill a node's speaker with SIGKILL", "speaker killed (SIGKILL)",
 			func(_ context.Context, s *lab.State, n string) error { return s.KillSpeaker(n) }),
@@ -38,6 +59,36 @@ func faultCmds(o *opts) []*cobra.Command {
 			func(ctx context.Context, s *lab.State, n string) error { return s.LinkDown(ctx, n) }),
 		node("link-up", "Plug a node's cable back in", "link up",
 			func(ctx context.Context, s *lab.State, n string) error { return s.LinkUp(ctx, n) }),
+		nodes("partition", "Drop a node's memberlist traffic (port 7946, TCP and UDP, both ways) inside its namespace",
+			cobra.MinimumNArgs(1), "memberlist cut off from every peer",
+			func(ctx context.Context, s *lab.State, ns []string) error { return s.PartitionMemberlist(ctx, ns...) }),
+		nodes("heal", "Remove the rules partition and split put in the nodes' namespaces (every worker's when none is named)",
+			cobra.ArbitraryArgs, "memberlist rules removed",
+			func(ctx context.Context, s *lab.State, ns []string) error {
+				if len(ns) == 0 {
+					for _, w := range s.Workers() {
+						ns = append(ns, w.Name)
+					}
+				}
+				return s.HealMemberlist(ctx, ns...)
+			}),
+		{
+			Use:   "split NODE[,NODE...] NODE[,NODE...]",
+			Short: "Cut memberlist between two groups of nodes only (e.g. split worker,worker2 worker3,worker4)",
+			Args:  cobra.ExactArgs(2),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				s, err := o.state(cmd.Context())
+				if err != nil {
+					return err
+				}
+				a, b := strings.Split(args[0], ","), strings.Split(args[1], ",")
+				if err := s.SplitMemberlist(cmd.Context(), a, b); err != nil {
+					return err
+				}
+				fmt.Printf("memberlist cut between %s and %s\n", args[0], args[1])
+				return nil
+			},
+		},
 		{
 			Use: "restart-controller", Short: "Stop herald's controller with SIGTERM and start it again", Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {

@@ -7,6 +7,8 @@
 //	lab exec HOST|POD CMD...     a command in a lab namespace (cp, worker, client, webpod1)
 //	lab kill-speaker NODE        SIGKILL, stop-speaker NODE (SIGTERM), start-speaker NODE
 //	lab link-down NODE           pull a node's cable; link-up NODE plugs it back
+//	lab partition NODE...        drop the nodes' memberlist traffic; heal [NODE...] undoes it
+//	lab split A,B C,D            cut memberlist between two groups of nodes only
 //	lab restart-controller       SIGTERM herald's controller and start it again
 //	lab curl URL [-n 100]        the walkthrough's curl loop from the client, counted
 //	lab who-has IP               which node answers ARP for IP, seen from the client

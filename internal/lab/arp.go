@@ -20,15 +20,17 @@ type ARPWatch struct {
 	c  *arp.Client
 	ip netip.Addr
 
-	mu      sync.Mutex
-	replies []arpReply
-	stop    chan struct{}
-	done    sync.WaitGroup
+	mu       sync.Mutex
+	requests []time.Time // when each request went out
+	replies  []ARPReply
+	stop     chan struct{}
+	done     sync.WaitGroup
 }
 
-type arpReply struct {
-	mac string
-	at  time.Time
+// ARPReply is one reply the watch received: which MAC answered, and when.
+type ARPReply struct {
+	MAC string
+	At  time.Time
 }
 
 // WatchARP opens an ARP client on eth0 inside the namespace ns and asks for ip every
@@ -58,7 +60,12 @@ func (w *ARPWatch) ask(interval time.Duration) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
-		_ = w.c.Request(w.ip) // a lost request is the next tick's to make up
+		at := time.Now()
+		if w.c.Request(w.ip) == nil { // a lost request is the next tick's to make up
+			w.mu.Lock()
+			w.requests = append(w.requests, at)
+			w.mu.Unlock()
+		}
 		select {
 		case <-w.stop:
 			return
@@ -81,7 +88,7 @@ func (w *ARPWatch) read() {
 			continue
 		}
 		w.mu.Lock()
-		w.replies = append(w.replies, arpReply{mac: p.SenderHardwareAddr.String(), at: time.Now()})
+		w.replies = append(w.replies, ARPReply{MAC: p.SenderHardwareAddr.String(), At: time.Now()})
 		w.mu.Unlock()
 	}
 }
@@ -107,8 +114,8 @@ func (w *ARPWatch) MACsSince(t time.Time) []string {
 	defer w.mu.Unlock()
 	var out []string
 	for _, r := range w.replies {
-		if r.at.After(t) && !slices.Contains(out, r.mac) {
-			out = append(out, r.mac)
+		if r.At.After(t) && !slices.Contains(out, r.MAC) {
+			out = append(out, r.MAC)
 		}
 	}
 	slices.Sort(out)
@@ -120,8 +127,8 @@ func (w *ARPWatch) FirstFrom(mac string, t time.Time) (time.Time, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, r := range w.replies {
-		if r.at.After(t) && r.mac == mac {
-			return r.at, true
+		if r.At.After(t) && r.MAC == mac {
+			return r.At, true
 		}
 	}
 	return time.Time{}, false

@@ -80,8 +80,8 @@ func (s *State) MeasureFailover(ctx context.Context, vip netip.Addr, fault strin
 	}
 	res.OldOwner = owner.Name
 
-	probe := startHTTPProbe(client.Namespace, "http://"+vip.String()+"/", 20*time.Millisecond, 300*time.Millisecond)
-	defer probe.stop()
+	probe := StartHTTPProbe(client.Namespace, "http://"+vip.String()+"/", 20*time.Millisecond, 300*time.Millisecond)
+	defer probe.Stop()
 	time.Sleep(500 * time.Millisecond)
 	res.HTTP = probe.succeededSince(time.Now().Add(-500 * time.Millisecond))
 
@@ -127,9 +127,9 @@ func (s *State) MeasureFailover(ctx context.Context, vip netip.Addr, fault strin
 	return res, nil
 }
 
-// httpProbe sends a request every interval, each on a new connection, and records when
-// each one ended and whether it succeeded.
-type httpProbe struct {
+// HTTPProbe sends a GET every interval from inside a namespace, each on a new
+// connection, and records when each one started and ended and whether it succeeded.
+type HTTPProbe struct {
 	mu      sync.Mutex
 	results []probeResult
 	cancel  context.CancelFunc
@@ -138,12 +138,21 @@ type httpProbe struct {
 
 type probeResult struct {
 	start, end time.Time
+	err        error
 	ok         bool
 }
 
-func startHTTPProbe(ns, url string, interval, timeout time.Duration) *httpProbe {
+// ProbeFailure is a request of an HTTPProbe that failed: when it started, and why.
+type ProbeFailure struct {
+	Start time.Time
+	Err   error
+}
+
+// StartHTTPProbe starts probing url from the namespace ns until Stop; timeout bounds
+// each request.
+func StartHTTPProbe(ns, url string, interval, timeout time.Duration) *HTTPProbe {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &httpProbe{cancel: cancel, done: make(chan struct{})}
+	p := &HTTPProbe{cancel: cancel, done: make(chan struct{})}
 	hc := &http.Client{Transport: &http.Transport{DialContext: netns.Dialer(ns), DisableKeepAlives: true}, Timeout: timeout}
 	go func() {
 		defer close(p.done)
@@ -151,7 +160,7 @@ func startHTTPProbe(ns, url string, interval, timeout time.Duration) *httpProbe 
 			start := time.Now()
 			_, err := getHostname(ctx, hc, url)
 			p.mu.Lock()
-			p.results = append(p.results, probeResult{start: start, end: time.Now(), ok: err == nil})
+			p.results = append(p.results, probeResult{start: start, end: time.Now(), err: err, ok: err == nil})
 			p.mu.Unlock()
 			select {
 			case <-ctx.Done():
@@ -162,12 +171,30 @@ func startHTTPProbe(ns, url string, interval, timeout time.Duration) *httpProbe 
 	return p
 }
 
-func (p *httpProbe) stop() {
+// Stop ends the probing and waits for the request under way.
+func (p *HTTPProbe) Stop() {
 	p.cancel()
 	<-p.done
 }
 
-func (p *httpProbe) succeededSince(t time.Time) bool {
+// Between counts the requests that started from from until to and returns those that
+// failed.
+func (p *HTTPProbe) Between(from, to time.Time) (n int, failed []ProbeFailure) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range p.results {
+		if r.start.Before(from) || !r.start.Before(to) {
+			continue
+		}
+		n++
+		if !r.ok {
+			failed = append(failed, ProbeFailure{Start: r.start, Err: r.err})
+		}
+	}
+	return n, failed
+}
+
+func (p *HTTPProbe) succeededSince(t time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, r := range p.results {
@@ -181,7 +208,7 @@ func (p *httpProbe) succeededSince(t time.Time) bool {
 // firstSuccessAfter waits for a request that started after t and succeeded, counting
 // the failures before it; it returns when that request ended. Requests already under
 // way at t do not count: they may have reached the old owner just in time.
-func (p *httpProbe) firstSuccessAfter(ctx context.Context, t time.Time, limit time.Duration) (time.Time, int, error) {
+func (p *HTTPProbe) firstSuccessAfter(ctx context.Context, t time.Time, limit time.Duration) (time.Time, int, error) {
 	deadline := time.Now().Add(limit)
 	for {
 		p.mu.Lock()

@@ -173,6 +173,8 @@ func testFaults(t *testing.T, s *State) {
 		t.Errorf("after link-up worker2's link is up=%v (%v)", up, err)
 	}
 
+	testPartitions(t, s)
+
 	old := s.Procs["worker-speaker"]
 	if err := s.KillSpeaker("worker"); err != nil {
 		t.Fatal(err)
@@ -212,6 +214,110 @@ func testFaults(t *testing.T, s *State) {
 	if strings.Contains(b.String(), "EXITED") || !strings.Contains(b.String(), "default/web1") {
 		t.Errorf("status:\n%s", b.String())
 	}
+}
+
+// testPartitions checks the memberlist partition faults: their rules drop the gossip
+// actually flowing, repeating a fault adds nothing, and heal removes exactly their rules.
+func testPartitions(t *testing.T, s *State) {
+	ctx := t.Context()
+	nodes := []string{"worker", "worker2"}
+	heal := func() {
+		if err := s.HealMemberlist(context.Background(), nodes...); err != nil {
+			t.Errorf("heal: %v", err)
+		}
+	}
+	defer heal()
+	expectRules := func(when string, want map[string][]string) {
+		t.Helper()
+		for _, n := range nodes {
+			got, err := s.MemberlistRules(ctx, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want[n]) {
+				t.Errorf("%s: rules of %s:\n%s\nwant:\n%s", when, n, strings.Join(got, "\n"), strings.Join(want[n], "\n"))
+			}
+		}
+	}
+	// The rules as iptables -S lists them: by chain, each inserted first, so udp first.
+	ruleSet := func(peer string) []string {
+		var out []string
+		for _, chain := range []string{"INPUT", "OUTPUT"} {
+			for _, proto := range []string{"udp", "tcp"} {
+				addr := ""
+				if peer != "" {
+					dir := map[string]string{"INPUT": "-s", "OUTPUT": "-d"}[chain]
+					addr = dir + " " + peer + "/32 "
+				}
+				out = append(out, fmt.Sprintf(`-A %s %s-p %s -m multiport --ports 7946 -m comment --comment "%s" -j DROP`, chain, addr, proto, partitionComment))
+			}
+		}
+		return out
+	}
+
+	// A rule of someone else's, which heal must leave alone.
+	foreign := []string{"OUTPUT", "-p", "udp", "--dport", "9", "-m", "comment", "--comment", "not the lab's", "-j", "DROP"}
+	if out, err := s.Exec(ctx, "worker", append([]string{"iptables", "-w", "-I"}, foreign...)...); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	defer func() {
+		if out, err := s.Exec(context.Background(), "worker", append([]string{"iptables", "-w", "-D"}, foreign...)...); err != nil {
+			t.Errorf("removing the foreign rule: %v: %s", err, out)
+		}
+	}()
+
+	for range 2 {
+		if err := s.PartitionMemberlist(ctx, "worker"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expectRules("partition worker, twice", map[string][]string{"worker": ruleSet("")})
+	// The speakers gossip every 200 ms: the rules must be dropping it.
+	eventually(t, "worker's partition rules drop packets", func() error {
+		out, err := s.Exec(ctx, "worker", "iptables", "-w", "-L", "INPUT", "-v", "-n", "-x")
+		if err != nil {
+			return err
+		}
+		for line := range strings.Lines(string(out)) {
+			if f := strings.Fields(line); len(f) > 0 && strings.Contains(line, partitionComment) && f[0] != "0" {
+				return nil
+			}
+		}
+		return fmt.Errorf("no packet dropped yet:\n%s", out)
+	})
+	heal()
+	expectRules("heal", nil)
+
+	w, w2 := mustWorker(t, s, "worker"), mustWorker(t, s, "worker2")
+	for range 2 {
+		if err := s.SplitMemberlist(ctx, []string{"worker"}, []string{"worker2"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expectRules("split worker | worker2, twice", map[string][]string{
+		"worker":  ruleSet(w2.Addr.String()),
+		"worker2": ruleSet(w.Addr.String()),
+	})
+	heal()
+	expectRules("heal after the split", nil)
+	if out, err := s.Exec(ctx, "worker", append([]string{"iptables", "-w", "-C"}, foreign...)...); err != nil {
+		t.Errorf("heal removed a rule that was not the lab's: %v: %s", err, out)
+	}
+	if err := s.SplitMemberlist(ctx, []string{"worker"}, []string{"worker", "worker2"}); err == nil {
+		t.Errorf("a split with worker on both sides did not refuse")
+	}
+	if err := s.PartitionMemberlist(ctx, ClientHost); err == nil {
+		t.Errorf("partitioning the client, which runs no speaker, did not refuse")
+	}
+}
+
+func mustWorker(t *testing.T, s *State, name string) HostInfo {
+	t.Helper()
+	h, err := s.Worker(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 // TestUpInterrupted stops Up half-way, while the control plane starts, and requires it to

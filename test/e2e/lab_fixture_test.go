@@ -49,7 +49,8 @@ import (
 
 const (
 	// fullPrefix keeps the shared lab apart from the CLI's (hl-), internal/lab's tests'
-	// (hlt-) and this package's lighter clusters (hs-, hb-).
+	// (hlt-), this package's lighter clusters (hs-, hb-) and the even-split tests' own
+	// labs (splitPrefix, hp-).
 	fullPrefix = "he-"
 	// labWait bounds every wait for the lab to converge. It is a limit, never an
 	// assertion on speed: the machine running the tests may be busy.
@@ -66,7 +67,8 @@ var walkthrough = []string{"svc1", "svc2", "svc3"}
 
 var fullRunDir = filepath.Join(os.TempDir(), "herald-e2e", fullPrefix+"lab")
 
-// fullLab is the shared lab as the tests use it.
+// fullLab is a walkthrough lab as the tests use it: the shared one, or one of another
+// size that a test builds for itself (upFullLab).
 type fullLab struct {
 	*lab.Lab
 	s        *lab.State
@@ -118,7 +120,7 @@ func fullLabFor(tb testing.TB) *fullLab {
 	tb.Helper()
 	shared.once.Do(func() {
 		shared.used = true
-		shared.lab, shared.err = upFullLab()
+		shared.lab, shared.err = upFullLab(fullPrefix, fullRunDir, 3)
 	})
 	if shared.err != nil {
 		tb.Fatalf("the shared lab (prefix %s, logs in %s) is not up: %v", fullPrefix, fullRunDir, shared.err)
@@ -158,8 +160,9 @@ func (f *fullLab) newRefusals() []string {
 	return out
 }
 
-// upFullLab builds the walkthrough's cluster: `make demo` up to the curls.
-func upFullLab() (*fullLab, error) {
+// upFullLab builds the walkthrough's cluster with the given workers: `make demo` up to
+// the curls. The caller removes it (lab.Down).
+func upFullLab(prefix, runDir string, workers int) (*fullLab, error) {
 	if err := netlab.Check(); err != nil {
 		return nil, fmt.Errorf("the end-to-end tests need the network-namespace lab: %w", err)
 	}
@@ -167,13 +170,13 @@ func upFullLab() (*fullLab, error) {
 	if assets == "" {
 		return nil, errors.New("KUBEBUILDER_ASSETS is unset: run `make test`, or export KUBEBUILDER_ASSETS=$(hack/setup-test-binaries.sh)")
 	}
-	if err := lab.Down(fullRunDir, fullPrefix); err != nil { // an earlier run's leftovers
+	if err := lab.Down(runDir, prefix); err != nil { // an earlier run's leftovers
 		return nil, fmt.Errorf("removing an earlier run's lab: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var progress bytes.Buffer
-	l, err := lab.Up(ctx, lab.Config{Prefix: fullPrefix, RunDir: fullRunDir, Workers: 3, Assets: assets, Log: &progress})
+	l, err := lab.Up(ctx, lab.Config{Prefix: prefix, RunDir: runDir, Workers: workers, Assets: assets, Log: &progress})
 	if err != nil {
 		return nil, fmt.Errorf("%w\nprogress:\n%s", err, progress.String())
 	}
@@ -241,14 +244,18 @@ func (f *fullLab) setUp(ctx context.Context) error {
 	return nil
 }
 
-// heal starts again a speaker or controller that an earlier test left stopped, and
-// plugs every cable back in, so that one failure does not cascade into every test.
+// heal starts again a speaker or controller that an earlier test left stopped, plugs
+// every cable back in and lifts every memberlist partition, so that one failure does not
+// cascade into every test.
 func (f *fullLab) heal(tb testing.TB) {
 	tb.Helper()
 	ctx := tb.Context()
 	for _, n := range f.nodes {
 		if err := f.s.LinkUp(ctx, n); err != nil {
 			tb.Fatalf("plugging %s's cable back in: %v", n, err)
+		}
+		if err := f.s.HealMemberlist(ctx, n); err != nil {
+			tb.Fatalf("lifting memberlist partitions on %s: %v", n, err)
 		}
 		if p := f.s.Procs[n+"-speaker"]; !p.Alive() {
 			tb.Logf("the speaker of %s is not running (left by an earlier test?): starting it", n)
@@ -478,11 +485,13 @@ func (f *fullLab) watchUntil(tb testing.TB, vip netip.Addr, when, want string, o
 }
 
 // describeMACs names the hosts of MACs: "[02:42:.. (worker2)]".
-func (f *fullLab) describeMACs(macs []string) string {
+func (f *fullLab) describeMACs(macs []string) string { return hostsOfMACs(f.s, macs) }
+
+func hostsOfMACs(s *lab.State, macs []string) string {
 	out := make([]string, len(macs))
 	for i, m := range macs {
 		name := "not a lab host"
-		if h, ok := f.s.HostByMAC(m); ok {
+		if h, ok := s.HostByMAC(m); ok {
 			name = h.Name
 		}
 		out[i] = fmt.Sprintf("%s (%s)", m, name)
@@ -676,6 +685,28 @@ func (f *fullLab) getObject(tb testing.TB, obj client.Object) {
 	if err := f.c.Get(tb.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// --- faults -------------------------------------------------------------------
+
+// inflict applies a fault and returns its undoing, which runs once, when called or at
+// the end of the test.
+func inflict(t *testing.T, fault, undo func(context.Context) error) func() {
+	t.Helper()
+	if err := fault(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	done := false
+	heal := func() {
+		if !done {
+			done = true
+			if err := undo(context.Background()); err != nil {
+				t.Errorf("undoing the fault: %v", err)
+			}
+		}
+	}
+	t.Cleanup(heal)
+	return heal
 }
 
 // --- iptables -----------------------------------------------------------------

@@ -190,36 +190,9 @@ func TestLabObservability(t *testing.T) {
 	})
 
 	t.Run("memberlist partition", func(t *testing.T) {
-		isolate := func(add bool) error {
-			op := "-I"
-			if !add {
-				op = "-D"
-			}
-			for _, rule := range [][]string{
-				{"INPUT", "-p", "tcp", "--dport", "7946"}, {"INPUT", "-p", "udp", "--dport", "7946"},
-				{"OUTPUT", "-p", "tcp", "--dport", "7946"}, {"OUTPUT", "-p", "udp", "--dport", "7946"},
-			} {
-				args := append([]string{"iptables", "-w", op}, append(rule, "-m", "comment", "--comment", "herald-e2e partition", "-j", "DROP")...)
-				if out, err := f.s.Exec(context.Background(), "worker3", args...); err != nil {
-					return fmt.Errorf("%v: %w: %s", args, err, out)
-				}
-			}
-			return nil
-		}
-		if err := isolate(true); err != nil {
-			t.Fatal(err)
-		}
 		cut := time.Now()
-		healed := false
-		heal := func() {
-			if !healed {
-				healed = true
-				if err := isolate(false); err != nil {
-					t.Errorf("healing the partition: %v", err)
-				}
-			}
-		}
-		defer heal()
+		heal := inflict(t, func(ctx context.Context) error { return f.s.PartitionMemberlist(ctx, "worker3") },
+			func(ctx context.Context) error { return f.s.HealMemberlist(ctx, "worker3") })
 		// worker3, cut off, goes silent; the majority serves its VIP.
 		eventually(t, "only "+next+" announces "+vip.String(), ownersAre(next))
 		partitioned := `ALERTS{alertname="HeraldMemberlistPartitioned", alertstate="firing", node="worker3"}`

@@ -1,0 +1,364 @@
+package e2e
+
+// One answer on the wire: whatever memberlist sees (a node cut off from its peers,
+// every speaker cut off, the cluster split in two halves, a cable pulled and plugged
+// back), a client on the LAN asking who has a LoadBalancer IP gets at most one answer
+// to each request, and an IP that was served stays served. The client asks for every
+// VIP every 10 ms and each request is judged by the MACs that answered it
+// (lab.ARPWatch.Summary). The partitions are iptables rules inside the nodes'
+// namespaces dropping memberlist's port only: the API server stays reachable.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/internal/lab"
+)
+
+const (
+	// partitionGrace is how long after a memberlist fault begins two answers to one
+	// request are tolerated. The product's promise: one answer from then on.
+	partitionGrace = 2 * time.Second
+	// maxSilence is the longest a served VIP may go unanswered: a failover's length.
+	// The product's promise.
+	maxSilence = 1500 * time.Millisecond
+	// afterHeal is how long after a fault is undone every request must still get one
+	// answer while the speakers meet again. The product's promise.
+	afterHeal = 5 * time.Second
+	// partitionFor is how long the partitions last: many times memberlist's failure
+	// detection (under a second, speaker/members), so each side has long declared the
+	// other dead.
+	partitionFor = 8 * time.Second
+	// arpEvery is how often the client asks for each VIP.
+	arpEvery = 10 * time.Millisecond
+	// splitPrefix names the even-split tests' own labs, apart from the shared one.
+	splitPrefix = "hp-"
+)
+
+// TestLabPartitionOneNode cuts the owner of a VIP off from memberlist for a while; it
+// still reaches the API server and the LAN.
+func TestLabPartitionOneNode(t *testing.T) {
+	f := fullLabFor(t)
+	const cut = "worker3"
+	vips := maps.Clone(f.vips)
+	_, vips["partitioned"] = f.serviceFirstFor(t, "partitioned", cut)
+	f.expectOwners(t, vips, "before the partition")
+	ws := f.watchVIPs(t, vips)
+
+	start := time.Now()
+	heal := inflict(t, func(ctx context.Context) error { return f.s.PartitionMemberlist(ctx, cut) },
+		func(ctx context.Context) error { return f.s.HealMemberlist(ctx, cut) })
+	time.Sleep(partitionFor)
+	healAt := time.Now()
+	heal()
+	time.Sleep(afterHeal)
+
+	during := cut + "'s memberlist partitioned"
+	f.expectOneAnswer(t, ws, start, start.Add(partitionGrace), healAt, during)
+	f.expectServed(t, ws, start, start.Add(partitionGrace), healAt, during)
+	f.expectOneAnswer(t, ws, start, healAt, healAt.Add(afterHeal), "the partition healed")
+	f.expectOwners(t, vips, "after the heal")
+}
+
+// TestLabPartitionEverySpeaker drops memberlist on every node, as an install whose
+// firewall blocks port 7946 does.
+func TestLabPartitionEverySpeaker(t *testing.T) {
+	f := fullLabFor(t)
+	vips := maps.Clone(f.vips)
+	f.expectOwners(t, vips, "before the partition")
+	ws := f.watchVIPs(t, vips)
+
+	start := time.Now()
+	heal := inflict(t, func(ctx context.Context) error { return f.s.PartitionMemberlist(ctx, f.nodes...) },
+		func(ctx context.Context) error { return f.s.HealMemberlist(ctx, f.nodes...) })
+	time.Sleep(partitionFor)
+	healAt := time.Now()
+	heal()
+
+	during := "every speaker's memberlist partitioned"
+	f.expectOneAnswer(t, ws, start, start.Add(partitionGrace), healAt, during)
+	// Whether the VIPs stay served with no speaker hearing another is a design choice:
+	// herald arbitrates through the API server, which every node still reaches here.
+	t.Run("served while partitioned", func(t *testing.T) {
+		f.expectServed(t, ws, start, start.Add(partitionGrace), healAt, during)
+	})
+	f.expectOwners(t, vips, "after the heal")
+}
+
+// TestLabCablePullNoDoubleAnswer pulls the cable of a VIP's owner and plugs it back:
+// while the VIP moves back no request is answered twice and no HTTP request fails,
+// and the leader changes count the real moves only.
+func TestLabCablePullNoDoubleAnswer(t *testing.T) {
+	f := fullLabFor(t)
+	ctx := t.Context()
+	// worker3 runs no pod: with its cable pulled, requests to every VIP can still
+	// succeed (TestLabFailover).
+	const pulled = "worker3"
+	vips := maps.Clone(f.vips)
+	_, vips["cable"] = f.serviceFirstFor(t, "cable", pulled)
+	f.expectOwners(t, vips, "before the cable pull")
+	for _, name := range slices.Sorted(maps.Keys(vips)) {
+		f.expectCurls(t, "http://"+vips[name].String()+"/", 10, name+" before the cable pull")
+	}
+	// Each VIP's real moves: to the next node of its election and back.
+	moves := map[string]int64{}
+	for name, vip := range vips {
+		if f.owner(vip) != f.owner(vip, without(f.nodes, pulled)...) {
+			moves[name] = 2
+		}
+	}
+	if moves["cable"] != 2 {
+		t.Fatalf("test premise: cable (%s) does not move with %s's cable pulled", vips["cable"], pulled)
+	}
+	var statusBefore, metricBefore map[string]int64
+	eventually(t, "every VIPStatus names the VIP's owner", func() (err error) {
+		statusBefore, metricBefore, err = f.leaderChanges(ctx, vips)
+		return err
+	})
+	ws := f.watchVIPs(t, vips)
+	probes := map[string]*lab.HTTPProbe{}
+	for name, vip := range vips {
+		p := lab.StartHTTPProbe(f.clientNS, "http://"+vip.String()+"/", 20*time.Millisecond, 300*time.Millisecond)
+		probes[name] = p
+		t.Cleanup(p.Stop)
+	}
+
+	pullAt := time.Now()
+	plug := inflict(t, func(ctx context.Context) error { return f.s.LinkDown(ctx, pulled) },
+		func(ctx context.Context) error { return f.s.LinkUp(ctx, pulled) })
+	f.expectOwners(t, vips, "with "+pulled+"'s cable pulled", without(f.nodes, pulled)...)
+	plugAt := time.Now()
+	plug()
+	f.expectOwners(t, vips, "after "+pulled+"'s cable was plugged back")
+	time.Sleep(time.Until(plugAt.Add(afterHeal)))
+	end := time.Now()
+	time.Sleep(time.Second) // the probes' requests under way at end finish
+
+	f.expectOneAnswer(t, ws, pullAt, pullAt, end, pulled+"'s cable pulled and plugged back")
+	for _, name := range slices.Sorted(maps.Keys(probes)) {
+		n, failed := probes[name].Between(plugAt, end)
+		t.Logf("HTTP to %s (%s) from the cable plugged back on: %d requests, %d failed", name, vips[name], n, len(failed))
+		if n == 0 {
+			t.Errorf("HTTP to %s: no request measured after the cable was plugged back", name)
+		}
+		for i, fl := range failed {
+			if i == 5 {
+				t.Errorf("HTTP to %s: ... and %d more failed", name, len(failed)-5)
+				break
+			}
+			t.Errorf("HTTP to %s (%s) failed while %s's cable was plugged back: request at %s: %v",
+				name, vips[name], pulled, sinceFault(fl.Start, plugAt), fl.Err)
+		}
+	}
+
+	// Counters only grow: wait until every owner has settled and the counts match, and
+	// give up at once on a count past the real moves (a partial read never overcounts).
+	deadline := time.Now().Add(labWait)
+	for {
+		status, metric, err := f.leaderChanges(ctx, vips)
+		var wrong []string
+		over := false
+		for _, name := range slices.Sorted(maps.Keys(vips)) {
+			for _, c := range []struct {
+				what          string
+				before, after int64
+			}{{"VIPStatus leaderChanges", statusBefore[name], status[name]}, {"herald_l2_leader_changes_total", metricBefore[name], metric[name]}} {
+				if c.after-c.before != moves[name] {
+					wrong = append(wrong, fmt.Sprintf("%s (%s): %s went from %d to %d, want +%d (real moves)",
+						name, vips[name], c.what, c.before, c.after, moves[name]))
+				}
+				over = over || c.after-c.before > moves[name]
+			}
+		}
+		if err == nil && len(wrong) == 0 {
+			break
+		}
+		if over || time.Now().After(deadline) {
+			if err != nil {
+				wrong = append(wrong, fmt.Sprintf("(last read: %v)", err))
+			}
+			t.Fatalf("leader changes after %s's cable was pulled and plugged back:\n%s", pulled, strings.Join(wrong, "\n"))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestLabPartitionEvenSplit splits memberlist into two halves, in a lab of two workers
+// and in one of four, each built for this test in turn.
+func TestLabPartitionEvenSplit(t *testing.T) {
+	for _, workers := range []int{2, 4} {
+		t.Run(fmt.Sprintf("%d workers", workers), func(t *testing.T) {
+			built := time.Now()
+			f := splitLab(t, workers)
+			t.Logf("lab of %d workers built in %v", workers, time.Since(built).Round(time.Second))
+			a, b := f.nodes[:workers/2], f.nodes[workers/2:]
+			vips := maps.Clone(f.vips)
+			// Each half owns a VIP before the split.
+			for i, half := range [][]string{a, b} {
+				owns := func(vip netip.Addr) bool { return slices.Contains(half, f.owner(vip)) }
+				if !slices.ContainsFunc(slices.Collect(maps.Values(vips)), owns) {
+					name := fmt.Sprintf("half%d", i+1)
+					_, vips[name] = f.serviceFirstFor(t, name, half[0])
+				}
+			}
+			f.expectOwners(t, vips, "before the split")
+			ws := f.watchVIPs(t, vips)
+
+			start := time.Now()
+			heal := inflict(t, func(ctx context.Context) error { return f.s.SplitMemberlist(ctx, a, b) },
+				func(ctx context.Context) error { return f.s.HealMemberlist(ctx, f.nodes...) })
+			time.Sleep(partitionFor)
+			healAt := time.Now()
+			heal()
+
+			during := fmt.Sprintf("memberlist split between %v and %v", a, b)
+			f.expectOneAnswer(t, ws, start, start.Add(partitionGrace), healAt, during)
+			f.expectServed(t, ws, start, start.Add(partitionGrace), healAt, during)
+			f.expectOwners(t, vips, "after the heal")
+		})
+	}
+}
+
+// splitLab builds a walkthrough lab of its own with the given workers, removed when the
+// test ends.
+func splitLab(t *testing.T, workers int) *fullLab {
+	t.Helper()
+	runDir := filepath.Join(os.TempDir(), "herald-e2e", fmt.Sprintf("%slab%d", splitPrefix, workers))
+	var f *fullLab
+	t.Cleanup(func() {
+		if f != nil {
+			for log, lines := range f.s.Refusals() {
+				t.Errorf("%s was refused by the API server (missing RBAC?):\n%s", filepath.Base(log), strings.Join(lines, "\n"))
+			}
+		}
+		if t.Failed() {
+			t.Logf("logs of the lab are in %s", runDir)
+		}
+		if err := lab.Down(runDir, splitPrefix); err != nil {
+			t.Errorf("removing the lab (%s): %v", splitPrefix, err)
+		}
+	})
+	f, err := upFullLab(splitPrefix, runDir, workers)
+	if err != nil {
+		t.Fatalf("a lab of %d workers (prefix %s, logs in %s): %v", workers, splitPrefix, runDir, err)
+	}
+	return f
+}
+
+// expectOwners waits until each VIP is answered by the node its election picks among
+// candidates (every worker when none are given), one MAC only.
+func (f *fullLab) expectOwners(t *testing.T, vips map[string]netip.Addr, when string, candidates ...string) {
+	t.Helper()
+	for _, name := range slices.Sorted(maps.Keys(vips)) {
+		f.expectOwner(t, vips[name], f.owner(vips[name], candidates...), name+" "+when)
+	}
+}
+
+// vipWatch is the client's ARP watch of one Service's VIP.
+type vipWatch struct {
+	service string
+	vip     netip.Addr
+	arp     *lab.ARPWatch
+}
+
+// watchVIPs asks from the client for each VIP every arpEvery until the test ends.
+func (f *fullLab) watchVIPs(t *testing.T, vips map[string]netip.Addr) []vipWatch {
+	t.Helper()
+	var out []vipWatch
+	for _, name := range slices.Sorted(maps.Keys(vips)) {
+		out = append(out, vipWatch{name, vips[name], watchARP(t, f.Net.Host(lab.ClientHost), vips[name], arpEvery)})
+	}
+	return out
+}
+
+// expectOneAnswer fails the test for every request sent from from until to that more
+// than one MAC answered, and logs what the client saw of each VIP; times are given from
+// fault.
+func (f *fullLab) expectOneAnswer(t *testing.T, ws []vipWatch, fault, from, to time.Time, when string) {
+	t.Helper()
+	for _, w := range ws {
+		s := w.arp.Summary(from, to)
+		t.Logf("%s, %s to %s: %s (%s): %s", when, sinceFault(from, fault), sinceFault(to, fault), w.service, w.vip, f.describeSummary(s, fault))
+		if s.Requests == 0 {
+			t.Errorf("%s: no ARP request for %s (%s) went out from %s to %s", when, w.service, w.vip, sinceFault(from, fault), sinceFault(to, fault))
+		}
+		for i, r := range s.Doubled {
+			if i == 5 {
+				t.Errorf("%s: ... and %d more requests for %s answered by several MACs", when, len(s.Doubled)-5, w.service)
+				break
+			}
+			t.Errorf("%s: the request for %s (%s) at %s was answered by %d MACs: %s",
+				when, w.service, w.vip, sinceFault(r.At, fault), len(r.MACs), f.describeMACs(r.MACs))
+		}
+	}
+}
+
+// expectServed fails the test for every VIP whose requests sent from from until to
+// went unanswered for longer than maxSilence.
+func (f *fullLab) expectServed(t *testing.T, ws []vipWatch, fault, from, to time.Time, when string) {
+	t.Helper()
+	for _, w := range ws {
+		s := w.arp.Summary(from, to)
+		if s.Requests == 0 || s.Silence > maxSilence {
+			t.Errorf("%s: %s (%s) went unanswered for %v (%d requests) from %s, longer than %v; %d of %d requests unanswered from %s to %s",
+				when, w.service, w.vip, s.Silence.Round(time.Millisecond), s.SilentRequests, sinceFault(s.SilenceAt, fault), maxSilence,
+				s.Unanswered, s.Requests, sinceFault(from, fault), sinceFault(to, fault))
+		}
+	}
+}
+
+func (f *fullLab) describeSummary(s lab.ARPSummary, fault time.Time) string {
+	silence := "none"
+	if s.SilentRequests > 0 {
+		silence = fmt.Sprintf("%v from %s", s.Silence.Round(time.Millisecond), sinceFault(s.SilenceAt, fault))
+	}
+	return fmt.Sprintf("%d requests, %d answered by several MACs, %d unanswered, longest silence %s, MACs %s",
+		s.Requests, len(s.Doubled), s.Unanswered, silence, f.describeMACs(s.MACs))
+}
+
+// sinceFault writes t as a time after the fault: "+2.345s".
+func sinceFault(t, fault time.Time) string {
+	return fmt.Sprintf("%+.3fs", t.Sub(fault).Seconds())
+}
+
+// leaderChanges reads each VIP's leader changes as its VIPStatus counts them and as the
+// speakers' metrics do (herald_l2_leader_changes_total, each speaker counting its own
+// takeovers, summed over the workers). A VIPStatus that does not name the election's
+// owner yet is an error: the counts are read once things have settled.
+func (f *fullLab) leaderChanges(ctx context.Context, vips map[string]netip.Addr) (status, metric map[string]int64, err error) {
+	status, metric = map[string]int64{}, map[string]int64{}
+	var errs []error
+	for name, vip := range vips {
+		var v heraldv1.VIPStatus
+		if err := f.c.Get(ctx, keyIn("default", heraldv1.VIPStatusName(vip)), &v); err != nil {
+			errs = append(errs, fmt.Errorf("VIPStatus of %s: %w", name, err))
+			continue
+		}
+		if want := f.owner(vip); v.Status.Node != want {
+			errs = append(errs, fmt.Errorf("VIPStatus of %s names %q, want %s", name, v.Status.Node, want))
+		}
+		status[name] = v.Status.LeaderChanges
+	}
+	for _, n := range f.nodes {
+		text, err := f.s.Scrape(ctx, n)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for name, vip := range vips {
+			v, _ := sampleValue(text, fmt.Sprintf(`herald_l2_leader_changes_total{ip=%q}`, vip.String()))
+			metric[name] += int64(v)
+		}
+	}
+	return status, metric, errors.Join(errs...)
+}
