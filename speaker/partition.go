@@ -116,7 +116,7 @@ func interfaceOf(addr string) string {
 // run ahead of what the announcer does.
 func (s *Speaker) publishRecord(v quorum.Verdict, live []string) {
 	s.records.want(recordWish{members: live, unreachable: v.Unreachable, macs: responderMACs(s.l2.Responders()), mode: v.Mode,
-		fast: v.Mode.Degraded() || s.anyDegraded()})
+		fast: v.Mode.Degraded() || len(v.Unreachable) > 0 || s.anyTrouble()})
 }
 
 // observe makes the verdict visible: the metrics, a log line and an Event on this
@@ -170,15 +170,17 @@ func partitionNote(self string, port int, v quorum.Verdict) string {
 	return note
 }
 
-// anyDegraded says whether some speaker's record, as last read, is degraded: then
-// every speaker renews fast so that those in trouble can tell who is alive.
-func (s *Speaker) anyDegraded() bool {
+// anyTrouble says whether some speaker's record, as last read, is degraded or misses
+// a peer: then every speaker renews fast, so that those in trouble can tell who is
+// alive, and a majority can tell a peer it lost that still announces (it renews) from
+// one that died (it renews nothing).
+func (s *Speaker) anyTrouble() bool {
 	recs, err := s.records.list(context.Background(), false)
 	if err != nil {
 		return false
 	}
 	for _, r := range recs {
-		if r.Node != s.cfg.NodeName && quorum.Mode(r.Mode).Degraded() && time.Since(r.RenewedAt) < r.Duration {
+		if r.Node != s.cfg.NodeName && (r.Mode.Degraded() || len(r.Unreachable) > 0) && time.Since(r.RenewedAt) < r.Duration {
 			return true
 		}
 	}

@@ -89,6 +89,7 @@ func recordFromLease(l *coordinationv1.Lease, changedAt time.Time) (quorum.Recor
 		ChangedAt: changedAt,
 	}
 	r.Members = splitList(l.Annotations[RecordMembersAnnotation])
+	r.Unreachable = splitList(l.Annotations[RecordUnreachableAnnotation])
 	return r, true
 }
 

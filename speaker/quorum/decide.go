@@ -38,9 +38,10 @@ func (m Mode) Degraded() bool { return m != ModeQuorum }
 // Record is one speaker's record as this speaker reads it.
 type Record struct {
 	Node string
-	// Members are the memberlist members the writer hears, itself included.
-	Members []string
-	Mode    Mode
+	// Members are the memberlist members the writer hears, itself included, and
+	// Unreachable the expected speakers it does not hear.
+	Members, Unreachable []string
+	Mode                 Mode
 	// RenewedAt is when the writer last renewed it, by the writer's clock, and
 	// Duration how long it stays fresh after that.
 	RenewedAt time.Time
@@ -176,8 +177,10 @@ func Decide(cfg Config, st State, in Input) (Verdict, State) {
 		st.TroubleSince = in.Now
 	}
 
-	heard := func(n string) bool { _, ok := since[n]; return ok }
-	switch deposers := deposers(in.Self, fresh, heard, current, majority); {
+	// A writer this speaker heard join less than JoinWait ago has perhaps not caught
+	// up with it yet.
+	joinedRecently := func(n string) bool { s, ok := since[n]; return ok && in.Now.Sub(s) < cfg.JoinWait }
+	switch deposers := deposers(in.Self, fresh, joinedRecently, current, majority); {
 	case in.LinkDown:
 		v.Mode = ModeIsolated
 		v.Reason = "the interface memberlist runs on has no carrier"
@@ -219,11 +222,12 @@ func Decide(cfg Config, st State, in Input) (Verdict, State) {
 }
 
 // deposers returns the writers of current, fresh records that publish a majority
-// without self. A writer self hears has not caught up with it yet and may still hold
-// its IPs: it deposes. One self does not hear deposes unless a member of its majority
-// publishes a current record listing self (then its record is stale: the writer died
-// or was cut off after writing it).
-func deposers(self string, fresh map[string]*Record, heard func(string) bool, current func(*Record) bool, majority func([]string) bool) []string {
+// without self, unless a member of that majority publishes a current record listing
+// self: then the record is stale (its writer died or was cut off after writing it) or
+// memberlist is still settling (each side of a forming split briefly sees a majority
+// without the other). A writer that joined self's view only just deposes regardless:
+// it has not caught up with self yet and may still hold self's IPs.
+func deposers(self string, fresh map[string]*Record, joinedRecently func(string) bool, current func(*Record) bool, majority func([]string) bool) []string {
 	var out []string
 	for n, r := range fresh {
 		if n == self || r.lists(self) || !current(r) || !majority(r.Members) {
@@ -236,7 +240,7 @@ func deposers(self string, fresh map[string]*Record, heard func(string) bool, cu
 				break
 			}
 		}
-		if heard(n) || !vouched {
+		if joinedRecently(n) || !vouched {
 			out = append(out, n)
 		}
 	}

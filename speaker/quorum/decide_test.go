@@ -132,6 +132,13 @@ func TestDecide(t *testing.T) {
 			mode: ModeMinority, majority: []string{"b"},
 		},
 		{
+			name: "a forming split: a peer heard for long sees a majority without us, but a member of it still lists us",
+			st:   serving,
+			in: Input{Self: "c", Members: heard("b", "c", "d"), APIUp: true, APIAt: now, Now: now, Lost: map[string]time.Time{"a": at(-50 * time.Millisecond)},
+				Records: []Record{rec("a", -100*time.Millisecond, "a", "b", "d"), rec("b", -100*time.Millisecond, "a", "b", "d"), rec("d", -100*time.Millisecond, "b", "c", "d")}},
+			mode: ModeQuorum, electors: []string{"b", "c", "d"}, take: true, unreachable: []string{"a"},
+		},
+		{
 			name: "a record written before its writer rejoined deposes no longer than JoinWait (API server down)",
 			st:   serving,
 			in: Input{Self: "c", Members: heard("a@-3s", "b@-3s", "c"), APIUp: false, APIAt: at(-10 * time.Second), Now: now,
