@@ -198,9 +198,21 @@ func Decide(cfg Config, st State, in Input) (Verdict, State) {
 		v.Mode = ModeIsolated
 		v.Reason = fmt.Sprintf("%s hears %d of %d speakers, no majority, and cannot reach the API server to arbitrate", in.Self, len(live), len(expected))
 	default:
-		v.Mode, v.Take = ModeArbitrated, true
+		v.Mode = ModeArbitrated
 		v.Electors = apiAlive(in.Self, fresh, st.TroubleSince)
 		v.Reason = fmt.Sprintf("%s hears %d of %d speakers, no majority: owners are elected among the %d speakers alive in the API server", in.Self, len(live), len(expected), len(v.Electors))
+		// A speaker still holding keeps IPs the arbitrated election may give to others:
+		// take nothing until it arbitrates too (at most Grace), so it lets go first.
+		var holding []string
+		for _, n := range v.Electors {
+			if r := fresh[n]; n != in.Self && r != nil && r.Mode == ModeHold {
+				holding = append(holding, n)
+			}
+		}
+		v.Take = len(holding) == 0
+		if !v.Take {
+			v.Reason += fmt.Sprintf("; it takes no IP while %s still hold", strings.Join(holding, ", "))
+		}
 	}
 
 	// Coming back from silence needs records read afresh since it began.

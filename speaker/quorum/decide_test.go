@@ -160,6 +160,13 @@ func TestDecide(t *testing.T) {
 			mode: ModeArbitrated, electors: []string{"a", "b"}, take: true, unreachable: []string{"b"},
 		},
 		{
+			name: "arbitrating while a peer still holds: take nothing yet",
+			st:   State{Started: true, TroubleSince: at(-2 * time.Second)},
+			in: Input{Self: "a", Members: heard("a"), APIUp: true, APIAt: now, Now: now,
+				Records: []Record{rec("a", -100*time.Millisecond, "a"), withMode(rec("b", -300*time.Millisecond, "b"), ModeHold)}},
+			mode: ModeArbitrated, electors: []string{"a", "b"}, take: false, unreachable: []string{"b"},
+		},
+		{
 			name: "two nodes, the peer died: it renews no more, so it is no elector",
 			st:   State{Started: true, TroubleSince: at(-2 * time.Second)},
 			in: Input{Self: "a", Members: heard("a"), APIUp: true, APIAt: now, Now: now,
