@@ -12,7 +12,7 @@ import (
 var (
 	poolAddresses = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "herald_pool_addresses",
-		Help: "Addresses of an IPAddressPool by family and state (in_use, available).",
+		Help: "Addresses of an IPAddressPool by family and state (in_use, available, conflict: free but claimed by a device on the network).",
 	}, []string{"pool", "family", "state"})
 	allocationsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "herald_allocations_total",
@@ -65,6 +65,8 @@ func setPoolMetrics(pool string, st ipam.PoolStats) {
 	poolAddresses.WithLabelValues(pool, "IPv4", "available").Set(float64(st.AvailableIPv4))
 	poolAddresses.WithLabelValues(pool, "IPv6", "in_use").Set(float64(st.AssignedIPv6))
 	poolAddresses.WithLabelValues(pool, "IPv6", "available").Set(float64(st.AvailableIPv6))
+	poolAddresses.WithLabelValues(pool, "IPv4", "conflict").Set(float64(st.ConflictIPv4))
+	poolAddresses.WithLabelValues(pool, "IPv6", "conflict").Set(float64(st.ConflictIPv6))
 }
 
 func forgetPoolMetrics(pool string) {

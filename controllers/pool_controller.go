@@ -104,6 +104,8 @@ func (r *PoolReconciler) writeStatus(ctx context.Context, pool *heraldv1.IPAddre
 	pool.Status.AvailableIPv4, pool.Status.AvailableIPv6 = st.AvailableIPv4, st.AvailableIPv6
 	pool.Status.InUse = saturatingAdd(st.AssignedIPv4, st.AssignedIPv6)
 	pool.Status.Available = saturatingAdd(st.AvailableIPv4, st.AvailableIPv6)
+	pool.Status.ConflictIPv4, pool.Status.ConflictIPv6 = st.ConflictIPv4, st.ConflictIPv6
+	pool.Status.Conflict = saturatingAdd(st.ConflictIPv4, st.ConflictIPv6)
 
 	cond := metav1.Condition{Type: heraldv1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready",
 		Message: "the pool gives out addresses", ObservedGeneration: pool.Generation}

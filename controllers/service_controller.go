@@ -158,8 +158,11 @@ func (r *ServiceReconciler) allocate(ctx context.Context, svc *corev1.Service) e
 
 func (r *ServiceReconciler) warn(svc *corev1.Service, err error) {
 	note := err.Error()
-	if errors.Is(err, ipam.ErrNoAvailableIPs) {
+	switch {
+	case errors.Is(err, ipam.ErrNoAvailableIPs):
 		note += "; the Service keeps running and gets an IP as soon as one is free"
+	case errors.Is(err, ipam.ErrIPConflict):
+		note += "; it is tried again when the conflict clears"
 	}
 	r.Recorder.Eventf(svc, nil, corev1.EventTypeWarning, ReasonAllocationFailed, "Allocate", note)
 }

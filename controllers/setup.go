@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -28,7 +29,7 @@ type Options struct {
 	MemberlistSecret string
 }
 
-// Setup registers the Service and pool reconcilers with mgr.
+// Setup registers the Service, pool and conflict reconcilers with mgr.
 func Setup(mgr ctrl.Manager, opts Options) error {
 	state := NewAllocations(opts.Namespace)
 	serviceIPs.state.Store(state)
@@ -60,11 +61,18 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	err = ctrl.NewControllerManagedBy(mgr).
 		Named("ipaddresspool").
 		For(&heraldv1.IPAddressPool{}).
 		WatchesRawSource(source.Channel(state.refreshPools, &handler.EnqueueRequestForObject{})).
 		Complete(pools)
+	if err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("vipconflicts").
+		Watches(&heraldv1.VIPStatus{}, handler.EnqueueRequestsFromMapFunc(toConflictsRequest), builder.WithPredicates(conflictChanged)).
+		Complete(&ConflictReconciler{Client: mgr.GetClient(), State: state, Served: svcs.servesLoadBalancer})
 }
 
 // pendingIn maps a Namespace change (its labels may now match a pool's

@@ -28,7 +28,7 @@ type Allocations struct {
 	poolNames []string
 	problems  map[string]string // pool → why it gives no addresses (reason: message)
 	// pending Services could not get an address; they are retried whenever an address
-	// may have become free (release, pool change).
+	// may have become free (release, pool change, a conflict cleared).
 	pending map[types.NamespacedName]bool
 	// duplicates are Services whose status IP another, older Service holds (found at load).
 	duplicates map[types.NamespacedName]string
@@ -56,13 +56,17 @@ func NewAllocations(namespace string) *Allocations {
 type servedFunc func(*corev1.Service) bool
 
 // ensureLoaded rebuilds the allocations from every served Service's status, oldest
-// Service first, so that of two Services showing the same IP the older keeps it.
-// Must be called with mu held.
+// Service first, so that of two Services showing the same IP the older keeps it, and
+// learns the IPs in conflict before any Service is given one. Must be called with mu
+// held.
 func (a *Allocations) ensureLoaded(ctx context.Context, c client.Reader, served servedFunc) error {
 	if a.loaded {
 		return nil
 	}
 	if _, err := a.syncPools(ctx, c); err != nil {
+		return err
+	}
+	if _, _, err := a.syncConflicts(ctx, c); err != nil {
 		return err
 	}
 	var svcs corev1.ServiceList

@@ -106,6 +106,20 @@ type IPAddressPoolStatus struct {
 	// 2^63-1).
 	// +optional
 	Available int64 `json:"available"`
+	// ConflictIPv4 is the number of free IPv4 addresses that a device on the
+	// network claims (a VIPStatus with reason IPConflict): not given to new
+	// Services, so not counted in available.
+	// +optional
+	ConflictIPv4 int64 `json:"conflictIPv4"`
+	// ConflictIPv6 is the number of free IPv6 addresses that a device on the
+	// network claims.
+	// +optional
+	ConflictIPv6 int64 `json:"conflictIPv6"`
+	// Conflict is the number of free addresses that devices on the network
+	// claim, both families. An address a Service holds counts in inUse even when
+	// a device claims it too.
+	// +optional
+	Conflict int64 `json:"conflict"`
 	// Conditions: Ready is True when the pool gives out addresses; False with
 	// reason Overlap when its addresses collide with an older pool, or
 	// Terminating while it waits for its last address to be released.
@@ -125,6 +139,7 @@ type IPAddressPoolStatus struct {
 // +kubebuilder:printcolumn:name="Addresses",type=string,JSONPath=`.spec.addresses`
 // +kubebuilder:printcolumn:name="In Use",type=integer,JSONPath=`.status.inUse`
 // +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.available`
+// +kubebuilder:printcolumn:name="Conflict",type=integer,JSONPath=`.status.conflict`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type IPAddressPool struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -7,6 +7,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// VIPReasonIPConflict is the reason of a VIPStatus whose IP a device on the network
+// that is no herald speaker claims: the owning speaker yielded the IP to it. The
+// controller gives such IPs to no new Service.
+const VIPReasonIPConflict = "IPConflict"
+
 // VIPStatusStatus is who announces one LoadBalancer IP at layer 2, as the speakers
 // last published it.
 type VIPStatusStatus struct {
@@ -41,8 +46,8 @@ type VIPStatusStatus struct {
 	// +optional
 	LeaderChanges int64 `json:"leaderChanges,omitempty"`
 	// Reason says in one word why no node announces the IP (the election's
-	// reason: NoEndpoints, NoLiveSpeaker, Excluded, NotSelected, ...); empty
-	// when a node does.
+	// reason: NoEndpoints, NoLiveSpeaker, Excluded, NotSelected, ...; or
+	// IPConflict: a device on the network claims it); empty when a node does.
 	// +optional
 	Reason string `json:"reason,omitempty"`
 	// Message explains reason in a sentence.

@@ -31,11 +31,11 @@ func (a *Allocator) Allocate(svc Service) (Result, error) {
 			return res, nil
 		}
 		before := a.Release(svc.Key)
-		res, err := a.allocateNew(svc)
+		res, err := a.allocateNew(svc, before)
 		res.Changed = !sameAddrSet(before, res.IPs)
 		return res, err
 	}
-	res, err := a.allocateNew(svc)
+	res, err := a.allocateNew(svc, nil)
 	res.Changed = len(res.IPs) > 0
 	return res, err
 }
@@ -130,11 +130,12 @@ func (a *Allocator) rekey(cur *allocation, svc Service, kept []netip.Addr) {
 	cur.sharingKey, cur.backendKey, cur.ports = svc.SharingKey, svc.BackendKey, slices.Clone(svc.Ports)
 }
 
-// allocateNew allocates for a Service holding nothing.
-func (a *Allocator) allocateNew(svc Service) (Result, error) {
+// allocateNew allocates for a Service holding nothing; held is what it released just
+// before.
+func (a *Allocator) allocateNew(svc Service, held []netip.Addr) (Result, error) {
 	switch {
 	case len(svc.RequestedIPs) > 0:
-		return a.assignRequested(svc)
+		return a.assignRequested(svc, held)
 	case svc.Pool != "":
 		p := a.pools[svc.Pool]
 		if p == nil {
@@ -154,7 +155,9 @@ func (a *Allocator) allocateNew(svc Service) (Result, error) {
 }
 
 // assignRequested gives svc exactly the IPs it requests, all from one pool it may use.
-func (a *Allocator) assignRequested(svc Service) (Result, error) {
+// An IP in conflict is refused unless svc held it (held): a Service that asks for one
+// more IP keeps the one it has.
+func (a *Allocator) assignRequested(svc Service, held []netip.Addr) (Result, error) {
 	var pool *poolState
 	for _, ip := range svc.RequestedIPs {
 		p := a.givers.lookup(ip)
@@ -182,6 +185,9 @@ func (a *Allocator) assignRequested(svc Service) (Result, error) {
 			if err := canShare(st, svc); err != nil {
 				return Result{}, err
 			}
+		}
+		if a.conflicts[ip] && !slices.Contains(held, ip) {
+			return Result{}, conflictError(ip)
 		}
 	}
 	return a.record(svc, svc.RequestedIPs, pool.Name).result(false), nil
@@ -230,31 +236,48 @@ func (a *Allocator) pick(p *poolState, svc Service, fams []Family) ([]netip.Addr
 
 // pickOne chooses an address of family f from p: an IP that compatible Services
 // already share, else the lowest never-used address, else the least recently freed.
+// Addresses in conflict are never chosen.
 func (a *Allocator) pickOne(p *poolState, svc Service, f Family) (netip.Addr, error) {
 	i := familyIndex(f)
 	if !p.hasFamily(f) {
 		return netip.Addr{}, &familyMissingError{pool: p.Name, family: f}
 	}
-	if ip, ok := a.sharing.candidate(p, svc, f); ok {
+	if ip, ok := a.sharing.candidate(p, svc, f, a.conflicts); ok {
 		return ip, nil
 	}
 	if ip, ok := p.free[i].next(); ok {
 		return ip, nil
 	}
-	return netip.Addr{}, &poolExhaustedError{pool: p.Name, family: f, inUse: p.counted[i], capacity: p.capacity[i].int64Sat()}
+	return netip.Addr{}, &poolExhaustedError{pool: p.Name, family: f, inUse: p.counted[i], capacity: p.capacity[i].int64Sat(),
+		conflicts: p.free[i].withheldAddrs()}
 }
 
 type poolExhaustedError struct {
 	pool            string
 	family          Family
 	inUse, capacity int64
+	// conflicts are the pool's free addresses of family, all claimed by devices.
+	conflicts []netip.Addr
 }
 
 func (e *poolExhaustedError) Error() string {
 	return fmt.Sprintf("no available IPs in pool %q (%s)", e.pool, e.usage())
 }
+
+// conflictsListed bounds the addresses an error names: the count says the rest.
+const conflictsListed = 4
+
 func (e *poolExhaustedError) usage() string {
-	return fmt.Sprintf("%s: %d of %d in use", e.family, e.inUse, e.capacity)
+	s := fmt.Sprintf("%s: %d of %d in use", e.family, e.inUse, e.capacity)
+	switch n := len(e.conflicts); {
+	case n == 1:
+		s += fmt.Sprintf("; the free address %s is in conflict with a device on the network", e.conflicts[0])
+	case n > conflictsListed:
+		s += fmt.Sprintf("; the %d free addresses (%s, ...) are in conflict with devices on the network", n, JoinIPs(e.conflicts[:conflictsListed]))
+	case n > 1:
+		s += fmt.Sprintf("; the %d free addresses (%s) are in conflict with devices on the network", n, JoinIPs(e.conflicts))
+	}
+	return s
 }
 func (e *poolExhaustedError) Unwrap() error { return ErrNoAvailableIPs }
 

@@ -23,6 +23,9 @@ type Allocator struct {
 	sharing shareIndex     // IPs held with a sharing key, to pack sharing Services onto
 	users   map[string]int // pool name -> Services using it
 	freeSeq uint64         // orders recycled addresses
+	// conflicts are the addresses devices on the network claim (SetConflicts), in a
+	// pool or not: those free in an enabled pool are withheld in its free set.
+	conflicts map[netip.Addr]bool
 }
 
 // allocation is what one Service holds.
@@ -38,11 +41,12 @@ type allocation struct {
 // New returns an Allocator without pools or allocations.
 func New() *Allocator {
 	return &Allocator{
-		pools:   map[string]*poolState{},
-		allocs:  map[string]*allocation{},
-		ips:     map[netip.Addr]*ipState{},
-		sharing: shareIndex{},
-		users:   map[string]int{},
+		pools:     map[string]*poolState{},
+		allocs:    map[string]*allocation{},
+		ips:       map[netip.Addr]*ipState{},
+		sharing:   shareIndex{},
+		users:     map[string]int{},
+		conflicts: map[netip.Addr]bool{},
 	}
 }
 
@@ -63,9 +67,11 @@ func (a *Allocator) Release(key string) []netip.Addr {
 }
 
 // Stats returns the counts of one pool. Assigned counts IPs in use that the pool
-// counts, an IP shared by several Services once. Available is what the pool can still
-// give out: capacity (without .0/.255 when avoidBuggyIPs) minus assigned, and 0 for a
-// pool that gives out nothing (overlapping, invalid or terminating).
+// counts, an IP shared by several Services once, whether or not a device claims it too.
+// Conflict counts the free addresses withheld because a device on the network claims
+// them (SetConflicts). Available is what the pool can still give out: capacity (without
+// .0/.255 when avoidBuggyIPs) minus assigned and conflict. A pool that gives out nothing
+// (overlapping, invalid or terminating) has neither available nor conflict addresses.
 func (a *Allocator) Stats(pool string) PoolStats {
 	p := a.pools[pool]
 	if p == nil {
@@ -73,15 +79,23 @@ func (a *Allocator) Stats(pool string) PoolStats {
 	}
 	st := PoolStats{AssignedIPv4: p.inUse[0], AssignedIPv6: p.inUse[1]}
 	if p.givesAddresses() {
-		st.AvailableIPv4 = p.available(IPv4)
-		st.AvailableIPv6 = p.available(IPv6)
+		st.AvailableIPv4, st.ConflictIPv4 = p.available(IPv4), p.withheld(IPv4)
+		st.AvailableIPv6, st.ConflictIPv6 = p.available(IPv6), p.withheld(IPv6)
 	}
 	return st
 }
 
 func (p *poolState) available(f Family) int64 {
 	i := familyIndex(f)
-	return p.capacity[i].subSat(u128From(uint64(p.counted[i]))).int64Sat()
+	return p.capacity[i].subSat(u128From(uint64(p.counted[i]))).subSat(u128From(uint64(p.withheld(f)))).int64Sat()
+}
+
+// withheld counts the free addresses of family f set aside for a conflict.
+func (p *poolState) withheld(f Family) int64 {
+	if s := p.free[familyIndex(f)]; s != nil {
+		return int64(len(s.withheld))
+	}
+	return 0
 }
 
 // Users returns how many Services use the pool: their allocation is recorded in it or
@@ -143,6 +157,10 @@ func (a *Allocator) unholdIP(al *allocation, ip netip.Addr) {
 	delete(a.ips, ip)
 	a.countIP(st, -1)
 	if p := a.givers.lookup(ip); p != nil && p.countsInCapacity(ip) {
+		if a.conflicts[ip] {
+			p.free[familyIndex(FamilyOf(ip))].addWithheld(ip)
+			return
+		}
 		a.freeSeq++
 		p.free[familyIndex(FamilyOf(ip))].recycle(ip, a.freeSeq)
 	}

@@ -8,11 +8,16 @@ import (
 // Sentinel errors let the reconciler decide when to retry; test them with errors.Is.
 // The error texts themselves are written for a Kubernetes Event read by a user.
 var (
-	// ErrNoAvailableIPs: every pool the Service may use is full. Retry when IPs are released.
+	// ErrNoAvailableIPs: every pool the Service may use is full, or its free addresses
+	// are in conflict with devices on the network. Retry when IPs are released or a
+	// conflict clears.
 	ErrNoAvailableIPs = errors.New("no available IPs")
 	// ErrIPInUse: an IP the Service needs is held by a Service it may not share with.
 	// Retry when IPs are released.
 	ErrIPInUse = errors.New("IP in use")
+	// ErrIPConflict: an IP the Service requests is claimed by a device on the network
+	// (SetConflicts). Retry when the conflict clears.
+	ErrIPConflict = errors.New("IP in conflict")
 	// ErrNoUsablePool: no pool the Service may use can give what it asks for. Retry when
 	// pools change.
 	ErrNoUsablePool = errors.New("no usable pool")

@@ -3,6 +3,7 @@ package ipam
 import (
 	"container/list"
 	"net/netip"
+	"slices"
 
 	"github.com/google/btree"
 	"go4.org/netipx"
@@ -17,11 +18,16 @@ import (
 //
 // Addresses are handed out from neverUsed while any is left, so a freed address is not
 // given to the next Service at once.
+//
+// Free addresses that a device on the network claims (Allocator.SetConflicts) are kept
+// aside in withheld, in neither tier, so that next never meets them: finding a free
+// address stays O(log n) however many addresses are in conflict.
 type freeSet struct {
 	avoidBuggy bool
 	neverUsed  *btree.BTreeG[netipx.IPRange]
 	recycled   *list.List // of recycledAddr, front = least recently freed
 	inRecycled map[netip.Addr]*list.Element
+	withheld   map[netip.Addr]struct{}
 }
 
 // recycledAddr remembers when an address was freed (a global sequence number) so the
@@ -39,6 +45,7 @@ func newFreeSet(avoidBuggy bool) *freeSet {
 		}),
 		recycled:   list.New(),
 		inRecycled: map[netip.Addr]*list.Element{},
+		withheld:   map[netip.Addr]struct{}{},
 	}
 }
 
@@ -95,8 +102,12 @@ func firstNonBuggy(r netipx.IPRange) (netip.Addr, bool) {
 	return a, true
 }
 
-// take removes a from the set; it reports false if a was not free here.
+// take removes a from the set, withheld or not; it reports false if a was not free here.
 func (s *freeSet) take(a netip.Addr) bool {
+	if _, ok := s.withheld[a]; ok {
+		delete(s.withheld, a)
+		return true
+	}
 	if e, ok := s.inRecycled[a]; ok {
 		s.recycled.Remove(e)
 		delete(s.inRecycled, a)
@@ -134,5 +145,42 @@ func (s *freeSet) recycledAddrs() []recycledAddr {
 	for e := s.recycled.Front(); e != nil; e = e.Next() {
 		out = append(out, e.Value.(recycledAddr))
 	}
+	return out
+}
+
+// withhold moves a free address aside, out of reach of next; it reports false if a was
+// not free here.
+func (s *freeSet) withhold(a netip.Addr) bool {
+	if !s.take(a) {
+		return false
+	}
+	s.withheld[a] = struct{}{}
+	return true
+}
+
+// addWithheld puts a freed address that is in conflict straight aside.
+func (s *freeSet) addWithheld(a netip.Addr) {
+	s.withheld[a] = struct{}{}
+}
+
+// unwithhold puts a withheld address back at the back of the recycled queue, so that it
+// is handed out after every other free address: the device that claimed it may come
+// back (a host switched off for the night). It reports false if a was not withheld.
+func (s *freeSet) unwithhold(a netip.Addr, seq uint64) bool {
+	if _, ok := s.withheld[a]; !ok {
+		return false
+	}
+	delete(s.withheld, a)
+	s.recycle(a, seq)
+	return true
+}
+
+// withheldAddrs lists the withheld addresses in ascending order.
+func (s *freeSet) withheldAddrs() []netip.Addr {
+	out := make([]netip.Addr, 0, len(s.withheld))
+	for a := range s.withheld {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
 	return out
 }

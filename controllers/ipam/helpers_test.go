@@ -141,6 +141,13 @@ type step struct {
 	ips      []string // restore input
 	pool     string   // restore input
 
+	setConflicts bool     // SetConflicts(conflicts); want holds the added addresses
+	conflicts    []string // SetConflicts input
+	cleared      []string // SetConflicts: the addresses no longer in conflict
+
+	stats     string    // after the step, Stats of this pool must be wantStats
+	wantStats PoolStats // with stats
+
 	want        []string // IPs of the Result (alloc), or released (release)
 	wantPool    string
 	wantChanged *bool
@@ -175,8 +182,6 @@ func runSteps(t *testing.T, a *Allocator, steps []step) {
 					t.Fatalf("step %d SetPools: problem %q, want %q", i, got[j], w)
 				}
 			}
-			checkInvariants(t, a)
-			continue
 		case st.alloc != nil:
 			var res Result
 			res, err = a.Allocate(*st.alloc)
@@ -196,6 +201,15 @@ func runSteps(t *testing.T, a *Allocator, steps []step) {
 			}
 		case st.restore != nil:
 			err = a.Restore(*st.restore, addrs(st.ips...), st.pool)
+		case st.setConflicts:
+			added, cleared := a.SetConflicts(addrs(st.conflicts...))
+			if got := addrStrings(added); !slices.Equal(got, nonNil(st.want)) {
+				t.Fatalf("step %d SetConflicts(%v): added %v, want %v", i, st.conflicts, got, st.want)
+			}
+			if got := addrStrings(cleared); !slices.Equal(got, nonNil(st.cleared)) {
+				t.Fatalf("step %d SetConflicts(%v): cleared %v, want %v", i, st.conflicts, got, st.cleared)
+			}
+		case st.stats != "":
 		default:
 			t.Fatalf("step %d: no op", i)
 		}
@@ -208,6 +222,11 @@ func runSteps(t *testing.T, a *Allocator, steps []step) {
 			t.Fatalf("step %d: error %q is not %v", i, err, st.wantErr)
 		case st.errText != "" && !strings.Contains(err.Error(), st.errText):
 			t.Fatalf("step %d: error %q does not contain %q", i, err, st.errText)
+		}
+		if st.stats != "" {
+			if got := a.Stats(st.stats); got != st.wantStats {
+				t.Fatalf("step %d: Stats(%s) = %+v, want %+v", i, st.stats, got, st.wantStats)
+			}
 		}
 		checkInvariants(t, a)
 	}

@@ -102,8 +102,13 @@ func checkInvariants(t testing.TB, a *Allocator) {
 		}
 		for i, s := range p.free {
 			free := s.usableSize()
-			if got := free.addSat(u128From(uint64(p.counted[i]))); got != p.capacity[i] {
-				t.Fatalf("pool %s family %d: free %v + counted %d = %v, capacity %v", name, i, free, p.counted[i], got, p.capacity[i])
+			if got := free.addSat(u128From(uint64(p.counted[i] + int64(len(s.withheld))))); got != p.capacity[i] {
+				t.Fatalf("pool %s family %d: free %v + counted %d + withheld %d = %v, capacity %v", name, i, free, p.counted[i], len(s.withheld), got, p.capacity[i])
+			}
+			for w := range s.withheld {
+				if !a.conflicts[w] || a.ips[w] != nil || a.givers.lookup(w) != p || !p.countsInCapacity(w) || s.inNeverUsed(w) || s.inRecycled[w] != nil {
+					t.Fatalf("pool %s: withheld %s is not a free conflicting address of the pool, or is also free", name, w)
+				}
 			}
 			for _, r := range s.recycledAddrs() {
 				if s.inNeverUsed(r.addr) || !p.contains(r.addr) || !p.countsInCapacity(r.addr) {
@@ -116,6 +121,13 @@ func checkInvariants(t testing.TB, a *Allocator) {
 				}
 				return true
 			})
+		}
+	}
+	for ip := range a.conflicts {
+		if p := a.givers.lookup(ip); p != nil && a.ips[ip] == nil && p.countsInCapacity(ip) {
+			if _, ok := p.free[familyIndex(FamilyOf(ip))].withheld[ip]; !ok {
+				t.Fatalf("conflicting %s is free in pool %s but not withheld", ip, p.Name)
+			}
 		}
 	}
 	users := map[string]int{}
@@ -139,10 +151,11 @@ func checkInvariants(t testing.TB, a *Allocator) {
 	}
 }
 
-// contains reports whether a is free here (test helper).
+// contains reports whether a is free here, withheld or not (test helper).
 func (s *freeSet) contains(a netip.Addr) bool {
-	_, ok := s.inRecycled[a]
-	return ok || s.inNeverUsed(a)
+	_, recycled := s.inRecycled[a]
+	_, withheld := s.withheld[a]
+	return recycled || withheld || s.inNeverUsed(a)
 }
 
 func (s *freeSet) inNeverUsed(a netip.Addr) bool {

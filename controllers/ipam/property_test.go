@@ -11,12 +11,13 @@ import (
 	"go4.org/netipx"
 )
 
-// TestRandomOperations runs random sequences of Allocate, Release, Restore and SetPools
-// on a small address space and checks after every call:
+// TestRandomOperations runs random sequences of Allocate, Release, Restore, SetPools
+// and SetConflicts on a small address space and checks after every call:
 //   - the allocator's own invariants (checkInvariants);
 //   - that a model of who holds what, built only from the returned values, matches;
 //   - that a freshly taken address is the lowest never-used one of its pool and family,
-//     else the least recently freed one (tracked by the model).
+//     else the least recently freed one (tracked by the model), never one in conflict;
+//   - that no Service gets an address in conflict it did not hold.
 func TestRandomOperations(t *testing.T) {
 	seeds, ops := 300, 300
 	if testing.Short() {
@@ -42,11 +43,13 @@ type model struct {
 	held    map[string][]netip.Addr // Service key -> IPs, from returned values only
 	// recycled is the model's queue of freed addresses, least recently freed first.
 	recycled []netip.Addr
-	log      []string
+	// conflicts are the addresses last given to SetConflicts.
+	conflicts map[netip.Addr]bool
+	log       []string
 }
 
 func newModel(t *testing.T, seed uint64) *model {
-	m := &model{t: t, rnd: rand.New(rand.NewPCG(seed, 1)), a: New(), held: map[string][]netip.Addr{}}
+	m := &model{t: t, rnd: rand.New(rand.NewPCG(seed, 1)), a: New(), held: map[string][]netip.Addr{}, conflicts: map[netip.Addr]bool{}}
 	m.setPools()
 	return m
 }
@@ -172,7 +175,7 @@ func (m *model) expectedFresh(pool string, f Family) (netip.Addr, bool) {
 			continue
 		}
 		for a := r.From(); a.IsValid() && !r.To().Less(a); a = a.Next() {
-			if use[a] > 0 || slices.Contains(m.recycled, a) || (p.AvoidBuggyIPs && isBuggy(a)) {
+			if use[a] > 0 || slices.Contains(m.recycled, a) || (p.AvoidBuggyIPs && isBuggy(a)) || m.conflicts[a] {
 				continue
 			}
 			if !best.IsValid() || a.Less(best) {
@@ -224,10 +227,10 @@ func (m *model) randomService() Service {
 }
 
 func (m *model) step(i int) {
-	switch op := m.rnd.IntN(10); {
-	case op < 6:
+	switch op := m.rnd.IntN(20); {
+	case op < 11:
 		m.allocate()
-	case op < 8:
+	case op < 14:
 		key := m.randomService().Key
 		m.logf("Release %s", key)
 		got := m.a.Release(key)
@@ -235,7 +238,9 @@ func (m *model) step(i int) {
 			m.fatalf("Release(%s) = %v, model %v", key, got, m.held[key])
 		}
 		m.releaseModel(key)
-	case op < 9:
+	case op < 16:
+		m.setConflicts()
+	case op < 18:
 		svc := m.randomService()
 		ips := []netip.Addr{m.addr(IPv4)}
 		if m.rnd.IntN(2) == 0 {
@@ -273,13 +278,16 @@ func (m *model) allocate() {
 	delete(m.held, svc.Key)
 	use := m.inUse()
 	for _, ip := range before {
-		if !slices.Contains(res.IPs, ip) && use[ip] == 0 && m.recyclable(ip) {
+		if !slices.Contains(res.IPs, ip) && use[ip] == 0 && m.recyclable(ip) && !m.conflicts[ip] {
 			m.recycled = append(m.recycled, ip)
 		}
 	}
 	for _, ip := range res.IPs {
 		if slices.Contains(before, ip) {
 			continue
+		}
+		if m.conflicts[ip] {
+			m.fatalf("Allocate(%s) took %s, which is in conflict", svc.Key, ip)
 		}
 		fresh := useBefore[ip] == 0
 		if fresh && len(svc.RequestedIPs) == 0 {
@@ -295,6 +303,46 @@ func (m *model) allocate() {
 	}
 }
 
+// setConflicts gives the allocator a few random addresses in conflict. Free ones
+// leave the recycled queue; free ones no longer in conflict go to its back.
+func (m *model) setConflicts() {
+	next := map[netip.Addr]bool{}
+	for range m.rnd.IntN(5) {
+		f := IPv4
+		if m.rnd.IntN(3) == 0 {
+			f = IPv6
+		}
+		next[m.addr(f)] = true
+	}
+	var ips []netip.Addr
+	for ip := range next {
+		ips = append(ips, ip)
+	}
+	added, cleared := m.a.SetConflicts(ips)
+	m.logf("SetConflicts %v -> added %v cleared %v", ips, added, cleared)
+	for _, ip := range added {
+		if !next[ip] || m.conflicts[ip] {
+			m.fatalf("SetConflicts: %s added wrongly", ip)
+		}
+	}
+	for _, ip := range cleared {
+		if next[ip] || !m.conflicts[ip] {
+			m.fatalf("SetConflicts: %s cleared wrongly", ip)
+		}
+	}
+	if want := len(next) - len(m.conflicts) + len(cleared); len(added) != want {
+		m.fatalf("SetConflicts: added %v, want %d addresses", added, want)
+	}
+	m.conflicts = next
+	m.recycled = slices.DeleteFunc(m.recycled, func(a netip.Addr) bool { return next[a] })
+	use := m.inUse()
+	for _, ip := range cleared { // sorted, as the allocator queues them
+		if use[ip] == 0 && m.recyclable(ip) {
+			m.recycled = append(m.recycled, ip)
+		}
+	}
+}
+
 func (m *model) take(ip netip.Addr) {
 	m.recycled = slices.DeleteFunc(m.recycled, func(a netip.Addr) bool { return a == ip })
 }
@@ -304,7 +352,7 @@ func (m *model) releaseModel(key string) {
 	delete(m.held, key)
 	use := m.inUse()
 	for _, ip := range ips {
-		if use[ip] == 0 && m.recyclable(ip) {
+		if use[ip] == 0 && m.recyclable(ip) && !m.conflicts[ip] {
 			m.recycled = append(m.recycled, ip)
 		}
 	}
@@ -363,10 +411,10 @@ func (m *model) checkPacking() {
 	probe.Key = "probe/holds-nothing"
 	for _, p := range m.a.byAge {
 		for _, f := range []Family{IPv4, IPv6} {
-			got, _ := m.a.sharing.candidate(p, probe, f)
+			got, _ := m.a.sharing.candidate(p, probe, f, m.a.conflicts)
 			var want netip.Addr
 			for ip, st := range m.a.ips {
-				if probe.SharingKey == "" || FamilyOf(ip) != f || !p.contains(ip) || !p.countsInCapacity(ip) || canShare(st, probe) != nil {
+				if probe.SharingKey == "" || FamilyOf(ip) != f || !p.contains(ip) || !p.countsInCapacity(ip) || canShare(st, probe) != nil || m.conflicts[ip] {
 					continue
 				}
 				if !want.IsValid() || ip.Less(want) {

@@ -14,8 +14,8 @@ import (
 // Allocations always survive, even when their IPs leave every pool: such IPs are then
 // counted in no pool and still given to no one else. An allocation keeps its pool name
 // while that pool contains its IPs, else takes the pool that now counts them (or "").
-// Recycled addresses that stay in a pool keep their place in the queue; everything else
-// free is never-used.
+// Recycled addresses that stay in a pool keep their place in the queue; addresses in
+// conflict (SetConflicts) are withheld; everything else free is never-used.
 func (a *Allocator) SetPools(pools []Pool) []PoolProblem {
 	byAge, problems := checkPools(pools)
 	if a.sameLayout(byAge) {
@@ -53,8 +53,8 @@ func sameMerged(x, y [2][]netipx.IPRange) bool {
 }
 
 // rebuild installs new pool states: it recomputes which pool counts each IP in use,
-// rebuilds the free sets (keeping the recycled order), re-homes allocations and
-// recounts users. O(IPs in use + ranges).
+// rebuilds the free sets (keeping the recycled order, withholding conflicts), re-homes
+// allocations and recounts users. O(IPs in use + ranges + conflicts).
 func (a *Allocator) rebuild(byAge []*poolState) {
 	recycled := a.recycledByAge()
 
@@ -98,6 +98,9 @@ func (a *Allocator) rebuild(byAge []*poolState) {
 	for _, r := range keepRecycled { // oldest freed first
 		p := a.givers.lookup(r.addr)
 		p.free[familyIndex(FamilyOf(r.addr))].recycle(r.addr, r.seq)
+	}
+	for ip := range a.conflicts {
+		a.withholdIfFree(ip)
 	}
 
 	clear(a.users)

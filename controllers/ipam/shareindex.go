@@ -61,8 +61,9 @@ func (ix shareIndex) remove(st *ipState) {
 	st.group, st.indexed = "", false
 }
 
-// candidate returns the lowest IP of family f in pool p that svc may share.
-func (ix shareIndex) candidate(p *poolState, svc Service, f Family) (netip.Addr, bool) {
+// candidate returns the lowest IP of family f in pool p that svc may share, skipping
+// the IPs in conflict (few: each costs one step of the walk).
+func (ix shareIndex) candidate(p *poolState, svc Service, f Family, conflicts map[netip.Addr]bool) (netip.Addr, bool) {
 	if svc.SharingKey == "" {
 		return netip.Addr{}, false
 	}
@@ -71,22 +72,23 @@ func (ix shareIndex) candidate(p *poolState, svc Service, f Family) (netip.Addr,
 		if g.backendKey != svc.BackendKey || slices.ContainsFunc(svc.Ports, func(x Port) bool { return slices.Contains(g.ports, x) }) {
 			continue
 		}
-		if ip, ok := g.lowestIn(p, f); ok && (!best.IsValid() || ip.Less(best)) {
+		if ip, ok := g.lowestIn(p, f, conflicts); ok && (!best.IsValid() || ip.Less(best)) {
 			best = ip
 		}
 	}
 	return best, best.IsValid()
 }
 
-// lowestIn returns the group's lowest IP inside p's ranges of family f that p may give.
-func (g *shareGroup) lowestIn(p *poolState, f Family) (netip.Addr, bool) {
+// lowestIn returns the group's lowest IP inside p's ranges of family f that p may give
+// and that is not in conflict.
+func (g *shareGroup) lowestIn(p *poolState, f Family, conflicts map[netip.Addr]bool) (netip.Addr, bool) {
 	var found netip.Addr
 	for _, r := range p.merged[familyIndex(f)] {
 		g.ips.AscendGreaterOrEqual(&ipState{addr: r.From()}, func(st *ipState) bool {
 			if r.To().Less(st.addr) {
 				return false
 			}
-			if p.countsInCapacity(st.addr) {
+			if p.countsInCapacity(st.addr) && !conflicts[st.addr] {
 				found = st.addr
 				return false
 			}

@@ -106,6 +106,8 @@ type Result struct {
 type PoolStats struct {
 	AssignedIPv4, AssignedIPv6   int64
 	AvailableIPv4, AvailableIPv6 int64
+	// Conflict are free addresses a device on the network claims: not available.
+	ConflictIPv4, ConflictIPv6 int64
 }
 
 // PoolProblem explains why a pool gives out no addresses (e.g. it overlaps an older pool).

@@ -1,0 +1,116 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	heraldv1 "herald.dev/herald/api/v1beta1"
+)
+
+// The speakers publish, in the VIPStatus of an IP, that they yielded it to a device on
+// the network that is no herald speaker (reason IPConflict). The controller learns the
+// IPs in conflict from there and keeps new Services away from them (ipam.SetConflicts).
+
+// conflictingIPs is the set of IPs in conflict: those of the VIPStatus objects with
+// reason IPConflict, sorted, each once (an IP has one object per namespace of its
+// Services; any of them saying IPConflict is enough). Unparsable IPs are skipped.
+func conflictingIPs(vips []heraldv1.VIPStatus) []netip.Addr {
+	var out []netip.Addr
+	for i := range vips {
+		if !inConflict(&vips[i]) {
+			continue
+		}
+		if ip, err := netip.ParseAddr(vips[i].Status.IP); err == nil {
+			out = append(out, ip.Unmap().WithZone(""))
+		}
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return slices.Compact(out)
+}
+
+func inConflict(v *heraldv1.VIPStatus) bool {
+	return v.Status.Reason == heraldv1.VIPReasonIPConflict
+}
+
+// syncConflicts gives the allocator the IPs in conflict and returns those newly in
+// conflict and those no longer. Must be called with mu held.
+func (a *Allocations) syncConflicts(ctx context.Context, c client.Reader) (added, cleared []netip.Addr, err error) {
+	var list heraldv1.VIPStatusList
+	// Read only: the objects are not kept or changed, so the cache's copies will do.
+	if err := c.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, nil, fmt.Errorf("listing VIPStatuses to find IPs in conflict: %w", err)
+	}
+	added, cleared = a.alloc.SetConflicts(conflictingIPs(list.Items))
+	return added, cleared, nil
+}
+
+// ConflictReconciler feeds the allocator the IPs in conflict whenever a VIPStatus
+// enters or leaves reason IPConflict. Every event is the same request: a burst of them
+// costs one list.
+type ConflictReconciler struct {
+	client.Client
+	State *Allocations
+	// Served decides which Services count when the state is first loaded.
+	Served servedFunc
+}
+
+// VIPStatuses live in the namespaces of their Services, so they are read cluster-wide.
+// +kubebuilder:rbac:groups=herald.dev,resources=vipstatuses,verbs=get;list;watch
+
+// conflictsRequest is the one request of the ConflictReconciler.
+var conflictsRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: "vip-conflicts"}}
+
+func toConflictsRequest(context.Context, client.Object) []reconcile.Request {
+	return []reconcile.Request{conflictsRequest}
+}
+
+// conflictChanged passes the events that may change the set of IPs in conflict.
+var conflictChanged = predicate.Funcs{
+	CreateFunc: func(e event.CreateEvent) bool { return isConflictObject(e.Object) },
+	DeleteFunc: func(e event.DeleteEvent) bool { return isConflictObject(e.Object) },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := isConflictObject(e.ObjectOld), isConflictObject(e.ObjectNew)
+		return o != n || n && e.ObjectOld.(*heraldv1.VIPStatus).Status.IP != e.ObjectNew.(*heraldv1.VIPStatus).Status.IP
+	},
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+func isConflictObject(o client.Object) bool {
+	v, ok := o.(*heraldv1.VIPStatus)
+	return ok && inConflict(v)
+}
+
+// Reconcile gives the allocator the current IPs in conflict. When one clears, the
+// Services waiting for an address try again; either way the pools' counts change.
+func (r *ConflictReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
+	s := r.State
+	s.mu.Lock()
+	err := s.ensureLoaded(ctx, r.Client, r.Served)
+	var added, cleared []netip.Addr
+	if err == nil {
+		added, cleared, err = s.syncConflicts(ctx, r.Client)
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(added) == 0 && len(cleared) == 0 {
+		return ctrl.Result{}, nil
+	}
+	log.FromContext(ctx).V(1).Info("IPs in conflict with devices on the network changed", "added", added, "cleared", cleared)
+	if len(cleared) > 0 {
+		s.retryPending()
+	}
+	s.refreshAllPools()
+	return ctrl.Result{}, nil
+}
