@@ -490,7 +490,10 @@ func TestConflictReannounceWhileYielded(t *testing.T) {
 		t.Fatalf("cleared %+v", cl)
 	}
 	garp(t, c, vip4, mac0)
-	h.noAnnouncement() // announced before the conflict: not a new takeover
+	// Reported again: the caller shows this node as the owner once more.
+	if a := h.nextAnnouncement(); a.IP != vip4 {
+		t.Fatalf("announcement after the conflict: %+v", a)
+	}
 	h.wantGauges()
 }
 
