@@ -134,6 +134,18 @@ func (w *ARPWatch) FirstFrom(mac string, t time.Time) (time.Time, bool) {
 	return time.Time{}, false
 }
 
+// LastFrom returns when mac last answered after t.
+func (w *ARPWatch) LastFrom(mac string, t time.Time) (time.Time, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i := len(w.replies) - 1; i >= 0; i-- {
+		if r := w.replies[i]; r.At.After(t) && r.MAC == mac {
+			return r.At, true
+		}
+	}
+	return time.Time{}, false
+}
+
 // Settle waits until exactly one MAC answers over a whole window, other than any of
 // except, and returns it; it gives up after limit.
 func (w *ARPWatch) Settle(window, limit time.Duration, except ...string) (string, error) {

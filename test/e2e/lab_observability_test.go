@@ -259,6 +259,62 @@ func TestLabObservability(t *testing.T) {
 		f.expectOwner(t, vip, "worker3", "after the exclusion labels were removed")
 		f.waitAlert(t, prom, "HeraldVIPWithoutOwner", vip.String(), false)
 	})
+
+	// A device that is no speaker (the client, given the VIP by hand) announces the
+	// VIP: worker3 yields, the conflict alert names the device's MAC, and the
+	// multiple-owners alert, which is about speakers, stays silent.
+	t.Run("address conflict", func(t *testing.T) {
+		cl, err := f.s.Host(lab.ClientHost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		heal := inflict(t, func(ctx context.Context) error {
+			if out, err := f.s.Exec(ctx, lab.ClientHost, "ip", "addr", "add", vip.String()+"/32", "dev", "eth0"); err != nil {
+				return fmt.Errorf("%w: %s", err, out)
+			}
+			// Debian's arping exits non-zero when nothing answers a gratuitous ARP.
+			_, _ = f.s.Exec(ctx, lab.ClientHost, "arping", "-U", "-c", "2", "-i", "eth0", "-S", vip.String(), vip.String())
+			return nil
+		}, func(ctx context.Context) error {
+			out, err := f.s.Exec(ctx, lab.ClientHost, "ip", "addr", "del", vip.String()+"/32", "dev", "eth0")
+			if err != nil {
+				return fmt.Errorf("%w: %s", err, out)
+			}
+			return nil
+		})
+		conflict := fmt.Sprintf(`ALERTS{alertname="HeraldIPConflict", alertstate="firing", ip=%q, mac=%q}`, vip, cl.MAC)
+		eventually(t, "HeraldIPConflict fires for "+vip.String()+" and "+cl.MAC, func() error {
+			s, err := prom.Query(ctx, conflict)
+			if err != nil {
+				return err
+			}
+			if len(s) != 1 {
+				return fmt.Errorf("%s gives %v", conflict, s)
+			}
+			return nil
+		})
+		// worker3 stays the elected owner (it yields the IP, it does not give it to
+		// another node): the owner panel goes on showing it.
+		eventually(t, "the owner panel still shows worker3", ownersAre("worker3"))
+		if s, err := prom.Query(ctx, fmt.Sprintf(`ALERTS{alertname="HeraldVIPMultipleOwners", ip=%q}`, vip)); err != nil {
+			t.Error(err)
+		} else if len(s) > 0 {
+			t.Errorf("HeraldVIPMultipleOwners is %v for a foreign device", s)
+		}
+		heal()
+		// worker3 probes again every --gratuitous-refresh (60 s) and takes the IP back.
+		eventually(t, "HeraldIPConflict clears", func() error {
+			s, err := prom.Query(ctx, `ALERTS{alertname="HeraldIPConflict"}`)
+			if err != nil {
+				return err
+			}
+			if len(s) > 0 {
+				return fmt.Errorf("still %v", s)
+			}
+			return nil
+		})
+		f.expectOwner(t, vip, "worker3", "after the device gave the VIP back")
+	})
 }
 
 func sorted(s ...string) []string { slices.Sort(s); return s }
