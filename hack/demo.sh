@@ -152,4 +152,5 @@ hint "bin/lab exec cp ${herald#"$root"/} status -o wide" "owners, MACs, leader c
 hint "bin/lab exec client ip neigh" "a command in a lab namespace (cp, worker..., client, webpod1)"
 hint "bin/lab failover $v --fault kill" "measured failover: link-down, kill (SIGKILL), stop (SIGTERM)"
 hint "bin/lab link-down worker2" "faults: link-up, kill-speaker, stop-speaker, start-speaker, restart-controller"
+hint "bin/lab partition worker2" "cut worker2's memberlist (port 7946): one MAC still answers each VIP; bin/lab heal"
 echo "Remove it with: make demo-down"
