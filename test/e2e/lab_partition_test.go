@@ -193,15 +193,17 @@ func TestLabCablePullNoDoubleAnswer(t *testing.T) {
 	}
 }
 
-// TestLabPartitionEvenSplit splits memberlist into two halves, in a lab of two workers
-// and in one of four, each built for this test in turn.
-func TestLabPartitionEvenSplit(t *testing.T) {
-	for _, workers := range []int{2, 4} {
-		t.Run(fmt.Sprintf("%d workers", workers), func(t *testing.T) {
+// TestLabPartitionSplit splits memberlist into two halves, in a lab of two workers
+// and in one of four, and cuts a minority of two off a lab of five (the two still hear
+// each other), each lab built for this test in turn.
+func TestLabPartitionSplit(t *testing.T) {
+	for _, tc := range []struct{ workers, minority int }{{2, 1}, {4, 2}, {5, 2}} {
+		workers := tc.workers
+		t.Run(fmt.Sprintf("%d workers, %d cut off", workers, tc.minority), func(t *testing.T) {
 			built := time.Now()
 			f := splitLab(t, workers)
 			t.Logf("lab of %d workers built in %v", workers, time.Since(built).Round(time.Second))
-			a, b := f.nodes[:workers/2], f.nodes[workers/2:]
+			a, b := f.nodes[:workers-tc.minority], f.nodes[workers-tc.minority:]
 			vips := maps.Clone(f.vips)
 			// Each half owns a VIP before the split.
 			for i, half := range [][]string{a, b} {
