@@ -31,6 +31,11 @@ func (m Mode) Silent() bool {
 	return m == ModeMinority || m == ModeIsolated || m == ModeRejoining
 }
 
+// serving says whether a speaker in mode m may announce IPs.
+func (m Mode) serving() bool {
+	return m == ModeQuorum || m == ModeHold || m == ModeArbitrated
+}
+
 // Degraded says whether a speaker in mode m does not hear a majority or is silent:
 // its peers renew their records fast while any record says so.
 func (m Mode) Degraded() bool { return m != ModeQuorum }
@@ -238,7 +243,8 @@ func Decide(cfg Config, st State, in Input) (Verdict, State) {
 // self: then the record is stale (its writer died or was cut off after writing it) or
 // memberlist is still settling (each side of a forming split briefly sees a majority
 // without the other). A writer that joined self's view only just deposes regardless:
-// it has not caught up with self yet and may still hold self's IPs.
+// it has not caught up with self yet and may still hold self's IPs, unless its record
+// says it announces nothing (a node coming back from silence).
 func deposers(self string, fresh map[string]*Record, joinedRecently func(string) bool, current func(*Record) bool, majority func([]string) bool) []string {
 	var out []string
 	for n, r := range fresh {
@@ -252,7 +258,7 @@ func deposers(self string, fresh map[string]*Record, joinedRecently func(string)
 				break
 			}
 		}
-		if joinedRecently(n) || !vouched {
+		if (joinedRecently(n) && r.Mode.serving()) || !vouched {
 			out = append(out, n)
 		}
 	}
@@ -272,8 +278,7 @@ func aliveAndServing(fresh map[string]*Record, heard map[string]time.Time, lost 
 		if _, ok := heard[n]; ok || r.ChangedAt.IsZero() || !r.ChangedAt.After(lost[n]) {
 			continue
 		}
-		switch r.Mode {
-		case ModeQuorum, ModeHold, ModeArbitrated:
+		if r.Mode.serving() {
 			out = append(out, n)
 		}
 	}

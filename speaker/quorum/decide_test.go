@@ -132,6 +132,13 @@ func TestDecide(t *testing.T) {
 			mode: ModeMinority, majority: []string{"b"},
 		},
 		{
+			name: "a silent node coming back does not depose the peers it does not hear yet",
+			st:   serving,
+			in: Input{Self: "b", Members: heard("a", "b", "c@-100ms"), APIUp: true, APIAt: now, Now: now,
+				Records: []Record{rec("a", -time.Second, "a", "b", "c"), withMode(rec("c", -50*time.Millisecond, "a", "c"), ModeMinority)}},
+			mode: ModeQuorum, electors: []string{"a", "b", "c"}, take: true,
+		},
+		{
 			name: "a forming split: a peer heard for long sees a majority without us, but a member of it still lists us",
 			st:   serving,
 			in: Input{Self: "c", Members: heard("b", "c", "d"), APIUp: true, APIAt: now, Now: now, Lost: map[string]time.Time{"a": at(-50 * time.Millisecond)},
