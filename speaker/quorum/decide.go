@@ -98,10 +98,12 @@ type Config struct {
 }
 
 // DefaultConfig: Grace covers the difference between two sides noticing a split
-// (a few probe intervals) plus a fast renewal and its round trip; JoinWait covers a
-// peer's re-election and record write after it hears a returning node.
+// (a few probe intervals) plus a fast renewal and its round trip; an arbitrating
+// speaker also waits for peers still holding, so Grace need not cover the slowest.
+// JoinWait covers a peer's re-election and record write after it hears a returning
+// node.
 func DefaultConfig() Config {
-	return Config{Grace: 1500 * time.Millisecond, JoinWait: 2 * time.Second}
+	return Config{Grace: time.Second, JoinWait: 2 * time.Second}
 }
 
 // State is what the rule remembers from one decision to the next. The zero State is
@@ -114,6 +116,9 @@ type State struct {
 	// Silent: the last verdict announced nothing; SilentSince is since when.
 	Silent      bool
 	SilentSince time.Time
+	// JoiningSince is when this speaker left silence while hearing a majority; zero
+	// once every announcing peer's record lists it (see Decide).
+	JoiningSince time.Time
 }
 
 // Verdict is the decision for one election.
@@ -224,6 +229,30 @@ func Decide(cfg Config, st State, in Input) (Verdict, State) {
 	if st.Silent && !v.Mode.Silent() && v.Mode != ModeHold && !in.RecordsReadAt.After(st.SilentSince) {
 		v = Verdict{Mode: ModeRejoining, Expected: v.Expected, Unreachable: v.Unreachable, NeedRecords: true,
 			Reason: fmt.Sprintf("%s announced nothing and reads the speakers' records before it announces again", in.Self)}
+	}
+	// A speaker back from silence takes nothing until every announcing peer's record
+	// lists it: the peer that stood in for it releases its IPs once it hears it, and
+	// only then republishes. At most JoinWait, for a record that cannot change.
+	if v.Mode == ModeQuorum && st.Silent && !v.Mode.Silent() {
+		st.JoiningSince = in.Now
+	}
+	if v.Mode != ModeQuorum {
+		st.JoiningSince = time.Time{}
+	}
+	if !st.JoiningSince.IsZero() {
+		var behind []string
+		for n, r := range fresh {
+			if n != in.Self && r.Mode.serving() && !r.lists(in.Self) {
+				behind = append(behind, n)
+			}
+		}
+		if len(behind) == 0 || in.Now.Sub(st.JoiningSince) >= cfg.JoinWait {
+			st.JoiningSince = time.Time{}
+		} else {
+			slices.Sort(behind)
+			v.Take = false
+			v.Reason = fmt.Sprintf("%s is back and takes no IP until %s hear it", in.Self, strings.Join(behind, ", "))
+		}
 	}
 	// Hold keeps what it has: after silence that is nothing, so it stays silent.
 	if st.Silent && v.Mode == ModeHold {

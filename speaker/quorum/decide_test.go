@@ -266,7 +266,7 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "a silent speaker without majority holds nothing: it stays silent",
-			st:   State{Started: true, Silent: true, SilentSince: at(-time.Second), TroubleSince: at(-time.Second)},
+			st:   State{Started: true, Silent: true, SilentSince: at(-time.Second), TroubleSince: at(-500 * time.Millisecond)},
 			in: Input{Self: "a", Members: heard("a"), APIUp: true, APIAt: now, Now: now, RecordsReadAt: now,
 				Records: []Record{rec("b", -time.Second, "a", "b")}},
 			mode: ModeRejoining, unreachable: []string{"b"},
@@ -332,10 +332,18 @@ func TestDecideStates(t *testing.T) {
 	// Heal: c hears a and b again at 10 s; their records still exclude it.
 	back := heard("a@10s", "b@10s", "c")
 	step(Input{Members: back, Records: cut, Now: at(10 * time.Second), RecordsReadAt: at(0)}, ModeMinority)
-	// They republish with c; its cache says so, but it must read afresh first.
-	healed := []Record{rec("a", 10100*time.Millisecond, "a", "b", "c"), rec("b", 10100*time.Millisecond, "a", "b", "c")}
-	step(Input{Members: back, Records: healed, Now: at(10200 * time.Millisecond), RecordsReadAt: at(0)}, ModeRejoining)
-	step(Input{Members: back, Records: healed, Now: at(10210 * time.Millisecond), RecordsReadAt: at(10205 * time.Millisecond)}, ModeQuorum)
+	// a republishes with c, b not yet: c is no longer deposed by a (it lists c), nor by
+	// b (a vouches for c) but b may still stand in for it: c takes nothing yet.
+	halfway := []Record{rec("a", 10100*time.Millisecond, "a", "b", "c"), rec("b", 5*time.Second, "a", "b")}
+	back = heard("a@10s", "b@7s", "c")
+	step(Input{Members: back, Records: halfway, Now: at(10200 * time.Millisecond), RecordsReadAt: at(0)}, ModeRejoining)
+	if v := step(Input{Members: back, Records: halfway, Now: at(10210 * time.Millisecond), RecordsReadAt: at(10205 * time.Millisecond)}, ModeQuorum); v.Take {
+		t.Fatal("back from silence, c takes IPs before b hears it")
+	}
+	healed := []Record{rec("a", 10100*time.Millisecond, "a", "b", "c"), rec("b", 10300*time.Millisecond, "a", "b", "c")}
+	if v := step(Input{Members: back, Records: healed, Now: at(10400 * time.Millisecond), RecordsReadAt: at(10205 * time.Millisecond)}, ModeQuorum); !v.Take {
+		t.Fatalf("every peer hears c: it still takes nothing (%s)", v.Reason)
+	}
 	if st.Silent || !st.TroubleSince.IsZero() {
 		t.Fatalf("state after the heal: %+v", st)
 	}

@@ -52,7 +52,9 @@
 // A speaker that announced nothing (Isolated, Minority, or just started) serves again
 // only after it read the records straight from the API server, after it went silent
 // (Input.RecordsReadAt): a cache that lagged while the cable was out must not let it
-// take back IPs that its peers hold.
+// take back IPs that its peers hold. Back in ModeQuorum, it takes no IP until every
+// announcing peer's record lists it (at most JoinWait): the peer that stood in for it
+// releases once it hears it, and republishes only then.
 //
 // # Guarantees
 //
