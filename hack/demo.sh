@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make demo`: the user's walkthrough (a kind cluster with MetalLB, ../shared/seeds/003)
+# `make demo`: the user's walkthrough (a kind cluster with MetalLB's layer-2 mode)
 # with herald, in the network-namespace lab (hack/lab, internal/lab): a control plane
 # at 172.18.0.2, workers worker, worker2, worker3, the pool 172.18.255.200-250,
 # webpod1 on worker and webpod2 on worker2, svc1..svc3, and a client at 172.18.0.100
@@ -71,7 +71,7 @@ if "$herald" speaker --help 2>&1 | grep -qE -- '\s--proxy\s'; then proxier=yes; 
 say "100 curls per VIP from the client, counted by Hostname"
 if [[ $proxier == no ]]; then
   cat <<'MSG'
-proxier not available yet (issue 4): `herald speaker --help` has no --proxy flag, so no
+proxier not available: `herald speaker --help` has no --proxy flag, so no
 node DNATs the VIPs to the pods and these requests fail; the owner node receives them
 (see the neighbour table below). They run anyway, 20 at a time with a 500ms timeout.
 MSG
@@ -99,7 +99,7 @@ say "svc1 on its owner ${owner:-(none)}: KUBE-SERVICES -> KUBE-EXT -> KUBE-SVC -
 if [[ -z $owner ]]; then
   echo "nobody answers ARP for ${vips[0]}: see bin/lab status and the speakers' logs."
 elif [[ $proxier == no ]]; then
-  echo "proxier not available yet (issue 4): $owner has no KUBE-* chains."
+  echo "proxier not available: $owner has no KUBE-* chains."
 elif ! "$lab" exec "$owner" iptables -V >/dev/null 2>&1; then
   echo "iptables is not installed here (apt-get install iptables)."
 else

@@ -2,5 +2,6 @@
 // Nodes and L2Advertisements, elects the owner of each LoadBalancer IP
 // (speaker/election) among the live members (speaker/members), and hands the IPs this
 // node owns to the layer-2 responders (speaker/layer2) and the proxier (proxy/).
-// `herald speaker` is not implemented yet (issue 3); it exits with a message saying so.
+// Whom it elects among is speaker/quorum's decision: memberlist's view while it hears
+// a majority of the speakers, the speakers' records in the API server otherwise.
 package speaker

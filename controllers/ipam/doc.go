@@ -3,7 +3,7 @@
 // IPAddressPools into the types of this package, call the Allocator and write back what
 // it decides.
 //
-// Rules (DESIGN.md "Allocation rules"):
+// Rules (the README's "Allocation rules"):
 //   - an assigned IP is never taken from a Service unless the Service asks for another
 //     (requested IPs or pool annotation changed) or goes away;
 //   - a fresh pool gives its addresses in ascending order; a freed address is handed out

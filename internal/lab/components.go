@@ -52,8 +52,8 @@ var (
 	clusterCIDRFlag = regexp.MustCompile(`\s--cluster-cidr\s`)
 )
 
-// proxierArgs asks the herald binary whether its speaker has the proxier yet (issue 4)
-// and returns the flags that turn it on, or none.
+// proxierArgs asks the herald binary whether its speaker has the proxier (a --proxy
+// flag) and returns the flags that turn it on, or none.
 func proxierArgs(ctx context.Context, herald string) ([]string, error) {
 	out, err := exec.CommandContext(ctx, herald, "speaker", "--help").CombinedOutput()
 	if err != nil {

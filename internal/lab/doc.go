@@ -1,6 +1,6 @@
 // Package lab builds and operates the herald lab: a kind-like cluster made of Linux
-// network namespaces on one machine (../../../shared/DESIGN.md "Testing ladder", rung
-// 3), where the end-to-end tests and `make demo` run. hack/lab is its command line.
+// network namespaces on one machine, standing in for kind, where the end-to-end tests
+// and `make demo` run. hack/lab is its command line.
 //
 // Topology (netlab underneath): a bridge namespace <prefix>br with the kind network
 // 172.18.0.0/16 (gateway .1); <prefix>cp at 172.18.0.2 running real etcd,

@@ -142,7 +142,7 @@ func Up(ctx context.Context, cfg Config) (l *Lab, err error) {
 	if s.Proxier {
 		say("herald speakers with the proxier (%v) on the workers", proxier)
 	} else {
-		say("herald speakers on the workers (this herald has no proxier yet: no --proxy flag, issue 4)")
+		say("herald speakers on the workers (this herald has no proxier: no --proxy flag)")
 	}
 	for _, w := range workers {
 		if err := l.start(ctx, w.Name, "speaker", speakerCmd(s, w), speakerProbe); err != nil {

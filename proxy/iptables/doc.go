@@ -6,7 +6,7 @@
 // `iptables-restore --noflush --counters` (ip6tables-restore for IPv6). Chain names,
 // rule text, rule order within each chain and the layout of the restore input are those
 // of kube-proxy, so that the result can be compared with kube-proxy's own output
-// (see /work/shared/reference/kube-proxy.md).
+// (hack/kporacle runs kube-proxy's proxier as a library to do so).
 //
 // A runner's loop, as kube-proxy's syncProxyRules:
 //

@@ -7,8 +7,7 @@ import (
 )
 
 // Expectations in this file are copied from kube-proxy v1.36.3
-// (pkg/proxy/iptables/proxier_test.go) and from real kube-proxy output quoted in
-// /work/shared/reference/kube-proxy.md §1.2. kube-proxy's tests inject the mark as
+// (pkg/proxy/iptables/proxier_test.go) and from the output of a real kube-proxy. kube-proxy's tests inject the mark as
 // "0x4000"; a real kube-proxy (and this package) prints fmt "%#08x", "0x00004000".
 func upstreamMark(s string) string { return strings.ReplaceAll(dedent(s), "0x4000", "0x00004000") }
 

@@ -24,7 +24,7 @@ type Schedule struct {
 //     than locktime (1 s by default) ago, so a first announcement that races the old
 //     owner's last answer may be lost; the one at +1.1 s is past that window. Repeats
 //     also cover frame loss. Five announcements over 4.4 s is MetalLB's proven pattern
-//     (issue #172).
+//     (MetalLB issue #172).
 //   - Refresh 60 s: keeps switch FDB entries (300 s ageing by default) and router caches
 //     pointing at this node on interfaces that carry little other traffic, and repairs
 //     caches after a partition heals (MetalLB #584, #1761, #2910). One refresh costs 2

@@ -16,7 +16,7 @@ import (
 
 // TestLabObservability runs a real Prometheus (the Debian package) in the lab with
 // herald's alert rules, scraping the controller and every speaker as a cluster's
-// PodMonitors would, and checks what issue 6 asks of the dashboard and the alerts:
+// PodMonitors would, and checks what the dashboard and the alerts promise:
 //   - every metric the dashboard and the alerts use is one the running binaries export;
 //   - every dashboard query and alert runs in Prometheus without error;
 //   - after a failover the dashboard's leader-change query shows a change for the VIP

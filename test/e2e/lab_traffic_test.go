@@ -16,7 +16,7 @@ import (
 	"herald.dev/herald/speaker/election"
 )
 
-// The walkthrough (../shared/seeds/003): svc1..svc3 get addresses of the pool, each is
+// The walkthrough (MetalLB's layer-2 walkthrough on kind, with herald): svc1..svc3 get addresses of the pool, each is
 // announced by exactly one node, the one the election picks, and 100 curls per VIP from
 // the client all succeed and reach both webpod1 and webpod2.
 func TestLabWalkthrough(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 	"herald.dev/herald/test/observability"
 )
 
-// The panels issue 6 asks for, by title.
+// The panels the dashboard must have, by title.
 var requiredPanels = []string{
 	"Leader changes per VIP",
 	"Owner timeline",
@@ -29,7 +29,7 @@ var requiredPanels = []string{
 	"iptables rules",
 }
 
-// The alerts issue 6 asks for.
+// The alerts the rules must have.
 var requiredAlerts = []string{
 	"HeraldPoolNearlyExhausted",
 	"HeraldVIPWithoutOwner",

@@ -37,7 +37,7 @@ func TestWorkloadArgsParse(t *testing.T) {
 	}
 }
 
-// TestWorkloadShape states what issue 7 asks of the two workloads, so that an edit of
+// TestWorkloadShape states what the two workloads must be, so that an edit of
 // config/ cannot quietly drop it.
 func TestWorkloadShape(t *testing.T) {
 	objs := readObjects(t, rendered)

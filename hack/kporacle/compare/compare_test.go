@@ -2,7 +2,7 @@
 
 package compare
 
-// TestOracleCompare is the oracle test of issue 4 ("Tests", second bullet): it generates
+// TestOracleCompare is the oracle test of herald's iptables proxier: it generates
 // many Service/EndpointSlice combinations and requires herald's iptables-restore payload
 // to equal kube-proxy v1.36.3's after normalization, for full syncs and for a sequence
 // of changes, with every environment-dependent choice made the same way on both sides.
