@@ -30,15 +30,15 @@ const holder = "election"
 func (s *Speaker) elect(ctx context.Context) {
 	returned := s.noteMembership()
 	live := s.members.Live()
-	verdict := s.decide(ctx, live)
+	verdict, records := s.decide(ctx, live)
 	s.observe(verdict, live)
 	if verdict.Mode.Silent() {
 		s.apply(s.tracker.Silence(), nil, nil, false)
 		s.pub.elected(ctx, VIPElection{Now: time.Now()}) // publishes nothing, takes nothing back
-		s.publishRecord(verdict, live)
+		s.publishRecord(verdict, live, records)
 		return
 	}
-	defer s.publishRecord(verdict, live)
+	defer s.publishRecord(verdict, live, records)
 	in, err := s.inputs(ctx)
 	if err != nil {
 		s.log.Error(err, "reading the cache for an election")

@@ -31,8 +31,8 @@ const (
 const recheckDegraded = 250 * time.Millisecond
 
 // decide runs the quorum rule on this speaker's situation, reading the records afresh
-// when the rule asks for it.
-func (s *Speaker) decide(ctx context.Context, live []string) quorum.Verdict {
+// when the rule asks for it, and returns the records it decided on too.
+func (s *Speaker) decide(ctx context.Context, live []string) (quorum.Verdict, []quorum.Record) {
 	in := quorum.Input{Self: s.cfg.NodeName, Now: time.Now(), LinkDown: s.linkDown(), Lost: s.lostAt}
 	for _, m := range live {
 		in.Members = append(in.Members, quorum.Member{Name: m, Since: s.since[m]})
@@ -58,7 +58,7 @@ func (s *Speaker) decide(ctx context.Context, live []string) quorum.Verdict {
 	}
 	s.qstate = st
 	s.records.prime()
-	return v
+	return v, in.Records
 }
 
 // linkDown says whether the interface holding memberlist's address has lost its
@@ -114,9 +114,9 @@ func interfaceOf(addr string) string {
 // once the election's releases are applied: a peer waiting for this node to hear it
 // (or to go silent) takes IPs as soon as it reads the record, so the record must not
 // run ahead of what the announcer does.
-func (s *Speaker) publishRecord(v quorum.Verdict, live []string) {
+func (s *Speaker) publishRecord(v quorum.Verdict, live []string, recs []quorum.Record) {
 	s.records.want(recordWish{members: live, unreachable: v.Unreachable, macs: responderMACs(s.l2.Responders()), mode: v.Mode,
-		fast: v.Mode.Degraded() || len(v.Unreachable) > 0 || s.anyTrouble()})
+		fast: v.Mode.Degraded() || len(v.Unreachable) > 0 || s.anyTrouble(recs)})
 }
 
 // observe makes the verdict visible: the metrics, a log line and an Event on this
@@ -170,15 +170,11 @@ func partitionNote(self string, port int, v quorum.Verdict) string {
 	return note
 }
 
-// anyTrouble says whether some speaker's record, as last read, is degraded or misses
-// a peer: then every speaker renews fast, so that those in trouble can tell who is
+// anyTrouble says whether another speaker's record among recs is degraded or misses a
+// peer: then every speaker renews fast, so that those in trouble can tell who is
 // alive, and a majority can tell a peer it lost that still announces (it renews) from
 // one that died (it renews nothing).
-func (s *Speaker) anyTrouble() bool {
-	recs, err := s.records.list(context.Background(), false)
-	if err != nil {
-		return false
-	}
+func (s *Speaker) anyTrouble(recs []quorum.Record) bool {
 	for _, r := range recs {
 		if r.Node != s.cfg.NodeName && (r.Mode.Degraded() || len(r.Unreachable) > 0) && time.Since(r.RenewedAt) < r.Duration {
 			return true
