@@ -41,7 +41,7 @@ func TestSpeakerAddressConflict(t *testing.T) {
 	watch := watchARP(t, c.client, vip, 10*time.Millisecond)
 	c.expectOwner(watch, owner, "before the printer")
 	claim(t, printer, vip, true)
-	expectOnly(t, watch, printer, "the printer claims "+vip.String())
+	c.expectOwner(watch, printer, "the printer claims "+vip.String())
 	c.expectEventPrefix("svc1", fmt.Sprintf("%s is claimed by %s on eth0, a device that is not a herald speaker: %s stopped answering for it", vip, printer.MAC(), owner.Name()))
 	c.expectVIPReason(vip, "IPConflict", printer.MAC().String())
 	sample := fmt.Sprintf(`herald_l2_conflict{ip="%s",mac="%s"}`, vip, printer.MAC())
@@ -80,44 +80,12 @@ func (c *cluster) expectEventPrefix(service, prefix string) {
 	c.expectEventMatching(service, prefix+"...", func(n string) bool { return strings.HasPrefix(n, prefix) })
 }
 
-// claim makes h hold ip as a kernel address and announce it with gratuitous ARP (the
-// kernel then answers every ARP request for it), or give it up.
+// claim makes h hold ip as a kernel address and announce it (holdAddress), or give it
+// up, failing the test on an error.
 func claim(t *testing.T, h *netlab.Host, ip netip.Addr, hold bool) {
 	t.Helper()
-	if !hold {
-		if out, err := h.Exec(t.Context(), "ip", "addr", "del", ip.String()+"/32", "dev", "eth0"); err != nil {
-			t.Fatalf("removing %s from %s: %v %s", ip, h.Name(), err, out)
-		}
-		return
-	}
-	if out, err := h.Exec(t.Context(), "ip", "addr", "add", ip.String()+"/32", "dev", "eth0"); err != nil {
-		t.Fatalf("adding %s to %s: %v %s", ip, h.Name(), err, out)
-	}
-	// arping (Debian's, Thomas Habets'): -U sends unsolicited ARP from -S. It exits
-	// non-zero when nothing answers, which is what a gratuitous ARP expects.
-	out, err := h.Exec(t.Context(), "arping", "-U", "-c", "2", "-i", "eth0", "-S", ip.String(), ip.String())
-	if err != nil && !strings.Contains(string(out), "2 packets transmitted") {
-		t.Fatalf("arping -U %s from %s: %v %s", ip, h.Name(), err, out)
-	}
-}
-
-// expectOnly waits until only h's MAC answers for the watched IP over a second.
-func expectOnly(t *testing.T, w interface {
-	Settle(time.Duration, time.Duration, ...string) (string, error)
-}, h *netlab.Host, when string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		mac, err := w.Settle(time.Second, time.Until(deadline))
-		if err != nil {
-			t.Fatalf("%s: %v", when, err)
-		}
-		if mac == h.MAC().String() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s answers, want only %s (%s)", when, mac, h.Name(), h.MAC())
-		}
+	if err := holdAddress(t.Context(), h, ip, hold); err != nil {
+		t.Fatalf("%s holding %s (%v): %v", h.Name(), ip, hold, err)
 	}
 }
 

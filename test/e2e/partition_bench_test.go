@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,15 +135,23 @@ func cutMemberlist(h *netlab.Host, cut bool) error {
 	return nil
 }
 
-// holdAddress makes h hold ip and announce it with gratuitous ARP, or give it up.
+// holdAddress makes h hold ip as a kernel address and announce it with gratuitous ARP
+// (the kernel then answers every ARP request for it), or give it up.
 func holdAddress(ctx context.Context, h *netlab.Host, ip netip.Addr, hold bool) error {
 	if !hold {
-		_, err := h.Exec(ctx, "ip", "addr", "del", ip.String()+"/32", "dev", "eth0")
-		return err
+		if out, err := h.Exec(ctx, "ip", "addr", "del", ip.String()+"/32", "dev", "eth0"); err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		return nil
 	}
-	if _, err := h.Exec(ctx, "ip", "addr", "add", ip.String()+"/32", "dev", "eth0"); err != nil {
-		return err
+	if out, err := h.Exec(ctx, "ip", "addr", "add", ip.String()+"/32", "dev", "eth0"); err != nil {
+		return fmt.Errorf("%w: %s", err, out)
 	}
-	_, _ = h.Exec(ctx, "arping", "-U", "-c", "2", "-i", "eth0", "-S", ip.String(), ip.String())
+	// arping (Debian's, Thomas Habets'): -U sends unsolicited ARP from -S. It exits
+	// non-zero when nothing answers, which is what a gratuitous ARP expects.
+	out, err := h.Exec(ctx, "arping", "-U", "-c", "2", "-i", "eth0", "-S", ip.String(), ip.String())
+	if err != nil && !strings.Contains(string(out), "2 packets transmitted") {
+		return fmt.Errorf("arping -U: %w: %s", err, out)
+	}
 	return nil
 }

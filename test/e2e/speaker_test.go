@@ -149,8 +149,10 @@ func (c *cluster) update(key client.ObjectKey, obj client.Object, change func())
 
 // expectOwner waits until exactly one MAC answers for the VIP over a whole second,
 // and requires it to be want's.
-// A node coming back waits until the node that stood in for it has let go (it never
-// answers alongside it), so the stand-in may answer alone for a while first.
+// expectOwner waits until want, a worker or any other host, is the one MAC answering
+// for the watched IP. A node coming back waits until the node that stood in for it has
+// let go (it never answers alongside it), so the stand-in may answer alone for a while
+// first.
 func (c *cluster) expectOwner(w *lab.ARPWatch, want *netlab.Host, when string) {
 	c.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -159,12 +161,11 @@ func (c *cluster) expectOwner(w *lab.ARPWatch, want *netlab.Host, when string) {
 		if err != nil {
 			c.t.Fatalf("%s: %v", when, err)
 		}
-		got := c.workerByMAC(mac)
-		if got == want {
+		if mac == want.MAC().String() {
 			return
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("%s: %s answers for %s, want %s", when, got.Name(), w.IP(), want.Name())
+			c.t.Fatalf("%s: %s answers for %s, want %s (%s)", when, mac, w.IP(), want.Name(), want.MAC())
 		}
 	}
 }
