@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -136,6 +137,8 @@ type records struct {
 	apiAt  time.Time // last successful write of our record
 	readAt time.Time // last direct read of every record
 	lease  *coordinationv1.Lease
+	// newest is the newest version seen of each record, by name (see newer).
+	newest map[string]*coordinationv1.Lease
 	// primed: the first decision was taken. Versions first seen before it are what
 	// the records were at start-up, not changes seen happening.
 	primed bool
@@ -223,7 +226,7 @@ func (r *records) list(ctx context.Context, fresh bool) ([]quorum.Record, error)
 	}
 	out := make([]quorum.Record, 0, len(leases.Items))
 	for i := range leases.Items {
-		l := &leases.Items[i]
+		l := r.newer(&leases.Items[i])
 		r.note(l)
 		r.mu.Lock()
 		at := r.seen[l.Name].at
@@ -238,6 +241,31 @@ func (r *records) list(ctx context.Context, fresh bool) ([]quorum.Record, error)
 		r.mu.Unlock()
 	}
 	return out, nil
+}
+
+// newer returns l, or the newer version of the same record that a direct read or
+// this speaker's own write saw earlier: the informer's cache may lag behind both, and
+// deciding on an older record after a newer one (a peer that heard this node, then
+// seemingly no longer) would release IPs only to take them again.
+func (r *records) newer(l *coordinationv1.Lease) *coordinationv1.Lease {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.newest == nil {
+		r.newest = map[string]*coordinationv1.Lease{}
+	}
+	if prev := r.newest[l.Name]; prev != nil && prev.UID == l.UID && olderVersion(l.ResourceVersion, prev.ResourceVersion) {
+		return prev
+	}
+	r.newest[l.Name] = l.DeepCopy()
+	return l
+}
+
+// olderVersion says whether resourceVersion a precedes b. They are etcd revisions,
+// increasing integers; if either does not parse, a is taken as current.
+func olderVersion(a, b string) bool {
+	x, err1 := strconv.ParseUint(a, 10, 64)
+	y, err2 := strconv.ParseUint(b, 10, 64)
+	return err1 == nil && err2 == nil && x < y
 }
 
 // api returns whether the last write of our record succeeded, when the last
@@ -363,6 +391,7 @@ func (r *records) write(ctx context.Context, w recordWish) error {
 	r.mu.Lock()
 	r.lease = l
 	r.mu.Unlock()
+	r.newer(l)
 	r.note(l)
 	return nil
 }
