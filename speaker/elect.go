@@ -178,10 +178,10 @@ func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string, tr
 		s.metrics.leaderChanges.WithLabelValues(t.IP.String()).Inc()
 		s.counted[t.IP] = true
 		s.log.Info("taking over", "ip", t.IP, "services", t.Services, "previousOwner", t.Previous, "interfaces", t.Interfaces)
-		// An IP nobody is known to have announced (a new Service, or this speaker
-		// knows no past) is probed for a foreign device first; a failover is not.
+		// An IP new to this speaker (a new Service, or a speaker just started) is
+		// probed for a foreign device first; a failover or a return is not.
 		var opts []layer2.SetOption
-		if t.Previous == "" {
+		if !t.Known {
 			opts = append(opts, layer2.Probe())
 		}
 		s.announce(t.Decision, opts...)

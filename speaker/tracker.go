@@ -41,6 +41,9 @@ type Plan struct {
 type Takeover struct {
 	election.Decision
 	Previous string
+	// Known: this tracker saw the IP before (it may have announced it itself); false
+	// for an IP new to it, which nobody may have announced yet.
+	Known bool
 }
 
 // Release is an IP this node stops announcing, with its new owner ("" when nobody,
@@ -78,7 +81,7 @@ func (t *Tracker) Apply(decisions []election.Decision, take bool) Plan {
 			continue
 		case d.Owner == t.self && !owned:
 			t.owned[d.IP] = d
-			p.Take = append(p.Take, Takeover{Decision: d, Previous: prev})
+			p.Take = append(p.Take, Takeover{Decision: d, Previous: prev, Known: known})
 		case d.Owner == t.self:
 			t.owned[d.IP] = d
 			if !slices.Equal(old.Interfaces, d.Interfaces) || !slices.Equal(old.Services, d.Services) ||
@@ -125,13 +128,13 @@ func (t *Tracker) OwnedIPs() []netip.Addr {
 
 // Silence releases every IP this node announces, for a speaker that must announce
 // nothing (speaker/quorum). Who announces them meanwhile is unknown to it, so it
-// forgets their owners.
+// forgets their owners, but not that they exist.
 func (t *Tracker) Silence() Plan {
 	var p Plan
 	for ip, d := range t.owned {
 		p.Release = append(p.Release, Release{IP: ip, Services: d.Services})
 		delete(t.owned, ip)
-		delete(t.owners, ip)
+		t.owners[ip] = "" // who announces it meanwhile is unknown; the IP is not new
 	}
 	slices.SortFunc(p.Release, func(a, b Release) int { return a.IP.Compare(b.IP) })
 	return p
