@@ -27,32 +27,70 @@ const ReasonIPConflict = "IPConflict"
 // claimLogEvery bounds the log lines about one IP claimed by a peer.
 const claimLogEvery = 10 * time.Second
 
+// peerMACRetention is how long the MACs of a speaker whose record is gone still count
+// as a speaker's. A speaker stopping gracefully deletes its record while it still
+// answers (until it has left memberlist), and its last frames may arrive after the
+// deletion: without this, the peer taking over would take them for a foreign device
+// and yield the IP to a node that is going away.
+const peerMACRetention = 10 * time.Minute
+
 // peerMACs are the MACs other speakers publish in their records.
 type peerMACs struct {
 	mu     sync.RWMutex
 	byNode map[string][]string // node → its MACs, as strings
+	gone   map[string]goneMACs // node → the MACs of its deleted record
+	now    func() time.Time    // time.Now unless a test says otherwise
+}
+
+// goneMACs are the MACs of a deleted record and when they stop counting.
+type goneMACs struct {
+	macs  []string
+	until time.Time
+}
+
+func (p *peerMACs) clock() time.Time {
+	if p.now != nil {
+		return p.now()
+	}
+	return time.Now()
 }
 
 func (p *peerMACs) set(node string, macs []string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.byNode == nil {
-		p.byNode = map[string][]string{}
+		p.byNode, p.gone = map[string][]string{}, map[string]goneMACs{}
+	}
+	now := p.clock()
+	for n, g := range p.gone {
+		if !now.Before(g.until) {
+			delete(p.gone, n)
+		}
 	}
 	if len(macs) == 0 {
+		if old, ok := p.byNode[node]; ok {
+			p.gone[node] = goneMACs{macs: old, until: now.Add(peerMACRetention)}
+		}
 		delete(p.byNode, node)
 		return
 	}
+	delete(p.gone, node)
 	p.byNode[node] = macs
 }
 
 // has says whether mac is a speaker's other than self: layer2.Config.Peer.
 func (p *peerMACs) has(self string, mac net.HardwareAddr) bool {
 	s := mac.String()
+	now := p.clock()
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	for node, macs := range p.byNode {
 		if node != self && slices.Contains(macs, s) {
+			return true
+		}
+	}
+	for node, g := range p.gone {
+		if node != self && now.Before(g.until) && slices.Contains(g.macs, s) {
 			return true
 		}
 	}

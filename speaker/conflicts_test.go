@@ -1,0 +1,60 @@
+package speaker
+
+import (
+	"net"
+	"testing"
+	"time"
+)
+
+func TestPeerMACsOutliveTheRecordForAWhile(t *testing.T) {
+	now := time.Unix(1000, 0)
+	p := peerMACs{now: func() time.Time { return now }}
+	mac := func(s string) net.HardwareAddr {
+		m, err := net.ParseMAC(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	a, b := mac("02:00:00:00:00:0a"), mac("02:00:00:00:00:0b")
+
+	p.set("worker", []string{a.String()})
+	p.set("worker2", []string{b.String()})
+	for _, c := range []struct {
+		self string
+		mac  net.HardwareAddr
+		want bool
+	}{
+		{"worker2", a, true},
+		{"worker", a, false}, // its own MAC is no peer's
+		{"worker", b, true},
+		{"worker", mac("02:00:00:00:00:0c"), false},
+	} {
+		if got := p.has(c.self, c.mac); got != c.want {
+			t.Errorf("has(%s, %s) = %v, want %v", c.self, c.mac, got, c.want)
+		}
+	}
+
+	// worker's record is deleted (a graceful stop): its last frames still come from a
+	// speaker, not from a foreign device.
+	p.set("worker", nil)
+	if !p.has("worker2", a) {
+		t.Errorf("a deleted record's MAC stopped counting at once")
+	}
+	now = now.Add(peerMACRetention - time.Second)
+	if !p.has("worker2", a) {
+		t.Errorf("a deleted record's MAC stopped counting before %v", peerMACRetention)
+	}
+	now = now.Add(2 * time.Second)
+	if p.has("worker2", a) {
+		t.Errorf("a deleted record's MAC still counts after %v", peerMACRetention)
+	}
+
+	// A speaker back with a new MAC: the new one counts, the retention of the old
+	// one ends with the new record.
+	p.set("worker2", nil)
+	p.set("worker2", []string{a.String()})
+	if !p.has("worker", a) || p.has("worker", b) {
+		t.Errorf("after worker2 came back with %s: has(%s)=%v has(%s)=%v, want true false", a, a, p.has("worker", a), b, p.has("worker", b))
+	}
+}
