@@ -179,10 +179,16 @@ func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string, tr
 		s.counted[t.IP] = true
 		s.log.Info("taking over", "ip", t.IP, "services", t.Services, "previousOwner", t.Previous, "interfaces", t.Interfaces)
 		// An IP new to this speaker (a new Service, or a speaker just started) is
-		// probed for a foreign device first; a failover or a return is not.
+		// probed for a foreign device first. An IP whose owner was lost without
+		// leaving (dead, or cut off from memberlist but alive), or is unknown, is
+		// taken only once no speaker answers for it, so it never has two MACs; a
+		// speaker that left gracefully answers until its peers took over, by design.
 		var opts []layer2.SetOption
-		if !t.Known {
+		switch {
+		case !t.Known:
 			opts = append(opts, layer2.Probe())
+		case t.Previous == "" || (!s.live[t.Previous] && !s.members.LeftGracefully(t.Previous)):
+			opts = append(opts, layer2.WaitForPeers())
 		}
 		s.announce(t.Decision, opts...)
 	}

@@ -61,6 +61,9 @@ type Config struct {
 	// announcement of a Set with Probe and while yielded (default DefaultProbeWait,
 	// 200 ms; 0 means the default).
 	ProbeWait time.Duration
+	// PeerProbeWait is how long a probe round of WaitForPeers listens for an answer
+	// (default DefaultPeerProbeWait, 50 ms; 0 means the default).
+	PeerProbeWait time.Duration
 	// ConflictRecheck is how often a yielded IP is probed to see whether the foreign
 	// device is gone (0 means Schedule.Refresh, or 60 s when that is 0 too).
 	ConflictRecheck time.Duration
@@ -83,7 +86,7 @@ type Config struct {
 // default conflict timings.
 func DefaultConfig() Config {
 	return Config{Schedule: DefaultSchedule(), Rescan: 10 * time.Second, WatchLinks: true,
-		DefendInterval: DefaultDefendInterval, ProbeWait: DefaultProbeWait}
+		DefendInterval: DefaultDefendInterval, ProbeWait: DefaultProbeWait, PeerProbeWait: DefaultPeerProbeWait}
 }
 
 // ErrClosed is returned by Set once Run has finished.
@@ -150,6 +153,7 @@ func newAnnouncer(cfg Config, sys system, clk clock) (*Announcer, error) {
 	}{
 		{"defend interval", &cfg.DefendInterval, DefaultDefendInterval},
 		{"probe wait", &cfg.ProbeWait, DefaultProbeWait},
+		{"peer probe wait", &cfg.PeerProbeWait, DefaultPeerProbeWait},
 		{"conflict recheck", &cfg.ConflictRecheck, cfg.Schedule.Refresh},
 	} {
 		if *d.v < 0 {
@@ -251,10 +255,10 @@ func (a *Announcer) Set(key string, ip netip.Addr, interfaces []string, opts ...
 	if a.closed {
 		return ErrClosed
 	}
-	switch a.owners.set(key, ip, interfaces, o.probe) {
+	switch a.owners.set(key, ip, interfaces, o.quiet()) {
 	case Added:
 		a.trackGroups(ip)
-		t := newTakeover(ip, o.probe)
+		t := newTakeover(ip, o)
 		a.takeovers[ip] = t
 		a.wg.Add(1)
 		go func() {

@@ -26,22 +26,35 @@ type Conflict struct {
 type SetOption func(*setOptions)
 
 type setOptions struct {
-	probe bool
+	probe     bool // RFC 5227 probe before the first announcement
+	waitPeers bool // take the IP only once no other speaker answers for it
 }
+
+// quiet says whether the IP starts quiet: it is probed before it is answered.
+func (o setOptions) quiet() bool { return o.probe || o.waitPeers }
 
 // Probe makes a Set that makes the IP owned check it first (RFC 5227 §2.1, shortened):
 // the IP is neither answered nor announced until two probes, ProbeWait/2 apart, have
 // gone unanswered for ProbeWait. If a foreign device answers, the node yields the IP
-// at once (OnConflict, with BeforeAnnounce) without ever announcing it. A peer (see
-// Config.Peer) answering is reported to OnClaim and does not hold the IP back: any
-// herald node can carry the IP's traffic, so announcing alongside a peer costs nothing
-// while waiting for the peer could leave the IP unanswered.
+// at once (OnConflict, with BeforeAnnounce) without ever announcing it. If a peer (see
+// Config.Peer) answers, the IP stays quiet and is probed again until the peer stops,
+// as with WaitForPeers: the peer carries the IP's traffic meanwhile.
 //
-// Use it for an IP no node announced before (a new Service); a failover must not wait,
-// and the previous owner may still answer for a moment. It does nothing when the IP is
-// owned already.
+// Use it for an IP no node announced before (a new Service). It does nothing when the
+// IP is owned already.
 func Probe() SetOption {
 	return func(o *setOptions) { o.probe = true }
+}
+
+// WaitForPeers makes a Set that makes the IP owned take it only once no other speaker
+// answers for it: the IP stays quiet while probe rounds of PeerProbeWait go out, until
+// one is answered by no peer. Use it when the previous owner was lost without leaving:
+// a node that died answers nothing and the takeover costs one round; a node cut off
+// from memberlist but alive still answers until the speakers' quorum rule silences it,
+// and the IP is never answered by two MACs meanwhile. A foreign device answering is an
+// address conflict, as with Probe. It does nothing when the IP is owned already.
+func WaitForPeers() SetOption {
+	return func(o *setOptions) { o.waitPeers = true }
 }
 
 // Defaults of the conflict timings.
@@ -55,23 +68,52 @@ const (
 	// milliseconds (Linux answers ARP in the kernel). 200 ms covers a loaded host and a
 	// busy switch while keeping a new Service reachable well within a second.
 	DefaultProbeWait = 200 * time.Millisecond
+	// DefaultPeerProbeWait is how long a probe round of WaitForPeers listens: it is on
+	// the failover path, and the question is only whether a speaker that was alive a
+	// second ago still answers (a speaker answers from memory within a millisecond).
+	DefaultPeerProbeWait = 50 * time.Millisecond
 	// defaultRecheck is how often a yielded IP is probed when neither ConflictRecheck
 	// nor Schedule.Refresh is set.
 	defaultRecheck = 60 * time.Second
 )
 
-// probeFirst is the phase of a Set with Probe: the IP is quiet until a probe round
-// goes unanswered by foreign devices.
+// probeFirst is the phase of a Set with Probe or WaitForPeers: the IP is quiet until
+// a probe round goes unanswered. A foreign device answering makes the node yield; a
+// peer answering makes it wait for the rest of the round and probe again.
 func (a *Announcer) probeFirst(t *takeover) phase {
-	res, c := a.probeRound(t)
-	switch res {
-	case stopped:
-		return phaseDone
-	case claimed:
-		if !a.yield(t, c, true) {
-			return phaseDone
+	wait := a.cfg.PeerProbeWait
+	if t.probe {
+		wait = a.cfg.ProbeWait
+	}
+	t.watchPeers.Store(true)
+	defer t.watchPeers.Store(false)
+	waited := false
+	for {
+		start := a.clock.Now()
+		res, c := a.probeRound(t, wait)
+		for res == claimed && c.Peer {
+			if !waited {
+				waited = true
+				a.metrics.inc(takeoversDeferred)
+				a.log.Info("another speaker still answers for the IP; taking it once it stops", "ip", t.ip, "mac", c.MAC.String(), "interface", c.Interface)
+			}
+			res, c = a.waitUntil(t, start.Add(wait))
+			if res == fired || res == restarted {
+				res = restarted
+			}
 		}
-		return phaseYielded
+		switch res {
+		case stopped:
+			return phaseDone
+		case claimed:
+			if !a.yield(t, c, true) {
+				return phaseDone
+			}
+			return phaseYielded
+		case restarted:
+			continue
+		}
+		break
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -138,7 +180,7 @@ func (a *Announcer) yielded(t *takeover) phase {
 			a.stillClaimed(t, c)
 			continue
 		}
-		res, c = a.probeRound(t)
+		res, c = a.probeRound(t, a.cfg.ProbeWait)
 		switch res {
 		case stopped:
 			return phaseDone
@@ -195,18 +237,19 @@ func (a *Announcer) clear(t *takeover) bool {
 	return true
 }
 
-// probeRound probes t.ip on every interface it may be announced on, twice,
-// ProbeWait/2 apart so that one lost frame does not hide a device, and listens until
-// ProbeWait after the first. It returns the first foreign claim heard, stopped, or
-// fired when none was heard. A restart (the interfaces changed) starts the round over.
-func (a *Announcer) probeRound(t *takeover) (waitResult, Claim) {
+// probeRound probes t.ip on every interface it may be announced on, twice, wait/2
+// apart so that one lost frame does not hide a device, and listens until wait after
+// the first. It returns the first claim heard (peers' only while t.watchPeers), stopped,
+// or fired when none was heard. A restart (the interfaces changed) starts the round
+// over.
+func (a *Announcer) probeRound(t *takeover, wait time.Duration) (waitResult, Claim) {
 	for {
 		start := a.clock.Now()
 		a.probe(t)
-		res, c := a.waitUntil(t, start.Add(a.cfg.ProbeWait/2))
+		res, c := a.waitUntil(t, start.Add(wait/2))
 		if res == fired {
 			a.probe(t)
-			res, c = a.waitUntil(t, start.Add(a.cfg.ProbeWait))
+			res, c = a.waitUntil(t, start.Add(wait))
 		}
 		if res != restarted {
 			return res, c
@@ -238,13 +281,11 @@ func (a *Announcer) probe(t *takeover) {
 func (a *Announcer) claimed(c Claim) {
 	c.Peer = a.cfg.Peer != nil && a.cfg.Peer(c.MAC)
 	a.log.V(1).Info("claim", "ip", c.IP, "interface", c.Interface, "mac", c.MAC.String(), "kind", c.Kind, "peer", c.Peer)
-	if !c.Peer {
-		a.mu.Lock()
-		t := a.takeovers[c.IP]
-		a.mu.Unlock()
-		if t != nil {
-			t.claim(c)
-		}
+	a.mu.Lock()
+	t := a.takeovers[c.IP]
+	a.mu.Unlock()
+	if t != nil && (!c.Peer || t.watchPeers.Load()) {
+		t.claim(c)
 	}
 	if a.cfg.OnClaim != nil {
 		a.cfg.OnClaim(c)

@@ -398,27 +398,110 @@ func TestConflictProbeSilent(t *testing.T) {
 	answered(t, c, vip4, true)
 }
 
-// TestConflictProbePeerAnswers: a peer answering the probe is reported and the node
-// goes ahead after ProbeWait.
+// TestConflictProbePeerAnswers: a peer answering the probe is reported, and the IP
+// stays quiet until a whole round goes unanswered: the peer carries it meanwhile.
 func TestConflictProbePeerAnswers(t *testing.T) {
 	h := newHarness(t, Schedule{Repeats: []time.Duration{time.Hour}}, iface("eth0", 2, mac0))
 	h.a.rescan()
 	c := h.conn("eth0/arp")
+	start := h.clk.Now()
 	if err := h.a.Set("svc", vip4, nil, Probe()); err != nil {
 		t.Fatal(err)
 	}
+	peerStillAnswers(t, h, c, DefaultProbeWait)
+	if an := h.nextAnnouncement(); !an.At.Equal(start.Add(2 * DefaultProbeWait)) {
+		t.Fatalf("announced at %v, want %v (after a second, unanswered round)", an.At, start.Add(2*DefaultProbeWait))
+	}
+	h.noConflict()
+}
+
+// peerStillAnswers plays a peer answering the first probe round of a takeover and then
+// falling silent: the IP stays quiet for the round, a second round goes unanswered,
+// and the IP is announced.
+func peerStillAnswers(t *testing.T, h *harness, c *fakeConn, wait time.Duration) {
+	t.Helper()
 	arpProbe(t, c, vip4, mac0)
 	c.deliver(t, probeAnswer(vip4, peerMAC, mac0))
 	if cl := h.nextClaim(); !cl.Peer || cl.Kind != ClaimARPReply {
 		t.Fatalf("claim %+v, want a peer's reply", cl)
 	}
-	h.clk.waitTimerAt(t, DefaultProbeWait/2)
-	h.clk.Advance(DefaultProbeWait / 2)
+	h.clk.waitTimerAt(t, wait) // the rest of the round, quiet
+	answered(t, c, vip4, false)
+	h.clk.Advance(wait)
 	arpProbe(t, c, vip4, mac0)
-	h.clk.waitTimerAt(t, DefaultProbeWait/2)
-	h.clk.Advance(DefaultProbeWait / 2)
+	h.clk.waitTimerAt(t, wait/2)
+	h.clk.Advance(wait / 2)
+	arpProbe(t, c, vip4, mac0)
+	h.clk.waitTimerAt(t, wait/2)
+	answered(t, c, vip4, false)
+	h.clk.Advance(wait / 2)
 	garp(t, c, vip4, mac0)
-	h.noConflict()
+	answered(t, c, vip4, true)
+	if got := value(h.a.metrics.TakeoversDeferred); got != 1 {
+		t.Fatalf("takeovers_deferred = %v, want 1", got)
+	}
+}
+
+// TestWaitForPeers: a takeover from a lost owner costs one short round when the owner
+// is dead, and waits while it still answers (cut off, not dead); a foreign device
+// answering is a conflict as with Probe.
+func TestWaitForPeers(t *testing.T) {
+	t.Run("previous owner dead", func(t *testing.T) {
+		h := newHarness(t, Schedule{Repeats: []time.Duration{time.Hour}}, iface("eth0", 2, mac0))
+		h.a.rescan()
+		c := h.conn("eth0/arp")
+		start := h.clk.Now()
+		if err := h.a.Set("svc", vip4, nil, WaitForPeers()); err != nil {
+			t.Fatal(err)
+		}
+		arpProbe(t, c, vip4, mac0)
+		answered(t, c, vip4, false)
+		h.clk.waitTimerAt(t, DefaultPeerProbeWait/2)
+		h.clk.Advance(DefaultPeerProbeWait / 2)
+		arpProbe(t, c, vip4, mac0)
+		h.clk.waitTimerAt(t, DefaultPeerProbeWait/2)
+		h.clk.Advance(DefaultPeerProbeWait / 2)
+		garp(t, c, vip4, mac0)
+		if an := h.nextAnnouncement(); !an.At.Equal(start.Add(DefaultPeerProbeWait)) {
+			t.Fatalf("announced at %v, want %v", an.At, start.Add(DefaultPeerProbeWait))
+		}
+		if got := value(h.a.metrics.TakeoversDeferred); got != 0 {
+			t.Fatalf("takeovers_deferred = %v, want 0", got)
+		}
+		// Once announcing, a peer's claim is the quorum rule's business, not a reason
+		// to go quiet again.
+		c.deliver(t, foreignGARP(vip4, peerMAC))
+		h.nextClaim()
+		answered(t, c, vip4, true)
+	})
+	t.Run("previous owner still answers", func(t *testing.T) {
+		h := newHarness(t, Schedule{Repeats: []time.Duration{time.Hour}}, iface("eth0", 2, mac0))
+		h.a.rescan()
+		c := h.conn("eth0/arp")
+		start := h.clk.Now()
+		if err := h.a.Set("svc", vip4, nil, WaitForPeers()); err != nil {
+			t.Fatal(err)
+		}
+		peerStillAnswers(t, h, c, DefaultPeerProbeWait)
+		if an := h.nextAnnouncement(); !an.At.Equal(start.Add(2 * DefaultPeerProbeWait)) {
+			t.Fatalf("announced at %v, want %v", an.At, start.Add(2*DefaultPeerProbeWait))
+		}
+		h.noConflict()
+	})
+	t.Run("foreign device answers", func(t *testing.T) {
+		h := newHarness(t, Schedule{Repeats: []time.Duration{time.Hour}}, iface("eth0", 2, mac0))
+		h.a.rescan()
+		c := h.conn("eth0/arp")
+		if err := h.a.Set("svc", vip4, nil, WaitForPeers()); err != nil {
+			t.Fatal(err)
+		}
+		arpProbe(t, c, vip4, mac0)
+		c.deliver(t, probeAnswer(vip4, otherMAC, mac0))
+		if cf := h.nextConflict(); !cf.BeforeAnnounce || !bytes.Equal(cf.MAC, otherMAC) {
+			t.Fatalf("conflict %+v, want one before announcing, with %s", cf, otherMAC)
+		}
+		answered(t, c, vip4, false)
+	})
 }
 
 // yielded brings vip4 to the yielded state by two foreign claims.

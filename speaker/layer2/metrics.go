@@ -57,6 +57,9 @@ type Metrics struct {
 	// ProbesSent counts probes sent: ARP probes (sender IP 0.0.0.0) and duplicate
 	// address detection solicitations (source ::) for owned IPs.
 	ProbesSent prometheus.Counter
+	// TakeoversDeferred counts takeovers (WaitForPeers, Probe) that waited because
+	// another speaker still answered for the IP.
+	TakeoversDeferred prometheus.Counter
 	// ForeignClaims counts, by IP, frames in which a device other than this node
 	// claims an IP this node owns on the receiving interface, from other herald speakers
 	// as well as from foreign hosts.
@@ -81,7 +84,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "herald_l2_dropped_frames_total",
 			Help: "ARP and NDP frames received and not answered, by reason.",
 		}, []string{"reason"}),
-		ProbesSent: counter("herald_l2_probes_sent_total", "Address probes sent for owned IPs: ARP probes and IPv6 duplicate address detection solicitations."),
+		ProbesSent:        counter("herald_l2_probes_sent_total", "Address probes sent for owned IPs: ARP probes and IPv6 duplicate address detection solicitations."),
+		TakeoversDeferred: counter("herald_l2_takeovers_deferred_total", "Takeovers that waited because another herald speaker still answered for the IP (one cut off from memberlist, until it went silent)."),
 		ForeignClaims: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_l2_foreign_claims_total",
 			Help: "Frames from another MAC (another herald speaker or a foreign host) claiming an IP this node owns, by IP.",
@@ -96,7 +100,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.ARPRequests, m.ARPReplies, m.GratuitousSent, m.NDPSolicitations, m.NDPAdvertisements, m.Dropped,
-			m.ProbesSent, m.ForeignClaims, m.Conflict} {
+			m.ProbesSent, m.TakeoversDeferred, m.ForeignClaims, m.Conflict} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -141,3 +145,4 @@ func gratuitousSent(m *Metrics) prometheus.Counter    { return m.GratuitousSent 
 func ndpSolicitations(m *Metrics) prometheus.Counter  { return m.NDPSolicitations }
 func ndpAdvertisements(m *Metrics) prometheus.Counter { return m.NDPAdvertisements }
 func probesSent(m *Metrics) prometheus.Counter        { return m.ProbesSent }
+func takeoversDeferred(m *Metrics) prometheus.Counter { return m.TakeoversDeferred }

@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -41,12 +42,15 @@ const claimBacklog = 16
 // IP owned until the Withdraw that ends it; halt guarantees that no frame goes out and
 // the IP's quiet state does not change once it returns.
 type takeover struct {
-	ip      netip.Addr
-	probe   bool // probe before the first announcement
-	stop    chan struct{}
-	restart chan struct{} // cap 1: "start the schedule again"
-	claims  chan Claim    // foreign claims, for the loop
-	done    chan struct{} // closed when the loop has returned
+	ip        netip.Addr
+	probe     bool // probe (RFC 5227) before the first announcement
+	waitPeers bool // probe until no peer answers before the first announcement
+	// watchPeers: peers' claims reach the loop too (while it probes before announcing).
+	watchPeers atomic.Bool
+	stop       chan struct{}
+	restart    chan struct{} // cap 1: "start the schedule again"
+	claims     chan Claim    // foreign claims (and peers' while watchPeers), for the loop
+	done       chan struct{} // closed when the loop has returned
 
 	defended time.Time // when a claim was last defended; only the loop uses it
 
@@ -56,9 +60,9 @@ type takeover struct {
 	conflict  *Conflict     // while yielded
 }
 
-func newTakeover(ip netip.Addr, probe bool) *takeover {
+func newTakeover(ip netip.Addr, o setOptions) *takeover {
 	return &takeover{
-		ip: ip, probe: probe,
+		ip: ip, probe: o.probe, waitPeers: o.waitPeers,
 		stop: make(chan struct{}), restart: make(chan struct{}, 1),
 		claims: make(chan Claim, claimBacklog), done: make(chan struct{}),
 	}
@@ -118,7 +122,7 @@ const (
 func (a *Announcer) run(t *takeover) {
 	defer close(t.done)
 	next := phaseAnnounce
-	if t.probe {
+	if t.probe || t.waitPeers {
 		next = phaseProbe
 	}
 	for {

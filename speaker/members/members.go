@@ -21,6 +21,9 @@ type Members struct {
 
 	mu   sync.Mutex
 	live map[string]bool // names of members not dead or left (suspects included)
+	// leaving are the members that said they are leaving (leaving.go); left those
+	// whose last departure followed such a word.
+	leaving, left map[string]bool
 
 	shutdown sync.Once
 }
@@ -34,9 +37,11 @@ func Start(cfg Config, log logr.Logger, reg prometheus.Registerer) (*Members, er
 		return nil, fmt.Errorf("memberlist config: %w", err)
 	}
 	m := &Members{
-		log:    log,
-		events: make(chan struct{}, 1),
-		live:   map[string]bool{},
+		log:     log,
+		events:  make(chan struct{}, 1),
+		live:    map[string]bool{},
+		leaving: map[string]bool{},
+		left:    map[string]bool{},
 		gauge: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "herald_memberlist_members",
 			Help: "Members of the speakers' memberlist cluster that this speaker sees alive, itself included.",
@@ -67,6 +72,7 @@ func Start(cfg Config, log logr.Logger, reg prometheus.Registerer) (*Members, er
 	mc.PushPullInterval = cfg.PushPullInterval
 	mc.TCPTimeout = cfg.TCPTimeout
 	mc.Events = (*eventDelegate)(m)
+	mc.Delegate = (*messageDelegate)(m)
 	mc.Logger = newStdLogger(log.WithName("memberlist"))
 
 	ml, err := memberlist.Create(mc)
@@ -125,6 +131,7 @@ func (m *Members) Events() <-chan struct{} { return m.events }
 // gossiped, so that peers drop it at once instead of after failure detection. Call
 // it on SIGTERM before withdrawing announcements, then Shutdown.
 func (m *Members) Leave(timeout time.Duration) error {
+	m.sayLeaving(timeout)
 	if err := m.ml.Leave(timeout); err != nil {
 		return fmt.Errorf("leaving memberlist: %w", err)
 	}
@@ -160,8 +167,11 @@ func (d *eventDelegate) set(name string, live bool) {
 	m.mu.Lock()
 	if live {
 		m.live[name] = true
+		delete(m.left, name)
 	} else {
 		delete(m.live, name)
+		m.left[name] = m.leaving[name]
+		delete(m.leaving, name)
 	}
 	m.gauge.Set(float64(len(m.live)))
 	m.mu.Unlock()

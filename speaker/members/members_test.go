@@ -56,6 +56,14 @@ func TestLeaveDropsMemberPromptly(t *testing.T) {
 	if got := gaugeValue(a.gauge); got != 2 {
 		t.Errorf("herald_memberlist_members = %v, want 2", got)
 	}
+	for _, m := range []member{a, b} {
+		if !m.LeftGracefully(c.name) {
+			t.Errorf("%s: LeftGracefully(%s) = false after a Leave", m.name, c.name)
+		}
+		if m.LeftGracefully(a.name) || m.LeftGracefully(b.name) {
+			t.Errorf("%s: a live member counts as having left", m.name)
+		}
+	}
 }
 
 func TestKilledMemberDetected(t *testing.T) {
@@ -76,6 +84,11 @@ func TestKilledMemberDetected(t *testing.T) {
 	case <-a.Events():
 	default:
 		t.Error("no membership event on a after c died")
+	}
+	for _, m := range []member{a, b} {
+		if m.LeftGracefully(c.name) {
+			t.Errorf("%s: LeftGracefully(%s) = true for a member that died", m.name, c.name)
+		}
 	}
 }
 

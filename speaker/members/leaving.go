@@ -1,0 +1,75 @@
+package members
+
+import (
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// Peers must tell a member that left on purpose from one that died or was cut off:
+// the first keeps answering for its IPs until its peers took over (make before break),
+// while the IPs of the others are taken only once nobody answers for them. memberlist
+// reports both as NotifyLeave, with the node's state not filled in, so a leaving
+// member first tells every peer directly (reliable, TCP) and only then leaves.
+
+// leavingPrefix starts the message a leaving member sends, followed by its name.
+const leavingPrefix = "herald-leaving:"
+
+// sayLeaving tells every live peer that this member is leaving, waiting at most
+// timeout for them all. A peer that does not hear it treats the departure as a death,
+// which is the safe side.
+func (m *Members) sayLeaving(timeout time.Duration) {
+	self := m.ml.LocalNode().Name
+	msg := []byte(leavingPrefix + self)
+	var wg sync.WaitGroup
+	for _, n := range m.ml.Members() {
+		if n.Name == self {
+			continue
+		}
+		wg.Add(1)
+		go func(n *memberlist.Node) {
+			defer wg.Done()
+			if err := m.ml.SendReliable(n, msg); err != nil {
+				m.log.V(1).Info("telling a peer this speaker leaves", "peer", n.Name, "error", err.Error())
+			}
+		}(n)
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+	}
+}
+
+// LeftGracefully says whether name, not live, left the cluster on purpose (a speaker
+// stopping, which said so before leaving) rather than being declared dead (it died,
+// or this member cannot reach it).
+func (m *Members) LeftGracefully(name string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return !m.live[name] && m.left[name]
+}
+
+// messageDelegate is memberlist's Delegate: it only receives the leaving messages.
+type messageDelegate Members
+
+func (d *messageDelegate) NotifyMsg(b []byte) {
+	name, ok := strings.CutPrefix(string(b), leavingPrefix)
+	if !ok || name == "" {
+		return
+	}
+	m := (*Members)(d)
+	m.mu.Lock()
+	m.leaving[name] = true
+	m.mu.Unlock()
+}
+
+func (d *messageDelegate) NodeMeta(int) []byte                    { return nil }
+func (d *messageDelegate) GetBroadcasts(int, int) [][]byte        { return nil }
+func (d *messageDelegate) LocalState(bool) []byte                 { return nil }
+func (d *messageDelegate) MergeRemoteState(buf []byte, join bool) {}
+
+var _ memberlist.Delegate = (*messageDelegate)(nil)
