@@ -59,9 +59,11 @@
 // # Guarantees
 //
 // While the API server is reachable from both sides of a memberlist split, every IP is
-// announced by at most one node from the moment the majority's records reach the
-// minority (one API write after memberlist declared the minority dead), and by exactly
-// one once Grace has passed. Without the API server, a majority still elects alone and
-// a minority stays silent; an even split keeps what it had (Hold) and then goes silent
-// where it cannot reach the API server.
+// announced by exactly one node once Grace has passed. Before that, the rule alone
+// would let the majority take a cut-off node's IPs at detection, while that node still
+// answers until the majority's records reach it; the speaker closes that window on the
+// wire: an IP whose owner was lost without leaving is taken only once a probe finds no
+// speaker answering for it (speaker/layer2 WaitForPeers). Without the API server, a
+// majority still elects alone and a minority stays silent; an even split keeps what it
+// had (Hold) and then goes silent where it cannot reach the API server.
 package quorum
