@@ -56,14 +56,20 @@
 //     interface bring the probe round forward.
 //   - Probe before the first announcement: a Set with Probe, for an IP no node announced
 //     before, keeps the IP quiet through one probe round; a foreign answer yields it
-//     with no gratuitous frame ever sent (Conflict.BeforeAnnounce). A peer's answer does
-//     not hold it back.
+//     with no gratuitous frame ever sent (Conflict.BeforeAnnounce). A peer's answer
+//     keeps it quiet for the round, and rounds go on until no peer answers.
+//   - Wait for peers before a takeover: a Set with WaitForPeers, for an IP whose owner
+//     was lost without leaving, keeps the IP quiet through rounds of PeerProbeWait
+//     (50 ms) until one goes unanswered by any speaker: a cut-off owner that still
+//     answers keeps the IP until it goes silent, so the IP never has two MACs
+//     (herald_l2_takeovers_deferred_total counts the waits).
 //   - Withdraw ends the loop and the gauge of a yielded IP, without OnConflictCleared.
 //
 // Metrics (metrics.go) are registered on the Registerer the caller passes in:
 // herald_l2_arp_requests_total, herald_l2_arp_replies_total,
 // herald_l2_gratuitous_sent_total, herald_l2_ndp_solicitations_total,
 // herald_l2_ndp_advertisements_total, herald_l2_probes_sent_total,
+// herald_l2_takeovers_deferred_total,
 // herald_l2_foreign_claims_total{ip}, herald_l2_conflict{ip,mac} and
 // herald_l2_dropped_frames_total{reason}. Malformed or foreign frames are dropped and
 // counted, never a crash.
