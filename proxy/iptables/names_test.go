@@ -2,7 +2,7 @@ package iptables
 
 import "testing"
 
-// Hashes verified against kube-proxy's fixtures (reference/kube-proxy.md §2).
+// Hashes verified against kube-proxy's own test fixtures (pkg/proxy/iptables).
 func TestChainNames(t *testing.T) {
 	for _, tc := range []struct{ port, protocol, endpoint, want string }{
 		{"ns1/svc1:p80", "tcp", "", "XPGD46QRK7WJZT7O"},

@@ -14,8 +14,8 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// The address plan of kube-proxy's proxier_test.go, which reference/kube-proxy.md
-// §1.2 also uses: pods 10.0.0.0/8, ClusterIPs 172.30.0.0/16, this node
+// The address plan of kube-proxy's proxier_test.go, which the worked example
+// (cmd/kporacle/testdata/worked-example.yaml) also uses: pods 10.0.0.0/8, ClusterIPs 172.30.0.0/16, this node
 // test-node at 192.168.0.2, LB IPs 1.2.3.4 and 5.6.7.8.
 const (
 	testNodeName  = "test-node"

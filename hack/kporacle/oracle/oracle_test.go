@@ -69,8 +69,8 @@ func workedExample(o *Oracle) {
 		endpoint{"10.180.0.1", testNodeName}, endpoint{"10.180.1.1", otherNodeName}))
 }
 
-// workedExampleNAT is reference/kube-proxy.md §1.2's nat table, with the
-// chain lines and the KUBE-SEP-TOIS5JUHRKSSXDL7 rules the document elides.
+// workedExampleNAT is the worked example's nat table
+// (cmd/kporacle/testdata/worked-example.nat), chain lines and all.
 var workedExampleNAT = join(natTopChains, []string{
 	`:KUBE-EXT-XPGD46QRK7WJZT7O - [0:0]`,
 	`:KUBE-SVC-XPGD46QRK7WJZT7O - [0:0]`,

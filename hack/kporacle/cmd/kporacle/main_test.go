@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// workedExampleArgs are the settings of reference/kube-proxy.md §1.2.
+// workedExampleArgs are the settings of the worked example (testdata/worked-example.yaml).
 var workedExampleArgs = []string{
 	"-node-name", "test-node", "-node-ip", "192.168.0.2", "-cluster-cidr", "10.0.0.0/8",
 	"-localhost-nodeports=false", "-random-fully=false",
@@ -23,7 +23,7 @@ func runCLI(t *testing.T, stdin string, args ...string) string {
 	return out.String()
 }
 
-// testdata/worked-example.nat is reference/kube-proxy.md §1.2's nat table.
+// testdata/worked-example.nat is the worked example's nat table, as kube-proxy writes it.
 func TestWorkedExampleFile(t *testing.T) {
 	want, err := os.ReadFile("testdata/worked-example.nat")
 	if err != nil {
