@@ -146,7 +146,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		ownedServices: map[netip.Addr][]string{},
 		claimLogAt:    map[netip.Addr]time.Time{},
 	}
-	s.reports = newReporter(s)
+	s.reports = newReporter(cfg.NodeName, mgr.GetCache(), s.recorder)
 	s.vips = vipstatus.NewPublisher(cfg.NodeName, mgr.GetCache(), mgr.GetClient(), log.WithName("vipstatus"))
 	s.records = newRecords(cfg.NodeName, cfg.Namespace, cfg.Records, mgr.GetCache(), mgr.GetAPIReader(), mgr.GetClient(),
 		s.pokeElection, s.peers.set, log.WithName("records"))
