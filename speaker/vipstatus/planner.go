@@ -83,11 +83,12 @@ type Election struct {
 	// Services are every cached Service: their UIDs and pools, and which objects
 	// are still held.
 	Services []*corev1.Service
-	LBClass  string
+	// LBClass is the loadBalancerClass herald serves besides Services without one.
+	LBClass string
 	// Reporter: this node reports the IPs nobody announces and deletes leftovers.
 	Reporter bool
-	// Taken are the IPs this node takes over in this election (Plan.Take): their
-	// frames have not gone out yet.
+	// Taken are the IPs this node takes over in this election: their first frames
+	// have not gone out yet (Announced follows).
 	Taken []netip.Addr
 	// Healed: a partition healed and this node announces its IPs again; it takes
 	// their node field once more.

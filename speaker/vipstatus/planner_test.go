@@ -440,7 +440,7 @@ func TestVIPStatusLeftovers(t *testing.T) {
 }
 
 // A write done for an older task does not clear the Assert of a newer one.
-func TestVIPPlannerDoneKeepsNewerAssert(t *testing.T) {
+func TestPlannerDoneKeepsNewerAssert(t *testing.T) {
 	p := NewPlanner("w1")
 	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
 	p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, Taken: []netip.Addr{vip1}})
