@@ -33,7 +33,7 @@ ARG VERSION=dev
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath \
     -ldflags "-s -w -X herald.dev/herald/internal/version.Version=${VERSION}" \
-    -o /out/herald .
+    -o /out/herald ./cmd/herald
 # Check the stamp, when the binary can run on the builder.
 RUN if [ "$TARGETARCH" = "$(go env GOHOSTARCH)" ]; then /out/herald version; fi
 

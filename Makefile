@@ -62,7 +62,7 @@ verify-rendered: test-binaries ## Fail when config/manifests/herald.yaml differs
 
 .PHONY: build
 build: ## Build bin/herald.
-	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/herald .
+	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o $(BIN)/herald ./cmd/herald
 
 IMAGE_TAG ?= dev
 

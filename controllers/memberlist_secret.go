@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"herald.dev/herald/speaker/members"
+	"herald.dev/herald/internal/memberkey"
 )
 
 // create cannot be limited by name; get is, to the memberlist Secret.
@@ -29,7 +29,7 @@ func ensureMemberlistSecret(ctx context.Context, api client.Reader, c client.Cli
 	var s corev1.Secret
 	err := api.Get(ctx, key, &s)
 	if err == nil {
-		if _, err := members.KeyFromSecretData(s.Data); err != nil {
+		if _, err := memberkey.FromSecretData(s.Data); err != nil {
 			log.Error(err, "memberlist Secret is unusable; speakers will not start until it is fixed", "secret", key)
 		}
 		return nil
@@ -37,14 +37,14 @@ func ensureMemberlistSecret(ctx context.Context, api client.Reader, c client.Cli
 	if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("memberlist Secret %s: %w", key, err)
 	}
-	material, err := members.NewSecretKey()
+	material, err := memberkey.New()
 	if err != nil {
 		return err
 	}
 	s = corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app.kubernetes.io/part-of": "herald"}},
 		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{members.SecretKeyName: material},
+		Data:       map[string][]byte{memberkey.DataKey: material},
 	}
 	if err := c.Create(ctx, &s); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating memberlist Secret %s: %w", key, err)

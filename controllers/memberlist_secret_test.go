@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"herald.dev/herald/speaker/members"
+	"herald.dev/herald/internal/memberkey"
 )
 
 // The controller creates the speakers' memberlist Secret with a usable random key
@@ -29,7 +29,7 @@ func TestMemberlistSecret(t *testing.T) {
 		}
 		time.Sleep(poll)
 	}
-	k1, err := members.KeyFromSecretData(s.Data)
+	k1, err := memberkey.FromSecretData(s.Data)
 	if err != nil {
 		t.Fatalf("created Secret is unusable: %v", err)
 	}
@@ -37,7 +37,7 @@ func TestMemberlistSecret(t *testing.T) {
 
 	// A second Secret set by the user is kept as it is.
 	other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "own-key"},
-		Data: map[string][]byte{members.SecretKeyName: []byte("0123456789abcdef0123")}}
+		Data: map[string][]byte{memberkey.DataKey: []byte("0123456789abcdef0123")}}
 	if err := h.c.Create(h.ctx, other); err != nil {
 		t.Fatal(err)
 	}
@@ -49,14 +49,14 @@ func TestMemberlistSecret(t *testing.T) {
 	if err := h.c.Get(h.ctx, types.NamespacedName{Namespace: ns, Name: "own-key"}, &got); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(got.Data[members.SecretKeyName], other.Data[members.SecretKeyName]) {
+	if !bytes.Equal(got.Data[memberkey.DataKey], other.Data[memberkey.DataKey]) {
 		t.Errorf("existing Secret was changed: %q", got.Data)
 	}
 	// And the first one survives a restart unchanged.
 	if err := h.c.Get(h.ctx, key, &s); err != nil {
 		t.Fatal(err)
 	}
-	if k2, _ := members.KeyFromSecretData(s.Data); !bytes.Equal(k1, k2) {
+	if k2, _ := memberkey.FromSecretData(s.Data); !bytes.Equal(k1, k2) {
 		t.Error("the controller replaced the memberlist key")
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"herald.dev/herald/internal/memberkey"
 	"herald.dev/herald/internal/metricsserve"
 	"herald.dev/herald/proxy"
 	"herald.dev/herald/speaker/layer2"
@@ -78,7 +79,7 @@ func DefaultConfig() Config {
 		NodeName:          os.Getenv("NODE_NAME"),
 		Namespace:         ns,
 		Members:           ml,
-		SecretName:        members.DefaultSecretName,
+		SecretName:        memberkey.SecretName,
 		KeyWait:           time.Minute,
 		JoinInterval:      2 * time.Second,
 		LeaveTimeout:      time.Second,

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/speaker/layer2"
 )
 
@@ -22,7 +23,7 @@ import (
 
 // ReasonIPConflict is the Event and VIPStatus reason of an IP yielded to a foreign
 // device.
-const ReasonIPConflict = "IPConflict"
+const ReasonIPConflict = heraldv1.VIPReasonIPConflict
 
 // claimLogEvery bounds the log lines about one IP claimed by a peer.
 const claimLogEvery = 10 * time.Second

@@ -1,7 +1,9 @@
-// Package speaker wires what runs on every node: it watches Services, EndpointSlices,
-// Nodes and L2Advertisements, elects the owner of each LoadBalancer IP
-// (speaker/election) among the live members (speaker/members), and hands the IPs this
-// node owns to the layer-2 responders (speaker/layer2) and the proxier (proxy/).
-// Whom it elects among is speaker/quorum's decision: memberlist's view while it hears
-// a majority of the speakers, the speakers' records in the API server otherwise.
+// Package speaker is `herald speaker`, the agent on every node. Run starts it: it
+// joins the other speakers over memberlist (speaker/members), keeps this node's
+// record in the API server, and on every change elects the owner of each
+// LoadBalancer IP (speaker/election) among the speakers the quorum rule
+// (speaker/quorum) trusts. The IPs this node owns it answers ARP/NDP for
+// (speaker/layer2), reporting takeovers and problems as Events and VIPStatus objects
+// (speaker/vipstatus); the embedded proxier (proxy/) programs the Services' iptables
+// rules.
 package speaker

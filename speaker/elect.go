@@ -13,12 +13,13 @@ import (
 	"herald.dev/herald/speaker/election"
 	"herald.dev/herald/speaker/layer2"
 	"herald.dev/herald/speaker/quorum"
+	"herald.dev/herald/speaker/vipstatus"
 )
 
 // holder is the key under which the speaker holds IPs in the announcer.
 const holder = "election"
 
-// elect runs one election over the whole cached state and applies its plan.
+// runElection runs one election over the whole cached state and applies its plan.
 // Everything is re-read: an election of 10,000 IPs takes milliseconds, and a
 // complete pass cannot miss what a change affects.
 //
@@ -27,14 +28,14 @@ const holder = "election"
 // API server when no side has one, or nobody (this speaker is cut off and announces
 // nothing). A speaker that is silent or holds publishes nothing and counts no leader
 // change: its view is not the cluster's.
-func (s *Speaker) elect(ctx context.Context) {
+func (s *Speaker) runElection(ctx context.Context) {
 	returned := s.noteMembership()
 	live := s.members.Live()
 	verdict, records := s.decide(ctx, live)
 	s.observe(verdict, live)
 	if verdict.Mode.Silent() {
 		s.apply(s.tracker.Silence(), nil, nil, false)
-		s.pub.elected(ctx, VIPElection{Now: time.Now()}) // publishes nothing, takes nothing back
+		s.vips.Elected(ctx, vipstatus.Election{Now: time.Now()}) // publishes nothing, takes nothing back
 		s.publishRecord(verdict, live, records)
 		return
 	}
@@ -56,7 +57,7 @@ func (s *Speaker) elect(ctx context.Context) {
 	trusted := verdict.Mode == quorum.ModeQuorum || verdict.Mode == quorum.ModeArbitrated
 	if trusted {
 		// Before apply: a takeover's first frames may go out before apply returns.
-		s.pub.elected(ctx, VIPElection{
+		s.vips.Elected(ctx, vipstatus.Election{
 			Decisions: decisions, Services: in.Services, LBClass: s.cfg.LBClass,
 			Reporter: isReporter(in.Members, s.cfg.NodeName), Taken: takenIPs(plan), Healed: returned, Now: time.Now(),
 			Conflicts: s.conflicts(s.tracker.OwnedIPs()),
@@ -228,12 +229,12 @@ func (s *Speaker) announced(a layer2.Announcement) {
 	if !ok {
 		// Announced again after an address conflict: no takeover, but the VIPStatus
 		// shows this node again.
-		s.pub.announced(a)
+		s.vips.Announced(a)
 		return
 	}
 	if !pt.lostAt.IsZero() {
 		s.metrics.failover.Observe(a.At.Sub(pt.lostAt).Seconds())
 	}
 	s.reports.takeover(pt.Takeover, a)
-	s.pub.announced(a)
+	s.vips.Announced(a)
 }

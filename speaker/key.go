@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"herald.dev/herald/speaker/members"
+	"herald.dev/herald/internal/memberkey"
 )
 
 // loadKey sets the memberlist key: from the mounted Secret file when it exists, else
@@ -38,7 +38,7 @@ func loadKey(ctx context.Context, api client.Reader, cfg *Config, log logr.Logge
 		var s corev1.Secret
 		err := api.Get(ctx, name, &s)
 		if err == nil {
-			k, err := members.KeyFromSecretData(s.Data)
+			k, err := memberkey.FromSecretData(s.Data)
 			if err != nil {
 				return fmt.Errorf("memberlist Secret %s: %w", name, err)
 			}

@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"herald.dev/herald/speaker/election"
 	"herald.dev/herald/speaker/layer2"
@@ -26,15 +28,17 @@ const (
 // Event when a node takes an IP, and Warnings when an IP cannot be announced as asked.
 // Warnings are written once per condition, not on every election.
 type reporter struct {
-	s *Speaker
+	self     string
+	services client.Reader // the informers' Services
+	recorder events.EventRecorder
 
 	mu sync.Mutex
 	// warned holds the warnings in force, by IP, so each is written once.
 	warned map[netip.Addr]string
 }
 
-func newReporter(s *Speaker) *reporter {
-	return &reporter{s: s, warned: map[netip.Addr]string{}}
+func newReporter(self string, services client.Reader, recorder events.EventRecorder) *reporter {
+	return &reporter{self: self, services: services, recorder: recorder, warned: map[netip.Addr]string{}}
 }
 
 // takeover reports that this node took an IP over.
@@ -47,7 +51,7 @@ func (r *reporter) takeover(t Takeover, a layer2.Announcement) {
 	if t.Previous != "" {
 		prev = t.Previous
 	}
-	note := fmt.Sprintf("announcing %s from %s on %s, previous owner %s", t.IP, r.s.cfg.NodeName, strings.Join(ifaces, ","), prev)
+	note := fmt.Sprintf("announcing %s from %s on %s, previous owner %s", t.IP, r.self, strings.Join(ifaces, ","), prev)
 	r.event(t.Services, corev1.EventTypeNormal, ReasonAnnouncing, note)
 }
 
@@ -55,7 +59,7 @@ func (r *reporter) takeover(t Takeover, a layer2.Announcement) {
 // are reported by one speaker only (the live member with the smallest name), so
 // that a cluster of n nodes does not write n copies.
 func (r *reporter) afterElection(ds []election.Decision, live []string, responders []layer2.ResponderInfo) {
-	self := r.s.cfg.NodeName
+	self := r.self
 	reportsUnowned := isReporter(live, self)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -136,9 +140,9 @@ func (r *reporter) event(services []string, typ, reason, note string) {
 	for _, key := range services {
 		ns, name, _ := strings.Cut(key, "/")
 		var svc corev1.Service
-		if err := r.s.cache.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &svc); err != nil {
+		if err := r.services.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &svc); err != nil {
 			continue // deleted meanwhile: nobody to tell
 		}
-		r.s.recorder.Eventf(&svc, nil, typ, reason, "Announce", "%s", note)
+		r.recorder.Eventf(&svc, nil, typ, reason, "Announce", "%s", note)
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"herald.dev/herald/speaker/layer2"
 	"herald.dev/herald/speaker/members"
 	"herald.dev/herald/speaker/quorum"
+	"herald.dev/herald/speaker/vipstatus"
 )
 
 // +kubebuilder:rbac:groups="",resources=services;nodes,verbs=get;list;watch
@@ -56,7 +57,7 @@ type Speaker struct {
 	metrics  *metrics
 	tracker  *Tracker
 	reports  *reporter
-	pub      *publisher
+	vips     *vipstatus.Publisher
 	records  *records
 	proxier  *proxy.Proxier
 
@@ -145,8 +146,8 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		ownedServices: map[netip.Addr][]string{},
 		claimLogAt:    map[netip.Addr]time.Time{},
 	}
-	s.reports = newReporter(s)
-	s.pub = newPublisher(cfg.NodeName, mgr.GetCache(), mgr.GetClient(), log.WithName("vipstatus"))
+	s.reports = newReporter(cfg.NodeName, mgr.GetCache(), s.recorder)
+	s.vips = vipstatus.NewPublisher(cfg.NodeName, mgr.GetCache(), mgr.GetClient(), log.WithName("vipstatus"))
 	s.records = newRecords(cfg.NodeName, cfg.Namespace, cfg.Records, mgr.GetCache(), mgr.GetAPIReader(), mgr.GetClient(),
 		s.pokeElection, s.peers.set, log.WithName("records"))
 	if s.metrics, err = newMetrics(crmetrics.Registry); err != nil {
@@ -173,7 +174,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	if err := s.watch(ctx, mgr.GetCache()); err != nil {
 		return err
 	}
-	if err := s.pub.watch(ctx, mgr.GetCache()); err != nil {
+	if err := s.vips.Watch(ctx, mgr.GetCache()); err != nil {
 		return err
 	}
 	if err := s.records.watch(ctx, mgr.GetCache()); err != nil {
@@ -202,7 +203,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	go func() { proxyDone <- s.proxier.Run(mgrCtx) }()
 	go s.feedProxier(mgrCtx, mgr.GetCache())
 	// VIPStatus writes stop with the speaker: the next owner writes its own.
-	go s.pub.run(ctx, 2)
+	go s.vips.Run(ctx, 2)
 	stopEarly := func(err error) error {
 		stopMgr()
 		<-proxyDone
@@ -289,14 +290,14 @@ func (s *Speaker) serve(ctx context.Context, c cache.Cache) error {
 		case <-ctx.Done():
 			return nil
 		case <-s.trigger:
-			s.elect(ctx)
+			s.runElection(ctx)
 		case <-s.members.Events():
-			s.elect(ctx)
+			s.runElection(ctx)
 		case <-recheck.C:
 			// Hold ends with time, and a failed read of the records is retried; a
 			// link losing its carrier is noticed here too.
 			if s.verdict.Mode != quorum.ModeQuorum || s.linkDown() {
-				s.elect(ctx)
+				s.runElection(ctx)
 			}
 		case <-joinTick.C:
 			// Joins to unreachable peers block up to the TCP timeout: never in the loop.

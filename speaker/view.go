@@ -59,7 +59,7 @@ func BuildView(in Inputs) (election.View, []election.Service, []Problem) {
 	endpoints := endpointsByService(in.EndpointSlices)
 	var services []election.Service
 	for _, svc := range in.Services {
-		if !Announceable(svc, in.LBClass) {
+		if !heraldv1.Announceable(svc, in.LBClass) {
 			continue
 		}
 		s, err := serviceView(svc, endpoints[svc.Namespace+"/"+svc.Name])
@@ -70,13 +70,6 @@ func BuildView(in Inputs) (election.View, []election.Service, []Problem) {
 		services = append(services, s)
 	}
 	return v, services, problems
-}
-
-// Announceable says whether svc is a LoadBalancer Service of ours holding IPs.
-func Announceable(svc *corev1.Service, lbClass string) bool {
-	return svc.Spec.Type == corev1.ServiceTypeLoadBalancer &&
-		heraldv1.ServesClass(svc.Spec.LoadBalancerClass, lbClass) &&
-		len(svc.Status.LoadBalancer.Ingress) > 0
 }
 
 func nodeView(n *corev1.Node) election.Node {

@@ -71,7 +71,7 @@ func Up(ctx context.Context, cfg Config) (l *Lab, err error) {
 	s := l.State
 
 	say("building herald and hack/lab into %s", cfg.RunDir)
-	if s.Herald, err = nl.Build(ctx, "herald.dev/herald"); err != nil {
+	if s.Herald, err = nl.Build(ctx, "herald.dev/herald/cmd/herald"); err != nil {
 		return l, err
 	}
 	if s.LabBin, err = nl.Build(ctx, "./hack/lab"); err != nil {

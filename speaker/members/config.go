@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"herald.dev/herald/internal/memberkey"
 )
 
 // ErrNoKey is returned (wrapped) by Validate and Start when no encryption key is set.
@@ -16,7 +18,7 @@ var ErrNoKey = errors.New("memberlist encryption key is missing")
 const DefaultBindPort = 7946
 
 // DefaultKeyFile is where the speaker's Pod mounts the memberlist Secret.
-const DefaultKeyFile = "/etc/herald/memberlist/" + SecretKeyName
+const DefaultKeyFile = "/etc/herald/memberlist/" + memberkey.DataKey
 
 // Config is what Start needs. Build it with DefaultConfig and override fields; the
 // failure-detection fields map one to one onto memberlist.Config.
@@ -32,7 +34,7 @@ type Config struct {
 	// KeyFile is the mounted memberlist Secret file read by LoadKey
 	// (default DefaultKeyFile).
 	KeyFile string
-	// SecretKey is the AES key (16, 24 or 32 bytes; KeyFromSecretData gives 32).
+	// SecretKey is the AES key (16, 24 or 32 bytes; memberkey.FromSecretData gives 32).
 	// Required: encryption is mandatory, there is no plain-text cluster.
 	SecretKey []byte
 

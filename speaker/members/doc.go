@@ -1,6 +1,6 @@
 // Package members is the speakers' membership: a hashicorp/memberlist cluster of
 // all speakers, used to tell which nodes are alive faster than the API server can.
-// The election (speaker/election) takes Live() as its member list.
+// The election takes Live() as its member list.
 //
 // # Binding and encryption
 //
@@ -9,25 +9,20 @@
 // (default 7946, TCP and UDP). The member name is the Node name.
 //
 // Gossip is always encrypted (AES-GCM, GossipVerifyIncoming and GossipVerifyOutgoing
-// on). The controller creates the Secret holding the key when it is missing
-// (NewSecretKey gives the value of its SecretKeyName entry); the speaker mounts it
-// and reads it with ReadKeyFile / Config.LoadKey (--ml-secret-key-path,
-// DefaultKeyFile). KeyFromSecretData turns the entry (base64 or raw) into a 32-byte
-// AES-256 key with SHA-256. A missing, empty or unreadable key is a startup error
-// (ErrNoKey from Validate and Start): there is no plain-text mode.
+// on). The key comes from the memberlist Secret (its format is internal/memberkey);
+// Config.LoadKey reads the mounted entry (--ml-secret-key-path, DefaultKeyFile). A
+// missing, empty or unreadable key is a startup error (ErrNoKey from Validate and
+// Start): there is no plain-text mode.
 //
 // # Discovery
 //
-// memberlist only needs one live peer to join the whole cluster. The speaker finds
-// candidates through the API server: it watches the speaker Pods (its own
-// DaemonSet's label selector, in its namespace) and takes their status.hostIP
-// (equal to the node IP under hostNetwork) of Pods that are Running. It calls
-// Join with those addresses at start, whenever the set of speaker Pods changes, and
-// periodically (e.g. every 30 s) to heal partitions that memberlist's own push/pull
-// could not (two halves that forgot each other). Join filters the candidates with
-// PeersToJoin (drops self and members already live), so repeated calls cost
-// nothing once the cluster is whole. Readiness waits for the first Join to reach a
-// peer, or for there being no other speaker.
+// memberlist only needs one live peer to join the whole cluster. This package does
+// not discover anyone: the caller hands Join candidate addresses. The speaker takes
+// the InternalIP of every Node (a speaker binds to its node's IP) at its own port,
+// plus any --ml-peers, once before its first election and then periodically, so
+// that new nodes and the halves of a healed partition find each other. Join filters
+// the candidates with PeersToJoin (drops self and members already live), so repeated
+// calls cost nothing once the cluster is whole.
 //
 // # Failure detection and changes
 //
@@ -40,13 +35,10 @@
 //
 // # Shutdown
 //
-// On SIGTERM the speaker calls Leave (peers drop it at once, about one gossip
-// interval, and take over its VIPs), then stops announcing, then Shutdown.
+// Leave tells the peers at once (about one gossip interval) that this member goes,
+// so they take over its IPs without waiting for failure detection; Shutdown then
+// stops memberlist.
 //
-// # Split brain
-//
-// memberlist gives no quorum: a speaker cut off from the others sees them die and,
-// alone, would elect itself for every IP. The speaker therefore elects from Live only
-// while it hears a majority of the speakers, and settles the other cases through the
-// speakers' records in the API server (speaker/quorum).
+// memberlist gives no quorum: a speaker cut off from the others sees them die. The
+// speaker settles that with its records in the API server (speaker/quorum), not here.
 package members

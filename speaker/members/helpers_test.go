@@ -10,12 +10,14 @@ import (
 	"github.com/go-logr/logr/testr"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"herald.dev/herald/internal/memberkey"
 )
 
 var testKey = mustKey("test-key-material-0123456789")
 
 func mustKey(s string) []byte {
-	k, err := KeyFromSecretData(map[string][]byte{SecretKeyName: []byte(s)})
+	k, err := memberkey.FromSecretData(map[string][]byte{memberkey.DataKey: []byte(s)})
 	if err != nil {
 		panic(err)
 	}

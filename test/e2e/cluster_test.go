@@ -92,7 +92,7 @@ func newCluster(t testing.TB, prefix string, workers int) *cluster {
 			}
 		}
 	})
-	if c.herald, err = netLab.Build(c.ctx, "herald.dev/herald"); err != nil {
+	if c.herald, err = netLab.Build(c.ctx, "herald.dev/herald/cmd/herald"); err != nil {
 		t.Fatal(err)
 	}
 	cpHost, err := netLab.AddHost("cp", netip.MustParseAddr("172.18.0.2"))

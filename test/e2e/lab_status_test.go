@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
-	"herald.dev/herald/internal/cli"
+	"herald.dev/herald/cmd/herald/app"
 	"herald.dev/herald/internal/lab"
 )
 
@@ -117,11 +117,11 @@ func (f *fullLab) heraldStatus(tb testing.TB, args ...string) string {
 
 // expectStatus waits until `herald status -n default -o json` shows node, with its
 // MAC, as the owner of the Service's vip, and returns that row.
-func (f *fullLab) expectStatus(tb testing.TB, service string, vip netip.Addr, node, when string) cli.VIPRow {
+func (f *fullLab) expectStatus(tb testing.TB, service string, vip netip.Addr, node, when string) app.VIPRow {
 	tb.Helper()
-	var row cli.VIPRow
+	var row app.VIPRow
 	eventually(tb, fmt.Sprintf("%s: herald status shows %s as the owner of %s", when, node, vip), func() error {
-		var rep cli.StatusReport
+		var rep app.StatusReport
 		out := f.heraldStatus(tb, "-n", "default", "-o", "json")
 		if err := json.Unmarshal([]byte(out), &rep); err != nil {
 			return fmt.Errorf("herald status -o json: %w:\n%s", err, out)
@@ -175,7 +175,7 @@ func TestLabStatusForViewers(t *testing.T) {
 		if err != nil {
 			return err // the aggregation into view may not have happened yet
 		}
-		var rep cli.StatusReport
+		var rep app.StatusReport
 		if err := json.Unmarshal(out, &rep); err != nil {
 			return fmt.Errorf("herald status -o json: %w:\n%s", err, out)
 		}

@@ -91,7 +91,7 @@ func newLab(t *testing.T, assets string) *labEnv {
 			t.Errorf("closing the lab: %v", err)
 		}
 	})
-	if env.herald, err = l.Build(env.ctx, "herald.dev/herald"); err != nil {
+	if env.herald, err = l.Build(env.ctx, "herald.dev/herald/cmd/herald"); err != nil {
 		t.Fatal(err)
 	}
 	cpHost, err := l.AddHost("cp", netip.MustParseAddr("172.18.0.2"))

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
-	"herald.dev/herald/internal/cli"
+	"herald.dev/herald/cmd/herald/app"
 )
 
 // TestWorkloadArgsParse: the container arguments of the rendered workloads are a
@@ -26,7 +26,7 @@ func TestWorkloadArgsParse(t *testing.T) {
 			t.Errorf("%s container args %v: want the subcommand %q first", tc.sub, args, tc.sub)
 			continue
 		}
-		cmd, rest, err := cli.NewRootCommand().Find(args)
+		cmd, rest, err := app.NewRootCommand().Find(args)
 		if err != nil || cmd.Name() != tc.sub {
 			t.Errorf("%s container args %v: %v", tc.sub, args, err)
 			continue

@@ -1,4 +1,4 @@
-package cli
+package app
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"herald.dev/herald/controllers"
+	"herald.dev/herald/internal/memberkey"
 	"herald.dev/herald/internal/metricsserve"
-	"herald.dev/herald/speaker/members"
 )
 
 // ControllerConfig holds the controller's flags; the defaults suit a cluster install.
@@ -55,7 +55,7 @@ func DefaultControllerConfig() ControllerConfig {
 		QPS:              100,
 		Burst:            200,
 		ServiceWorkers:   4,
-		MemberlistSecret: members.DefaultSecretName,
+		MemberlistSecret: memberkey.SecretName,
 	}
 }
 

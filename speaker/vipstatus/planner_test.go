@@ -1,4 +1,4 @@
-package speaker
+package vipstatus
 
 import (
 	"net"
@@ -22,7 +22,7 @@ import (
 var (
 	t0   = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	vip1 = netip.MustParseAddr("172.18.255.200")
-	key1 = VIPKey{Namespace: "default", Name: "ip-172-18-255-200"}
+	key1 = Key{Namespace: "default", Name: "ip-172-18-255-200"}
 )
 
 // lbSvc is a LoadBalancer Service holding ips, allocated from pool "default".
@@ -43,6 +43,10 @@ func announcement1(mac string, at time.Time) layer2.Announcement {
 	return layer2.Announcement{IP: vip1, At: at, Links: []layer2.Link{{Interface: "eth0", MAC: hw}}}
 }
 
+func dec(ip, owner string, svcs ...string) election.Decision {
+	return election.Decision{IP: netip.MustParseAddr(ip), Owner: owner, Services: svcs}
+}
+
 func unowned(ip string, reason election.Reason, svcs ...string) election.Decision {
 	d := dec(ip, "", svcs...)
 	d.Reason, d.Message = reason, "why: "+string(reason)
@@ -54,45 +58,45 @@ func unowned(ip string, reason election.Reason, svcs ...string) election.Decisio
 type node struct {
 	t     *testing.T
 	name  string
-	p     *VIPPlanner
-	store map[VIPKey]*heraldv1.VIPStatus
+	p     *Planner
+	store map[Key]*heraldv1.VIPStatus
 }
 
-func newNode(t *testing.T, name string, store map[VIPKey]*heraldv1.VIPStatus) *node {
-	return &node{t: t, name: name, p: NewVIPPlanner(name), store: store}
+func newNode(t *testing.T, name string, store map[Key]*heraldv1.VIPStatus) *node {
+	return &node{t: t, name: name, p: NewPlanner(name), store: store}
 }
 
-// reconcile runs ReconcileVIP on key, applies its write to the store and returns it.
-func (n *node) reconcile(key VIPKey, now time.Time) VIPAction {
+// reconcile runs Reconcile on key, applies its write to the store and returns it.
+func (n *node) reconcile(key Key, now time.Time) Action {
 	n.t.Helper()
-	in := VIPInput{Key: key, Self: n.name, Reporter: n.p.Reporter(), Held: n.p.Held(key), Stored: n.store[key],
+	in := Input{Key: key, Self: n.name, Reporter: n.p.Reporter(), Held: n.p.Held(key), Stored: n.store[key],
 		Now: now, Grace: 30 * time.Second}
 	task, ok := n.p.Task(key)
 	if ok {
 		in.Task = &task
 	}
-	a := ReconcileVIP(in)
+	a := Reconcile(in)
 	switch a.Kind {
-	case VIPCreate:
+	case Create:
 		if n.store[key] != nil {
 			n.t.Fatalf("%s: create of %s, which exists", n.name, key)
 		}
 		obj := a.Object.DeepCopy()
 		obj.UID, obj.ResourceVersion, obj.CreationTimestamp = "vip-uid", "1", metav1.NewTime(now)
 		n.store[key] = obj
-	case VIPUpdate:
+	case Update:
 		if n.store[key] == nil || n.store[key].ResourceVersion != a.Object.ResourceVersion {
 			n.t.Fatalf("%s: update of %s with a stale or missing object", n.name, key)
 		}
 		obj := a.Object.DeepCopy()
 		obj.ResourceVersion += "+"
 		n.store[key] = obj
-	case VIPDelete:
+	case Delete:
 		if n.store[key] == nil || n.store[key].UID != a.UID || n.store[key].ResourceVersion != a.ResourceVersion {
 			n.t.Fatalf("%s: delete of %s with wrong preconditions", n.name, key)
 		}
 		delete(n.store, key)
-	case VIPContested:
+	case Contested:
 		if _, ok := n.p.Contest(key, task.Gen, now); !ok {
 			n.t.Fatalf("%s: contest of %s refused", n.name, key)
 		}
@@ -104,7 +108,7 @@ func (n *node) reconcile(key VIPKey, now time.Time) VIPAction {
 }
 
 // status is the stored status in one line, for comparisons.
-func status(store map[VIPKey]*heraldv1.VIPStatus, key VIPKey) string {
+func status(store map[Key]*heraldv1.VIPStatus, key Key) string {
 	o := store[key]
 	if o == nil {
 		return "<none>"
@@ -125,27 +129,27 @@ func join(s []string) string { return strings.Join(s, ",") }
 // The owner writes after its first frames, each new owner counts one leader change,
 // and a restarted owner changes nothing.
 func TestVIPStatusOwnerWrites(t *testing.T) {
-	store := map[VIPKey]*heraldv1.VIPStatus{}
+	store := map[Key]*heraldv1.VIPStatus{}
 	w1, w2 := newNode(t, "w1", store), newNode(t, "w2", store)
 	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
-	elect := func(n *node, owner string, taken bool, now time.Time) []VIPKey {
-		e := VIPElection{Decisions: []election.Decision{dec(vip1.String(), owner, "default/svc1")}, Services: svcs, Now: now}
+	elect := func(n *node, owner string, taken bool, now time.Time) []Key {
+		e := Election{Decisions: []election.Decision{dec(vip1.String(), owner, "default/svc1")}, Services: svcs, Now: now}
 		if taken && owner == n.name {
 			e.Taken = []netip.Addr{vip1}
 		}
-		return n.p.Elect(e)
+		return n.p.Plan(e)
 	}
 
-	if got := elect(w1, "w1", true, t0); !reflect.DeepEqual(got, []VIPKey{key1}) {
+	if got := elect(w1, "w1", true, t0); !reflect.DeepEqual(got, []Key{key1}) {
 		t.Fatalf("first election: changed %v, want [%v]", got, key1)
 	}
-	if a := w1.reconcile(key1, t0); a.Kind != VIPNothing || a.Done {
+	if a := w1.reconcile(key1, t0); a.Kind != Nothing || a.Done {
 		t.Fatalf("before the first frame: %+v, want nothing (the takeover is not done)", a)
 	}
-	if got := w1.p.Announced(announcement1("02:42:ac:12:00:03", t0.Add(time.Second))); !reflect.DeepEqual(got, []VIPKey{key1}) {
+	if got := w1.p.Announced(announcement1("02:42:ac:12:00:03", t0.Add(time.Second))); !reflect.DeepEqual(got, []Key{key1}) {
 		t.Fatalf("announced: changed %v", got)
 	}
-	if a := w1.reconcile(key1, t0.Add(2*time.Second)); a.Kind != VIPCreate {
+	if a := w1.reconcile(key1, t0.Add(2*time.Second)); a.Kind != Create {
 		t.Fatalf("after the first frame: %+v, want a create", a)
 	}
 	want := "172.18.255.200 node=w1 if=eth0 mac=02:42:ac:12:00:03 since=12:00:01 changes=1 pool=default svcs=svc1 reason="
@@ -156,7 +160,7 @@ func TestVIPStatusOwnerWrites(t *testing.T) {
 	if len(refs) != 1 || refs[0].UID != "uid-default-svc1" || refs[0].Kind != "Service" || *refs[0].Controller || *refs[0].BlockOwnerDeletion {
 		t.Errorf("owner references %+v, want one to Service svc1, neither controller nor blocking deletion", refs)
 	}
-	if a := w1.reconcile(key1, t0.Add(3*time.Second)); a.Kind != VIPNothing {
+	if a := w1.reconcile(key1, t0.Add(3*time.Second)); a.Kind != Nothing {
 		t.Errorf("again: %+v, want nothing (only write what changed)", a)
 	}
 	if got := elect(w1, "w1", false, t0.Add(4*time.Second)); len(got) != 0 {
@@ -169,7 +173,7 @@ func TestVIPStatusOwnerWrites(t *testing.T) {
 	}
 	elect(w2, "w2", true, t0.Add(10*time.Second))
 	w2.p.Announced(announcement1("02:42:ac:12:00:04", t0.Add(11*time.Second)))
-	if a := w2.reconcile(key1, t0.Add(12*time.Second)); a.Kind != VIPUpdate {
+	if a := w2.reconcile(key1, t0.Add(12*time.Second)); a.Kind != Update {
 		t.Fatalf("w2's takeover: %+v, want an update", a)
 	}
 	want = "172.18.255.200 node=w2 if=eth0 mac=02:42:ac:12:00:04 since=12:00:11 changes=2 pool=default svcs=svc1 reason="
@@ -182,7 +186,7 @@ func TestVIPStatusOwnerWrites(t *testing.T) {
 	w2 = newNode(t, "w2", store)
 	elect(w2, "w2", true, t0.Add(20*time.Second))
 	w2.p.Announced(announcement1("02:42:ac:12:00:04", t0.Add(21*time.Second)))
-	if a := w2.reconcile(key1, t0.Add(22*time.Second)); a.Kind != VIPNothing || !a.Done {
+	if a := w2.reconcile(key1, t0.Add(22*time.Second)); a.Kind != Nothing || !a.Done {
 		t.Errorf("restarted owner: %+v, want nothing", a)
 	}
 	if got := status(store, key1); got != want {
@@ -191,8 +195,8 @@ func TestVIPStatusOwnerWrites(t *testing.T) {
 
 	// A Service joins the IP (sharing): the owner adds it, nothing else changes.
 	svcs = append(svcs, lbSvc("default", "svc0", vip1.String()))
-	w2.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w2", "default/svc0", "default/svc1")}, Services: svcs})
-	if a := w2.reconcile(key1, t0.Add(30*time.Second)); a.Kind != VIPUpdate {
+	w2.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w2", "default/svc0", "default/svc1")}, Services: svcs})
+	if a := w2.reconcile(key1, t0.Add(30*time.Second)); a.Kind != Update {
 		t.Fatalf("Service added: %+v, want an update", a)
 	}
 	want = "172.18.255.200 node=w2 if=eth0 mac=02:42:ac:12:00:04 since=12:00:11 changes=2 pool=default svcs=svc0,svc1 reason="
@@ -209,18 +213,18 @@ func TestVIPStatusOwnerWrites(t *testing.T) {
 // at most every 5 minutes once the contest went on for a while. When the partition
 // heals, the owner takes the object back at once.
 func TestVIPStatusNoTugOfWar(t *testing.T) {
-	store := map[VIPKey]*heraldv1.VIPStatus{}
+	store := map[Key]*heraldv1.VIPStatus{}
 	w1, w2 := newNode(t, "w1", store), newNode(t, "w2", store)
 	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
 	for i, n := range []*node{w1, w2} {
-		n.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), n.name, "default/svc1")}, Services: svcs,
+		n.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), n.name, "default/svc1")}, Services: svcs,
 			Taken: []netip.Addr{vip1}, Now: t0})
 		n.p.Announced(announcement1("02:42:ac:12:00:0"+itoa(int64(i+3)), t0))
 	}
 	writes := map[string][]time.Duration{}
 	for now := t0; now.Before(t0.Add(time.Hour)); now = now.Add(time.Second) {
 		for _, n := range []*node{w1, w2} {
-			if a := n.reconcile(key1, now); a.Kind == VIPCreate || a.Kind == VIPUpdate {
+			if a := n.reconcile(key1, now); a.Kind == Create || a.Kind == Update {
 				writes[n.name] = append(writes[n.name], now.Sub(t0))
 			}
 		}
@@ -245,18 +249,18 @@ func TestVIPStatusNoTugOfWar(t *testing.T) {
 	// The partition heals: w2 gives the IP up (no task), w1 announces again and takes the
 	// object back at once, whoever wrote last.
 	healed := t0.Add(2 * time.Hour)
-	w2.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, Now: healed})
-	if a := w2.reconcile(key1, healed); a.Kind != VIPNothing {
+	w2.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, Now: healed})
+	if a := w2.reconcile(key1, healed); a.Kind != Nothing {
 		t.Errorf("w2, no longer owner: %+v", a)
 	}
-	if got := w1.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs,
+	if got := w1.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs,
 		Healed: true, Now: healed}); len(got) != 1 {
 		t.Fatalf("healed: changed %v, want the object", got)
 	}
 	if store[key1].Status.Node == "w1" {
 		store[key1].Status.Node = "w2" // as if w2 wrote last
 	}
-	if a := w1.reconcile(key1, healed); a.Kind != VIPUpdate {
+	if a := w1.reconcile(key1, healed); a.Kind != Update {
 		t.Fatalf("healed: %+v, want w1 to take the object back", a)
 	}
 	if got := store[key1].Status; got.Node != "w1" || !got.Since.Time.Equal(healed) {
@@ -267,11 +271,11 @@ func TestVIPStatusNoTugOfWar(t *testing.T) {
 // A write a cut-off node queued and sent once its link came back, after the owner had
 // published itself, is taken back within a second or two.
 func TestVIPStatusStaleWriteTakenBack(t *testing.T) {
-	store := map[VIPKey]*heraldv1.VIPStatus{}
+	store := map[Key]*heraldv1.VIPStatus{}
 	w2, w3 := newNode(t, "w2", store), newNode(t, "w3", store)
 	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
 	owns := func(n *node, at time.Time) {
-		n.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), n.name, "default/svc1")}, Services: svcs,
+		n.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), n.name, "default/svc1")}, Services: svcs,
 			Taken: []netip.Addr{vip1}, Now: at})
 		n.p.Announced(announcement1("02:42:ac:12:00:0"+n.name[1:], at))
 	}
@@ -280,7 +284,7 @@ func TestVIPStatusStaleWriteTakenBack(t *testing.T) {
 	owns(w3, t0.Add(time.Second)) // alone behind its pulled cable
 	now := t0.Add(10 * time.Second)
 	w3.reconcile(key1, now) // the cable is back: its queued write goes out...
-	w3.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w2", "default/svc1")}, Services: svcs, Now: now})
+	w3.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w2", "default/svc1")}, Services: svcs, Now: now})
 	// ...and w3 rejoins and gives the IP up.
 	for i := range 3 {
 		w2.reconcile(key1, now.Add(time.Duration(i)*time.Second))
@@ -293,23 +297,23 @@ func TestVIPStatusStaleWriteTakenBack(t *testing.T) {
 // The old owner that sees the new owner's write before its own election released the
 // IP (its informers lag) does not write: by the time it would, it has no task.
 func TestVIPStatusLaggingOldOwnerDoesNotWrite(t *testing.T) {
-	store := map[VIPKey]*heraldv1.VIPStatus{}
+	store := map[Key]*heraldv1.VIPStatus{}
 	w1, w2 := newNode(t, "w1", store), newNode(t, "w2", store)
 	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
 	for _, n := range []*node{w1, w2} {
-		n.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), n.name, "default/svc1")}, Services: svcs,
+		n.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), n.name, "default/svc1")}, Services: svcs,
 			Taken: []netip.Addr{vip1}, Now: t0})
 		n.p.Announced(announcement1("02:42:ac:12:00:0"+n.name[1:], t0))
 		n.reconcile(key1, t0)
 	}
-	if a := w1.reconcile(key1, t0); a.Kind != VIPContested {
+	if a := w1.reconcile(key1, t0); a.Kind != Contested {
 		t.Fatalf("w1 sees w2's write: %+v, want a contest", a)
 	}
-	if a := w1.reconcile(key1, t0.Add(500*time.Millisecond)); a.Kind != VIPLater {
+	if a := w1.reconcile(key1, t0.Add(500*time.Millisecond)); a.Kind != Later {
 		t.Fatalf("w1 half a second later: %+v, want later", a)
 	}
-	w1.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w2", "default/svc1")}, Services: svcs, Now: t0.Add(time.Second)})
-	if a := w1.reconcile(key1, t0.Add(2*time.Second)); a.Kind != VIPNothing {
+	w1.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w2", "default/svc1")}, Services: svcs, Now: t0.Add(time.Second)})
+	if a := w1.reconcile(key1, t0.Add(2*time.Second)); a.Kind != Nothing {
 		t.Errorf("w1 after it released the IP: %+v", a)
 	}
 	if got := store[key1].Status; got.Node != "w2" || got.LeaderChanges != 2 {
@@ -320,16 +324,16 @@ func TestVIPStatusLaggingOldOwnerDoesNotWrite(t *testing.T) {
 // The reporter writes node "" with the reason for IPs nobody announces; other
 // speakers do not.
 func TestVIPStatusReporterWritesUnowned(t *testing.T) {
-	store := map[VIPKey]*heraldv1.VIPStatus{}
+	store := map[Key]*heraldv1.VIPStatus{}
 	rep, other := newNode(t, "a", store), newNode(t, "b", store)
 	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
-	e := VIPElection{Decisions: []election.Decision{unowned(vip1.String(), election.ReasonNoEndpoints, "default/svc1")}, Services: svcs, Now: t0}
-	if got := other.p.Elect(e); len(got) != 0 {
+	e := Election{Decisions: []election.Decision{unowned(vip1.String(), election.ReasonNoEndpoints, "default/svc1")}, Services: svcs, Now: t0}
+	if got := other.p.Plan(e); len(got) != 0 {
 		t.Errorf("non-reporter: changed %v", got)
 	}
 	e.Reporter = true
-	rep.p.Elect(e)
-	if a := rep.reconcile(key1, t0); a.Kind != VIPCreate {
+	rep.p.Plan(e)
+	if a := rep.reconcile(key1, t0); a.Kind != Create {
 		t.Fatalf("reporter: %+v, want a create", a)
 	}
 	want := "172.18.255.200 node= if= mac= since=12:00:00 changes=0 pool=default svcs=svc1 reason=NoEndpoints"
@@ -341,8 +345,8 @@ func TestVIPStatusReporterWritesUnowned(t *testing.T) {
 	}
 	// The reason changes: updated, since stays.
 	e.Decisions = []election.Decision{unowned(vip1.String(), election.ReasonExcluded, "default/svc1")}
-	rep.p.Elect(e)
-	if a := rep.reconcile(key1, t0.Add(time.Minute)); a.Kind != VIPUpdate {
+	rep.p.Plan(e)
+	if a := rep.reconcile(key1, t0.Add(time.Minute)); a.Kind != Update {
 		t.Fatalf("new reason: %+v, want an update", a)
 	}
 	if s := store[key1].Status; s.Reason != "Excluded" || !s.Since.Time.Equal(t0) {
@@ -352,17 +356,17 @@ func TestVIPStatusReporterWritesUnowned(t *testing.T) {
 	// An owner appears (w1), then disappears: the reporter clears the node, keeping
 	// the count.
 	w1 := newNode(t, "w1", store)
-	w1.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, Taken: []netip.Addr{vip1}})
+	w1.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, Taken: []netip.Addr{vip1}})
 	w1.p.Announced(announcement1("02:42:ac:12:00:03", t0.Add(2*time.Minute)))
 	w1.reconcile(key1, t0.Add(2*time.Minute))
-	rep.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, Reporter: true})
-	if a := rep.reconcile(key1, t0.Add(2*time.Minute)); a.Kind != VIPNothing {
+	rep.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, Reporter: true})
+	if a := rep.reconcile(key1, t0.Add(2*time.Minute)); a.Kind != Nothing {
 		t.Errorf("reporter while w1 owns: %+v", a)
 	}
 	e.Decisions = []election.Decision{unowned(vip1.String(), election.ReasonNoLiveSpeaker, "default/svc1")}
 	e.Now = t0.Add(3 * time.Minute)
-	rep.p.Elect(e)
-	if a := rep.reconcile(key1, t0.Add(3*time.Minute)); a.Kind != VIPUpdate {
+	rep.p.Plan(e)
+	if a := rep.reconcile(key1, t0.Add(3*time.Minute)); a.Kind != Update {
 		t.Fatalf("owner gone: %+v, want an update", a)
 	}
 	want = "172.18.255.200 node= if= mac= since=12:03:00 changes=1 pool=default svcs=svc1 reason=NoLiveSpeaker"
@@ -373,12 +377,12 @@ func TestVIPStatusReporterWritesUnowned(t *testing.T) {
 
 // A shared IP held by Services of two namespaces has one object in each.
 func TestVIPStatusSharedAcrossNamespaces(t *testing.T) {
-	store := map[VIPKey]*heraldv1.VIPStatus{}
+	store := map[Key]*heraldv1.VIPStatus{}
 	w1 := newNode(t, "w1", store)
 	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String()), lbSvc("other", "svc2", vip1.String())}
-	w1.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1", "other/svc2")}, Services: svcs, Taken: []netip.Addr{vip1}})
+	w1.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1", "other/svc2")}, Services: svcs, Taken: []netip.Addr{vip1}})
 	keys := w1.p.Announced(announcement1("02:42:ac:12:00:03", t0))
-	want := []VIPKey{key1, {Namespace: "other", Name: "ip-172-18-255-200"}}
+	want := []Key{key1, {Namespace: "other", Name: "ip-172-18-255-200"}}
 	if !reflect.DeepEqual(keys, want) {
 		t.Fatalf("keys %v, want %v", keys, want)
 	}
@@ -391,12 +395,12 @@ func TestVIPStatusSharedAcrossNamespaces(t *testing.T) {
 	// A third namespace joins later: its object is written at once, from the same
 	// takeover.
 	svcs = append(svcs, lbSvc("third", "svc3", vip1.String()))
-	changed := w1.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1", "other/svc2", "third/svc3")}, Services: svcs})
-	k3 := VIPKey{Namespace: "third", Name: "ip-172-18-255-200"}
-	if !reflect.DeepEqual(changed, []VIPKey{k3}) {
+	changed := w1.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1", "other/svc2", "third/svc3")}, Services: svcs})
+	k3 := Key{Namespace: "third", Name: "ip-172-18-255-200"}
+	if !reflect.DeepEqual(changed, []Key{k3}) {
 		t.Fatalf("changed %v, want [%v]", changed, k3)
 	}
-	if a := w1.reconcile(k3, t0.Add(time.Minute)); a.Kind != VIPCreate || a.Object.Status.Since.Time != t0 {
+	if a := w1.reconcile(k3, t0.Add(time.Minute)); a.Kind != Create || a.Object.Status.Since.Time != t0 {
 		t.Errorf("third namespace: %+v, want a create since the takeover", a)
 	}
 }
@@ -413,22 +417,22 @@ func TestVIPStatusLeftovers(t *testing.T) {
 		reporter bool
 		svcs     []*corev1.Service
 		now      time.Time
-		want     VIPAction
+		want     Action
 	}{
-		{"held by a LoadBalancer Service", true, []*corev1.Service{lbSvc("default", "svc1", vip1.String())}, t0.Add(time.Hour), VIPAction{}},
+		{"held by a LoadBalancer Service", true, []*corev1.Service{lbSvc("default", "svc1", vip1.String())}, t0.Add(time.Hour), Action{}},
 		{"held in another namespace only", true, []*corev1.Service{lbSvc("other", "svc1", vip1.String())}, t0.Add(time.Hour),
-			VIPAction{Kind: VIPDelete, UID: "u1", ResourceVersion: "7"}},
-		{"Service no longer LoadBalancer", true, []*corev1.Service{clusterIP}, t0.Add(time.Hour), VIPAction{Kind: VIPDelete, UID: "u1", ResourceVersion: "7"}},
-		{"no Service at all", true, nil, t0.Add(time.Hour), VIPAction{Kind: VIPDelete, UID: "u1", ResourceVersion: "7"}},
-		{"written 10s ago: later", true, nil, t0.Add(time.Minute + 10*time.Second), VIPAction{Kind: VIPLater, After: 20 * time.Second}},
-		{"not the reporter", false, nil, t0.Add(time.Hour), VIPAction{}},
+			Action{Kind: Delete, UID: "u1", ResourceVersion: "7"}},
+		{"Service no longer LoadBalancer", true, []*corev1.Service{clusterIP}, t0.Add(time.Hour), Action{Kind: Delete, UID: "u1", ResourceVersion: "7"}},
+		{"no Service at all", true, nil, t0.Add(time.Hour), Action{Kind: Delete, UID: "u1", ResourceVersion: "7"}},
+		{"written 10s ago: later", true, nil, t0.Add(time.Minute + 10*time.Second), Action{Kind: Later, After: 20 * time.Second}},
+		{"not the reporter", false, nil, t0.Add(time.Hour), Action{}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			store := map[VIPKey]*heraldv1.VIPStatus{key1: old.DeepCopy()}
+			store := map[Key]*heraldv1.VIPStatus{key1: old.DeepCopy()}
 			n := newNode(t, "a", store)
-			n.p.Elect(VIPElection{Services: c.svcs, Reporter: c.reporter})
-			in := VIPInput{Key: key1, Self: "a", Reporter: n.p.Reporter(), Held: n.p.Held(key1), Stored: store[key1], Now: c.now, Grace: 30 * time.Second}
-			if got := ReconcileVIP(in); !reflect.DeepEqual(got, c.want) {
+			n.p.Plan(Election{Services: c.svcs, Reporter: c.reporter})
+			in := Input{Key: key1, Self: "a", Reporter: n.p.Reporter(), Held: n.p.Held(key1), Stored: store[key1], Now: c.now, Grace: 30 * time.Second}
+			if got := Reconcile(in); !reflect.DeepEqual(got, c.want) {
 				t.Errorf("got %+v, want %+v", got, c.want)
 			}
 		})
@@ -436,19 +440,19 @@ func TestVIPStatusLeftovers(t *testing.T) {
 }
 
 // A write done for an older task does not clear the Assert of a newer one.
-func TestVIPPlannerDoneKeepsNewerAssert(t *testing.T) {
-	p := NewVIPPlanner("w1")
+func TestPlannerDoneKeepsNewerAssert(t *testing.T) {
+	p := NewPlanner("w1")
 	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
-	p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, Taken: []netip.Addr{vip1}})
+	p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, Taken: []netip.Addr{vip1}})
 	p.Announced(announcement1("02:42:ac:12:00:03", t0))
 	old, _ := p.Task(key1)
-	p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, Healed: true, Now: t0.Add(time.Minute)})
+	p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, Healed: true, Now: t0.Add(time.Minute)})
 	p.Done(key1, old.Gen)
 	if cur, _ := p.Task(key1); !cur.Assert {
 		t.Errorf("Done of generation %d cleared the Assert of generation %d", old.Gen, cur.Gen)
 	}
 	// Frames of an IP this node does not own are ignored.
-	p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w2", "default/svc1")}, Services: svcs})
+	p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w2", "default/svc1")}, Services: svcs})
 	if got := p.Announced(announcement1("02:42:ac:12:00:03", t0)); got != nil {
 		t.Errorf("frames of a released IP changed %v", got)
 	}
@@ -457,16 +461,16 @@ func TestVIPPlannerDoneKeepsNewerAssert(t *testing.T) {
 // An object left by a deleted Service that held the same IP (the garbage collector has
 // not removed it yet) does not lend its history to the new Service's.
 func TestVIPStatusLeftoverOfDeletedServiceStartsOver(t *testing.T) {
-	store := map[VIPKey]*heraldv1.VIPStatus{key1: {
+	store := map[Key]*heraldv1.VIPStatus{key1: {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: key1.Name, UID: "old", ResourceVersion: "3",
 			OwnerReferences: ownerRefs([]ServiceRef{{Name: "gone", UID: "uid-gone"}})},
 		Status: heraldv1.VIPStatusStatus{IP: vip1.String(), Node: "w2", LeaderChanges: 7, Since: ptr.To(metav1.NewTime(t0)), Services: []string{"gone"}},
 	}}
 	w1 := newNode(t, "w1", store)
 	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
-	w1.p.Elect(VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, Taken: []netip.Addr{vip1}})
+	w1.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, Taken: []netip.Addr{vip1}})
 	w1.p.Announced(announcement1("02:42:ac:12:00:03", t0.Add(time.Hour)))
-	if a := w1.reconcile(key1, t0.Add(time.Hour)); a.Kind != VIPUpdate {
+	if a := w1.reconcile(key1, t0.Add(time.Hour)); a.Kind != Update {
 		t.Fatalf("%+v, want an update", a)
 	}
 	want := "172.18.255.200 node=w1 if=eth0 mac=02:42:ac:12:00:03 since=13:00:00 changes=1 pool=default svcs=svc1 reason="
@@ -479,16 +483,16 @@ func TestVIPStatusLeftoverOfDeletedServiceStartsOver(t *testing.T) {
 // IPConflict by its owner, reporter or not; once the conflict is over the owner
 // writes itself again.
 func TestVIPStatusConflict(t *testing.T) {
-	store := map[VIPKey]*heraldv1.VIPStatus{}
+	store := map[Key]*heraldv1.VIPStatus{}
 	w1 := newNode(t, "w1", store)
 	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
 	owned := []election.Decision{dec(vip1.String(), "w1", "default/svc1")}
-	w1.p.Elect(VIPElection{Decisions: owned, Services: svcs, Taken: []netip.Addr{vip1}, Now: t0})
+	w1.p.Plan(Election{Decisions: owned, Services: svcs, Taken: []netip.Addr{vip1}, Now: t0})
 	w1.p.Announced(announcement1("02:42:ac:12:00:03", t0))
 	w1.reconcile(key1, t0)
-	w1.p.Elect(VIPElection{Decisions: owned, Services: svcs, Now: t0.Add(time.Minute),
+	w1.p.Plan(Election{Decisions: owned, Services: svcs, Now: t0.Add(time.Minute),
 		Conflicts: map[netip.Addr]string{vip1: "claimed by 02:00:00:00:00:99"}})
-	if a := w1.reconcile(key1, t0.Add(time.Minute)); a.Kind != VIPUpdate {
+	if a := w1.reconcile(key1, t0.Add(time.Minute)); a.Kind != Update {
 		t.Fatalf("conflict: %+v, want an update", a)
 	}
 	want := "172.18.255.200 node= if= mac= since=12:01:00 changes=1 pool=default svcs=svc1 reason=IPConflict"
@@ -499,9 +503,9 @@ func TestVIPStatusConflict(t *testing.T) {
 		t.Errorf("message %q", m)
 	}
 	// The device went away: the IP is announced again (a new first frame).
-	w1.p.Elect(VIPElection{Decisions: owned, Services: svcs, Now: t0.Add(2 * time.Minute)})
+	w1.p.Plan(Election{Decisions: owned, Services: svcs, Now: t0.Add(2 * time.Minute)})
 	w1.p.Announced(announcement1("02:42:ac:12:00:03", t0.Add(2*time.Minute)))
-	if a := w1.reconcile(key1, t0.Add(2*time.Minute)); a.Kind != VIPUpdate {
+	if a := w1.reconcile(key1, t0.Add(2*time.Minute)); a.Kind != Update {
 		t.Fatalf("conflict over: %+v, want an update", a)
 	}
 	if s := store[key1].Status; s.Node != "w1" || s.Reason != "" {

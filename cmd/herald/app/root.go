@@ -1,5 +1,5 @@
-// Package cli builds herald's command line: one binary, a subcommand per component.
-package cli
+// Package app builds herald's command line: one binary, a subcommand per component.
+package app
 
 import (
 	"github.com/spf13/cobra"

@@ -1,24 +1,6 @@
-package speaker
-
-import (
-	"maps"
-	"net/netip"
-	"slices"
-	"strings"
-	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
-
-	heraldv1 "herald.dev/herald/api/v1beta1"
-	"herald.dev/herald/speaker/election"
-	"herald.dev/herald/speaker/layer2"
-)
-
-// The VIPStatus objects (api/v1beta1) publish the owner of every LoadBalancer IP. This
-// file decides, purely, what this node writes; publisher.go applies it.
+// Package vipstatus publishes the owner of every LoadBalancer IP in VIPStatus objects
+// (api/v1beta1). The Planner and Reconcile decide, purely, what this node writes; the
+// Publisher applies that through the API server, off the election loop.
 //
 // Who writes what:
 //   - The owner, once its first gratuitous ARP/NA went out: node, interface, MAC,
@@ -37,10 +19,26 @@ import (
 // and two speakers whose views stay apart (a partition with the API server reachable
 // from both sides) write a few times an hour instead of taking turns counting leader
 // changes.
+package vipstatus
 
-// VIPKey names a VIPStatus: the namespace of the Services holding the IP and
+import (
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/speaker/election"
+	"herald.dev/herald/speaker/layer2"
+)
+
+// Key names a VIPStatus: the namespace of the Services holding the IP and
 // heraldv1.VIPStatusName of the IP.
-type VIPKey = types.NamespacedName
+type Key = types.NamespacedName
 
 // ServiceRef is a Service holding an IP, for the owner references.
 type ServiceRef struct {
@@ -48,8 +46,8 @@ type ServiceRef struct {
 	UID  types.UID
 }
 
-// VIPTask is what this node wants of one VIPStatus.
-type VIPTask struct {
+// Task is what this node wants of one VIPStatus.
+type Task struct {
 	IP       netip.Addr
 	Services []ServiceRef // of the object's namespace, by name
 	Pool     string
@@ -73,23 +71,24 @@ type VIPTask struct {
 }
 
 // sameTarget says whether two tasks ask for the same object, Assert and Gen aside.
-func (t *VIPTask) sameTarget(o *VIPTask) bool {
+func (t *Task) sameTarget(o *Task) bool {
 	return t.IP == o.IP && slices.Equal(t.Services, o.Services) && t.Pool == o.Pool && t.Owned == o.Owned &&
 		t.Announced == o.Announced && t.Interface == o.Interface && t.MAC == o.MAC && t.At.Equal(o.At) &&
 		t.Reason == o.Reason && t.Message == o.Message
 }
 
-// VIPElection is one election as the planner needs it.
-type VIPElection struct {
+// Election is one election as the planner needs it.
+type Election struct {
 	Decisions []election.Decision
 	// Services are every cached Service: their UIDs and pools, and which objects
 	// are still held.
 	Services []*corev1.Service
-	LBClass  string
+	// LBClass is the loadBalancerClass herald serves besides Services without one.
+	LBClass string
 	// Reporter: this node reports the IPs nobody announces and deletes leftovers.
 	Reporter bool
-	// Taken are the IPs this node takes over in this election (Plan.Take): their
-	// frames have not gone out yet.
+	// Taken are the IPs this node takes over in this election: their first frames
+	// have not gone out yet (Announced follows).
 	Taken []netip.Addr
 	// Healed: a partition healed and this node announces its IPs again; it takes
 	// their node field once more.
@@ -100,19 +99,19 @@ type VIPElection struct {
 	Now       time.Time
 }
 
-// VIPPlanner keeps the tasks of this node from election to election. It is pure and
+// Planner keeps the tasks of this node from election to election. It is pure and
 // not safe for concurrent use.
-type VIPPlanner struct {
+type Planner struct {
 	self  string
-	tasks map[VIPKey]*VIPTask
+	tasks map[Key]*Task
 	// contests count, per object, the writes of other speakers this node took back.
-	contests map[VIPKey]contest
+	contests map[Key]contest
 	// anns are the first frames of the takeovers of the IPs this node owns, for the
 	// objects of every namespace holding the IP, present and future.
 	anns     map[netip.Addr]announcement
 	owned    map[netip.Addr]bool
 	yielded  map[netip.Addr]bool // owned but yielded to a foreign device
-	held     map[VIPKey]bool
+	held     map[Key]bool
 	reporter bool
 	gen      uint64
 }
@@ -134,25 +133,25 @@ type announcement struct {
 	at         time.Time
 }
 
-// NewVIPPlanner returns the planner of the node named self.
-func NewVIPPlanner(self string) *VIPPlanner {
-	return &VIPPlanner{self: self, tasks: map[VIPKey]*VIPTask{}, contests: map[VIPKey]contest{}, anns: map[netip.Addr]announcement{},
-		owned: map[netip.Addr]bool{}, held: map[VIPKey]bool{}}
+// NewPlanner returns the planner of the node named self.
+func NewPlanner(self string) *Planner {
+	return &Planner{self: self, tasks: map[Key]*Task{}, contests: map[Key]contest{}, anns: map[netip.Addr]announcement{},
+		owned: map[netip.Addr]bool{}, held: map[Key]bool{}}
 }
 
-// Elect records an election and returns the keys whose task changed or went away,
+// Plan records an election and returns the keys whose task changed or went away,
 // sorted: those to look at again.
-func (p *VIPPlanner) Elect(e VIPElection) []VIPKey {
+func (p *Planner) Plan(e Election) []Key {
 	bySvc := make(map[string]*corev1.Service, len(e.Services))
-	held := map[VIPKey]bool{}
+	held := map[Key]bool{}
 	for _, svc := range e.Services {
 		bySvc[svc.Namespace+"/"+svc.Name] = svc
-		if !Announceable(svc, e.LBClass) {
+		if !heraldv1.Announceable(svc, e.LBClass) {
 			continue
 		}
 		for _, ing := range svc.Status.LoadBalancer.Ingress {
 			if ip, err := netip.ParseAddr(ing.IP); err == nil {
-				held[VIPKey{Namespace: svc.Namespace, Name: heraldv1.VIPStatusName(ip)}] = true
+				held[Key{Namespace: svc.Namespace, Name: heraldv1.VIPStatusName(ip)}] = true
 			}
 		}
 	}
@@ -176,18 +175,18 @@ func (p *VIPPlanner) Elect(e VIPElection) []VIPKey {
 			p.anns[ip] = a
 		}
 	}
-	tasks := map[VIPKey]*VIPTask{}
-	var changed []VIPKey
+	tasks := map[Key]*Task{}
+	var changed []Key
 	for _, d := range e.Decisions {
 		owned := owned[d.IP]
 		if note, yielded := e.Conflicts[d.IP]; yielded && d.Owner == p.self {
-			d.Reason, d.Message = ReasonIPConflict, note
+			d.Reason, d.Message = heraldv1.VIPReasonIPConflict, note
 		} else if !owned && (d.Owner != "" || !e.Reporter) {
 			continue
 		}
 		for ns, refs := range servicesByNamespace(d.Services, bySvc) {
-			key := VIPKey{Namespace: ns, Name: heraldv1.VIPStatusName(d.IP)}
-			t := &VIPTask{IP: d.IP, Owned: owned}
+			key := Key{Namespace: ns, Name: heraldv1.VIPStatusName(d.IP)}
+			t := &Task{IP: d.IP, Owned: owned}
 			for _, r := range refs {
 				t.Services = append(t.Services, ServiceRef{Name: r.Name, UID: r.UID})
 				if t.Pool == "" {
@@ -256,7 +255,7 @@ func servicesByNamespace(keys []string, bySvc map[string]*corev1.Service) map[st
 
 // Announced records the first gratuitous frames of a takeover of ip and returns the
 // keys to write. Frames of an IP this node no longer owns are ignored.
-func (p *VIPPlanner) Announced(a layer2.Announcement) []VIPKey {
+func (p *Planner) Announced(a layer2.Announcement) []Key {
 	links := slices.Clone(a.Links)
 	slices.SortFunc(links, func(x, y layer2.Link) int { return strings.Compare(x.Interface, y.Interface) })
 	var ifaces, macs []string
@@ -272,7 +271,7 @@ func (p *VIPPlanner) Announced(a layer2.Announcement) []VIPKey {
 		return nil
 	}
 	p.anns[a.IP] = ann
-	var changed []VIPKey
+	var changed []Key
 	for key, t := range p.tasks {
 		if t.IP != a.IP || !t.Owned {
 			continue
@@ -286,7 +285,7 @@ func (p *VIPPlanner) Announced(a layer2.Announcement) []VIPKey {
 
 // Done records that the object of key is as the task of generation gen asks: its
 // node field need not be written again.
-func (p *VIPPlanner) Done(key VIPKey, gen uint64) {
+func (p *Planner) Done(key Key, gen uint64) {
 	if t, ok := p.tasks[key]; ok && t.Gen == gen {
 		t.Assert, t.RetakeAt = false, time.Time{}
 	}
@@ -296,7 +295,7 @@ func (p *VIPPlanner) Done(key VIPKey, gen uint64) {
 // generation gen, and returns when to take the node field back: a delay that doubles
 // with each contest of the object. False when the task has changed meanwhile (its
 // change queued the key again).
-func (p *VIPPlanner) Contest(key VIPKey, gen uint64, now time.Time) (time.Duration, bool) {
+func (p *Planner) Contest(key Key, gen uint64, now time.Time) (time.Duration, bool) {
 	t, ok := p.tasks[key]
 	if !ok || t.Gen != gen {
 		return 0, false
@@ -317,10 +316,10 @@ func (p *VIPPlanner) Contest(key VIPKey, gen uint64, now time.Time) (time.Durati
 }
 
 // Task returns a copy of the task of key.
-func (p *VIPPlanner) Task(key VIPKey) (VIPTask, bool) {
+func (p *Planner) Task(key Key) (Task, bool) {
 	t, ok := p.tasks[key]
 	if !ok {
-		return VIPTask{}, false
+		return Task{}, false
 	}
 	c := *t
 	c.Services = slices.Clone(t.Services)
@@ -328,190 +327,20 @@ func (p *VIPPlanner) Task(key VIPKey) (VIPTask, bool) {
 }
 
 // Reporter says whether this node reported the last election.
-func (p *VIPPlanner) Reporter() bool { return p.reporter }
+func (p *Planner) Reporter() bool { return p.reporter }
 
 // Held says whether a LoadBalancer Service held the object's IP in the last election.
-func (p *VIPPlanner) Held(key VIPKey) bool { return p.held[key] }
+func (p *Planner) Held(key Key) bool { return p.held[key] }
 
 // Keys returns the keys of the tasks, sorted.
-func (p *VIPPlanner) Keys() []VIPKey { return sortKeys(slices.Collect(maps.Keys(p.tasks))) }
+func (p *Planner) Keys() []Key { return sortKeys(slices.Collect(maps.Keys(p.tasks))) }
 
-func sortKeys(keys []VIPKey) []VIPKey {
-	slices.SortFunc(keys, func(a, b VIPKey) int {
+func sortKeys(keys []Key) []Key {
+	slices.SortFunc(keys, func(a, b Key) int {
 		if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Name, b.Name)
 	})
 	return keys
-}
-
-// VIPActionKind is what to do with one VIPStatus.
-type VIPActionKind int
-
-const (
-	VIPNothing VIPActionKind = iota
-	VIPCreate
-	VIPUpdate
-	VIPDelete
-	// VIPLater: look again after VIPAction.After.
-	VIPLater
-	// VIPContested: another speaker's write contradicts this node's view; ask
-	// VIPPlanner.Contest when to take the object back.
-	VIPContested
-)
-
-// VIPAction is the write ReconcileVIP asks for.
-type VIPAction struct {
-	Kind VIPActionKind
-	// Object to create, or to update (with the stored resourceVersion).
-	Object *heraldv1.VIPStatus
-	// Delete preconditions: the object as it was judged a leftover.
-	UID             types.UID
-	ResourceVersion string
-	After           time.Duration
-	// Done: the object is as the task asks once this action succeeds.
-	Done bool
-}
-
-// VIPInput is what ReconcileVIP decides from.
-type VIPInput struct {
-	Key  VIPKey
-	Self string
-	// Task of this node for the key; nil when none.
-	Task *VIPTask
-	// Reporter and Held: see VIPPlanner.
-	Reporter, Held bool
-	// Stored is the cached object; nil when there is none.
-	Stored *heraldv1.VIPStatus
-	Now    time.Time
-	// Grace protects a fresh object from a reporter whose Services lag behind the
-	// writer's: a leftover is deleted only once it was last written this long ago.
-	Grace time.Duration
-}
-
-// ReconcileVIP returns the write that brings the stored object to what this node
-// wants of it.
-func ReconcileVIP(in VIPInput) VIPAction {
-	t, stored := in.Task, in.Stored
-	if t == nil {
-		if stored == nil || !in.Reporter || in.Held {
-			return VIPAction{}
-		}
-		last := stored.CreationTimestamp.Time
-		if at := stored.Status.ObservedAt; at != nil && at.After(last) {
-			last = at.Time
-		}
-		if age := in.Now.Sub(last); age < in.Grace {
-			return VIPAction{Kind: VIPLater, After: in.Grace - age}
-		}
-		return VIPAction{Kind: VIPDelete, UID: stored.UID, ResourceVersion: stored.ResourceVersion}
-	}
-	if t.Owned && !t.Announced {
-		return VIPAction{} // the takeover is not done until its first frame went out
-	}
-	// An object none of whose owners holds the IP now is a deleted Service's, which the
-	// garbage collector has not removed yet: its history is not these Services'.
-	fresh := stored == nil || !ownedByAny(stored.OwnerReferences, t.Services)
-	var st heraldv1.VIPStatusStatus
-	if !fresh {
-		st = *stored.Status.DeepCopy()
-	}
-	node := ""
-	if t.Owned {
-		node = in.Self
-	}
-	if fresh || st.Node != node {
-		if !fresh && !t.Assert {
-			// Another speaker wrote its view after ours: take it back, but not at once.
-			switch {
-			case t.RetakeAt.IsZero():
-				return VIPAction{Kind: VIPContested}
-			case in.Now.Before(t.RetakeAt):
-				return VIPAction{Kind: VIPLater, After: t.RetakeAt.Sub(in.Now)}
-			}
-		}
-		st.Node = node
-		if t.Owned {
-			st.Since = ptr.To(metav1.NewTime(t.At))
-			st.LeaderChanges++
-		} else {
-			st.Since = ptr.To(metav1.NewTime(in.Now))
-		}
-	}
-	st.IP = t.IP.String()
-	st.Pool = t.Pool
-	st.Services = make([]string, len(t.Services))
-	for i, s := range t.Services {
-		st.Services[i] = s.Name
-	}
-	if t.Owned {
-		st.Interface, st.MAC, st.Reason, st.Message = t.Interface, t.MAC, "", ""
-	} else {
-		st.Interface, st.MAC, st.Reason, st.Message = "", "", t.Reason, t.Message
-	}
-	refs := ownerRefs(t.Services)
-	if stored != nil && sameStatus(stored.Status, st) && equalRefs(stored.OwnerReferences, refs) {
-		return VIPAction{Done: true}
-	}
-	st.ObservedAt = ptr.To(metav1.NewTime(in.Now))
-	if stored == nil {
-		return VIPAction{Kind: VIPCreate, Done: true, Object: &heraldv1.VIPStatus{
-			ObjectMeta: metav1.ObjectMeta{Namespace: in.Key.Namespace, Name: in.Key.Name, OwnerReferences: refs},
-			Status:     st,
-		}}
-	}
-	obj := stored.DeepCopy()
-	obj.OwnerReferences = refs
-	obj.Status = st
-	return VIPAction{Kind: VIPUpdate, Done: true, Object: obj}
-}
-
-// ownerRefs make the garbage collector delete the object with the last of its
-// Services. Not controller references, and blocking no deletion: the object is a
-// report on the Services, never in their way.
-func ownerRefs(svcs []ServiceRef) []metav1.OwnerReference {
-	var out []metav1.OwnerReference
-	for _, s := range svcs {
-		if s.UID == "" {
-			continue
-		}
-		out = append(out, metav1.OwnerReference{APIVersion: "v1", Kind: "Service", Name: s.Name, UID: s.UID,
-			Controller: ptr.To(false), BlockOwnerDeletion: ptr.To(false)})
-	}
-	return out
-}
-
-// ownedByAny says whether one of refs is one of the Services.
-func ownedByAny(refs []metav1.OwnerReference, svcs []ServiceRef) bool {
-	for _, r := range refs {
-		for _, s := range svcs {
-			if r.UID == s.UID && s.UID != "" {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func equalRefs(a, b []metav1.OwnerReference) bool {
-	return slices.EqualFunc(a, b, func(x, y metav1.OwnerReference) bool {
-		return x.APIVersion == y.APIVersion && x.Kind == y.Kind && x.Name == y.Name && x.UID == y.UID &&
-			ptr.Deref(x.Controller, false) == ptr.Deref(y.Controller, false) &&
-			ptr.Deref(x.BlockOwnerDeletion, false) == ptr.Deref(y.BlockOwnerDeletion, false)
-	})
-}
-
-// sameStatus compares two statuses but for ObservedAt, and times to the second (the
-// precision they keep in the API).
-func sameStatus(a, b heraldv1.VIPStatusStatus) bool {
-	sameTime := func(x, y *metav1.Time) bool {
-		if x == nil || y == nil {
-			return x == nil && y == nil
-		}
-		return x.Unix() == y.Unix()
-	}
-	return a.IP == b.IP && slices.Equal(a.Services, b.Services) && a.Pool == b.Pool && a.Node == b.Node &&
-		a.Interface == b.Interface && a.MAC == b.MAC && sameTime(a.Since, b.Since) &&
-		a.LeaderChanges == b.LeaderChanges && a.Reason == b.Reason && a.Message == b.Message
 }

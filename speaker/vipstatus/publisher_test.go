@@ -1,4 +1,4 @@
-package speaker
+package vipstatus
 
 import (
 	"fmt"
@@ -43,21 +43,21 @@ func TestPublisherWritesVIPStatus(t *testing.T) {
 	}
 
 	// Each speaker has its own informers, as in a cluster.
-	speaker := func(name string) *publisher {
+	speaker := func(name string) *Publisher {
 		c, err := cache.New(env.Config, cache.Options{Scheme: scheme.New()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := newPublisher(name, c, env.Client, testr.New(t).WithName(name))
+		p := NewPublisher(name, c, env.Client, testr.New(t).WithName(name))
 		p.grace = time.Second
-		if err := p.watch(ctx, c); err != nil {
+		if err := p.Watch(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 		go func() { _ = c.Start(ctx) }()
 		if !c.WaitForCacheSync(ctx) {
 			t.Fatal("cache not synced")
 		}
-		go p.run(ctx, 1)
+		go p.Run(ctx, 1)
 		return p
 	}
 	w1, w2 := speaker("w1"), speaker("w2")
@@ -77,10 +77,10 @@ func TestPublisherWritesVIPStatus(t *testing.T) {
 		t.Fatalf("%s: %v", what, err)
 		return nil
 	}
-	owns := func(p *publisher, at time.Time, mac string) {
-		p.elected(ctx, VIPElection{Decisions: []election.Decision{dec(vip1.String(), p.self, "default/svc1")},
+	owns := func(p *Publisher, at time.Time, mac string) {
+		p.Elected(ctx, Election{Decisions: []election.Decision{dec(vip1.String(), p.self, "default/svc1")},
 			Services: []*corev1.Service{svc}, Taken: []netip.Addr{vip1}, Now: at})
-		p.announced(announcement1(mac, at))
+		p.Announced(announcement1(mac, at))
 	}
 
 	owns(w1, t0, "02:42:ac:12:00:03")
@@ -97,7 +97,7 @@ func TestPublisherWritesVIPStatus(t *testing.T) {
 		t.Errorf("since %v, want %v", obj.Status.Since, t0)
 	}
 
-	w1.elected(ctx, VIPElection{Decisions: []election.Decision{dec(vip1.String(), "w2", "default/svc1")}, Services: []*corev1.Service{svc}})
+	w1.Elected(ctx, Election{Decisions: []election.Decision{dec(vip1.String(), "w2", "default/svc1")}, Services: []*corev1.Service{svc}})
 	owns(w2, t0.Add(time.Minute), "02:42:ac:12:00:04")
 	expect("w2 takes over", func(v *heraldv1.VIPStatus) error {
 		if s := v.Status; s.Node != "w2" || s.MAC != "02:42:ac:12:00:04" || s.LeaderChanges != 2 {
@@ -108,8 +108,8 @@ func TestPublisherWritesVIPStatus(t *testing.T) {
 
 	// Nobody may announce it; w1 is the reporter.
 	noEndpoints := unowned(vip1.String(), election.ReasonNoEndpoints, "default/svc1")
-	w2.elected(ctx, VIPElection{Decisions: []election.Decision{noEndpoints}, Services: []*corev1.Service{svc}})
-	w1.elected(ctx, VIPElection{Decisions: []election.Decision{noEndpoints}, Services: []*corev1.Service{svc}, Reporter: true, Now: time.Now()})
+	w2.Elected(ctx, Election{Decisions: []election.Decision{noEndpoints}, Services: []*corev1.Service{svc}})
+	w1.Elected(ctx, Election{Decisions: []election.Decision{noEndpoints}, Services: []*corev1.Service{svc}, Reporter: true, Now: time.Now()})
 	expect("w1 reports no owner", func(v *heraldv1.VIPStatus) error {
 		if s := v.Status; s.Node != "" || s.Reason != "NoEndpoints" || s.LeaderChanges != 2 || s.MAC != "" {
 			return fmt.Errorf("status %+v", s)
@@ -120,7 +120,7 @@ func TestPublisherWritesVIPStatus(t *testing.T) {
 	// The Service becomes a ClusterIP Service: the reporter deletes the leftover.
 	clusterIP := svc.DeepCopy()
 	clusterIP.Spec.Type = corev1.ServiceTypeClusterIP
-	w1.elected(ctx, VIPElection{Services: []*corev1.Service{clusterIP}, Reporter: true, Now: time.Now()})
+	w1.Elected(ctx, Election{Services: []*corev1.Service{clusterIP}, Reporter: true, Now: time.Now()})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		err := env.Client.Get(ctx, key, &heraldv1.VIPStatus{})

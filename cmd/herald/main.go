@@ -5,11 +5,11 @@ package main
 import (
 	"os"
 
-	"herald.dev/herald/internal/cli"
+	"herald.dev/herald/cmd/herald/app"
 )
 
 func main() {
-	if err := cli.NewRootCommand().Execute(); err != nil {
+	if err := app.NewRootCommand().Execute(); err != nil {
 		os.Exit(1)
 	}
 }

@@ -1,4 +1,4 @@
-package speaker
+package vipstatus
 
 import (
 	"context"
@@ -24,12 +24,11 @@ import (
 // wrote it.
 const leftoverGrace = 30 * time.Second
 
-// publisher writes the VIPStatus objects the planner (vipstatus.go) asks for. The
-// election loop and the announcer only record what changed and queue the keys; workers
-// write, so that a slow or unreachable API server never delays an election or a
+// Publisher writes the VIPStatus objects its Planner asks for. The election loop and
+// the announcer only record what changed and queue the keys; workers write, so that a slow or unreachable API server never delays an election or a
 // gratuitous ARP. A failed write is retried with backoff; the queue holds each key
 // once and the task always holds the latest wish.
-type publisher struct {
+type Publisher struct {
 	self   string
 	log    logr.Logger
 	cache  client.Reader // the informers' objects
@@ -38,24 +37,24 @@ type publisher struct {
 	now    func() time.Time
 
 	mu   sync.Mutex
-	plan *VIPPlanner
+	plan *Planner
 
-	queue workqueue.TypedRateLimitingInterface[VIPKey]
+	queue workqueue.TypedRateLimitingInterface[Key]
 }
 
-func newPublisher(self string, c client.Reader, w client.Writer, log logr.Logger) *publisher {
-	return &publisher{
+func NewPublisher(self string, c client.Reader, w client.Writer, log logr.Logger) *Publisher {
+	return &Publisher{
 		self: self, log: log, cache: c, writer: w, grace: leftoverGrace, now: time.Now,
-		plan: NewVIPPlanner(self),
+		plan: NewPlanner(self),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[VIPKey](200*time.Millisecond, 30*time.Second),
-			workqueue.TypedRateLimitingQueueConfig[VIPKey]{Name: "vipstatus"}),
+			workqueue.NewTypedItemExponentialFailureRateLimiter[Key](200*time.Millisecond, 30*time.Second),
+			workqueue.TypedRateLimitingQueueConfig[Key]{Name: "vipstatus"}),
 	}
 }
 
-// watch queues every VIPStatus that changes, so that the publisher notices objects
+// Watch queues every VIPStatus that changes, so that the publisher notices objects
 // deleted under it and leftovers written after the last election.
-func (p *publisher) watch(ctx context.Context, c cache.Informers) error {
+func (p *Publisher) Watch(ctx context.Context, c cache.Informers) error {
 	inf, err := c.GetInformer(ctx, &heraldv1.VIPStatus{})
 	if err != nil {
 		return fmt.Errorf("watching VIPStatus: %w", err)
@@ -65,7 +64,7 @@ func (p *publisher) watch(ctx context.Context, c cache.Informers) error {
 			obj = d.Obj
 		}
 		if v, ok := obj.(*heraldv1.VIPStatus); ok {
-			p.queue.Add(VIPKey{Namespace: v.Namespace, Name: v.Name})
+			p.queue.Add(Key{Namespace: v.Namespace, Name: v.Name})
 		}
 	}
 	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
@@ -79,10 +78,10 @@ func (p *publisher) watch(ctx context.Context, c cache.Informers) error {
 	return nil
 }
 
-// elected records an election (called from the election loop; never blocks on the API).
-func (p *publisher) elected(ctx context.Context, e VIPElection) {
+// Elected records an election (called from the election loop; never blocks on the API).
+func (p *Publisher) Elected(ctx context.Context, e Election) {
 	p.mu.Lock()
-	changed := p.plan.Elect(e)
+	changed := p.plan.Plan(e)
 	p.mu.Unlock()
 	for _, k := range changed {
 		p.queue.Add(k)
@@ -99,15 +98,15 @@ func (p *publisher) elected(ctx context.Context, e VIPElection) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i := range list.Items {
-		k := VIPKey{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}
+		k := Key{Namespace: list.Items[i].Namespace, Name: list.Items[i].Name}
 		if !p.plan.Held(k) {
 			p.queue.Add(k)
 		}
 	}
 }
 
-// announced records the first gratuitous frames of a takeover (called by the announcer).
-func (p *publisher) announced(a layer2.Announcement) {
+// Announced records the first gratuitous frames of a takeover (called by the announcer).
+func (p *Publisher) Announced(a layer2.Announcement) {
 	p.mu.Lock()
 	changed := p.plan.Announced(a)
 	p.mu.Unlock()
@@ -116,8 +115,8 @@ func (p *publisher) announced(a layer2.Announcement) {
 	}
 }
 
-// run writes until ctx ends.
-func (p *publisher) run(ctx context.Context, workers int) {
+// Run writes with that many workers until ctx ends.
+func (p *Publisher) Run(ctx context.Context, workers int) {
 	go func() {
 		<-ctx.Done()
 		p.queue.ShutDown()
@@ -132,7 +131,7 @@ func (p *publisher) run(ctx context.Context, workers int) {
 	wg.Wait()
 }
 
-func (p *publisher) next(ctx context.Context) bool {
+func (p *Publisher) next(ctx context.Context) bool {
 	key, quit := p.queue.Get()
 	if quit {
 		return false
@@ -160,9 +159,9 @@ func (p *publisher) next(ctx context.Context) bool {
 }
 
 // sync makes one object what this node wants of it.
-func (p *publisher) sync(ctx context.Context, key VIPKey) error {
+func (p *Publisher) sync(ctx context.Context, key Key) error {
 	p.mu.Lock()
-	in := VIPInput{Key: key, Self: p.self, Reporter: p.plan.Reporter(), Held: p.plan.Held(key), Now: p.now(), Grace: p.grace}
+	in := Input{Key: key, Self: p.self, Reporter: p.plan.Reporter(), Held: p.plan.Held(key), Now: p.now(), Grace: p.grace}
 	task, ok := p.plan.Task(key)
 	p.mu.Unlock()
 	if ok {
@@ -179,14 +178,14 @@ func (p *publisher) sync(ctx context.Context, key VIPKey) error {
 	default:
 		in.Stored = &stored
 	}
-	a := ReconcileVIP(in)
+	a := Reconcile(in)
 	var err error
 	switch a.Kind {
-	case VIPCreate:
+	case Create:
 		err = p.writer.Create(ctx, a.Object)
-	case VIPUpdate:
+	case Update:
 		err = p.writer.Update(ctx, a.Object)
-	case VIPDelete:
+	case Delete:
 		err = p.writer.Delete(ctx, in.Stored, client.Preconditions{UID: &a.UID, ResourceVersion: &a.ResourceVersion})
 		if apierrors.IsNotFound(err) {
 			err = nil
@@ -194,9 +193,9 @@ func (p *publisher) sync(ctx context.Context, key VIPKey) error {
 		if err == nil {
 			p.log.V(1).Info("deleted a VIPStatus no Service holds", "object", key)
 		}
-	case VIPLater:
+	case Later:
 		p.queue.AddAfter(key, a.After)
-	case VIPContested:
+	case Contested:
 		p.mu.Lock()
 		after, ok := p.plan.Contest(key, task.Gen, in.Now)
 		p.mu.Unlock()
@@ -220,7 +219,7 @@ func (p *publisher) sync(ctx context.Context, key VIPKey) error {
 		p.plan.Done(key, task.Gen)
 		p.mu.Unlock()
 	}
-	if a.Kind == VIPCreate || a.Kind == VIPUpdate {
+	if a.Kind == Create || a.Kind == Update {
 		s := a.Object.Status
 		p.log.V(1).Info("published VIPStatus", "object", key, "node", s.Node, "leaderChanges", s.LeaderChanges, "reason", s.Reason)
 	}
