@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/lab/netlab"
 )
 
 // stopOrder is the order Down stops the lab's processes in, gently first: speakers

@@ -27,7 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"herald.dev/herald/internal/lab/agent"
-	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/lab/netlab"
 	"herald.dev/herald/internal/testenv"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/lab/netlab"
 )
 
 // Proc is a long-running process of the lab as the state records it. Its PID alone

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/lab/netlab"
 	"herald.dev/herald/proxy/iptables"
 )
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"herald.dev/herald/internal/lab"
-	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/lab/netlab"
 )
 
 // watchARP asks who has ip from the host's eth0 every interval, recording every reply

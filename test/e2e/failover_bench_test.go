@@ -12,7 +12,7 @@ import (
 
 	"github.com/mdlayher/arp"
 
-	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/lab/netlab"
 )
 
 // BenchmarkFailover measures, from the client namespace, how long a VIP stays

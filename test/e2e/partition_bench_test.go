@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/lab/netlab"
 )
 
 // BenchmarkPartition measures, from the client namespace, over trials

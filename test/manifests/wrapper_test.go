@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/lab/netlab"
 )
 
 // TestIPTablesWrapper runs the speaker image's hack/image/iptables-wrapper, installed

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/lab/netlab"
 )
 
 func TestHostsReachEachOtherAndLinkDownCutsThemOff(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/lab/netlab"
 )
 
 // TestCleanupRemovesLeftovers plays a crashed run: a lab is built and a process started,
