@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"herald.dev/herald/internal/lab/netlab"
 	"herald.dev/herald/internal/netns"
 )
 
@@ -71,12 +72,12 @@ func proxierArgs(ctx context.Context, herald string) ([]string, error) {
 
 // waitHealthy polls http://addr/readyz inside the namespace ns until it answers 200,
 // failing early when the process exits.
-func waitHealthy(ctx context.Context, ns, addr string, p Proc, limit time.Duration) error {
+func waitHealthy(ctx context.Context, ns, addr string, p netlab.Proc, limit time.Duration) error {
 	return waitOK(ctx, ns, "http://"+addr+"/readyz", p, limit)
 }
 
 // waitOK waits until url, asked from namespace ns, answers 200 OK while p runs.
-func waitOK(ctx context.Context, ns, url string, p Proc, limit time.Duration) error {
+func waitOK(ctx context.Context, ns, url string, p netlab.Proc, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	hc := &http.Client{Transport: &http.Transport{DialContext: netns.Dialer(ns)}, Timeout: time.Second}
@@ -92,7 +93,7 @@ func waitOK(ctx context.Context, ns, url string, p Proc, limit time.Duration) er
 			}
 		}
 		if !p.Alive() {
-			return fmt.Errorf("lab: %s exited before it was ready; %s ends:\n%s", p.Key(), p.Log, logTail(p.Log, 15))
+			return fmt.Errorf("lab: %s exited before it was ready; %s ends:\n%s", p.Key(), p.Log, netlab.LogTail(p.Log, 15))
 		}
 		select {
 		case <-ctx.Done():
@@ -100,7 +101,7 @@ func waitOK(ctx context.Context, ns, url string, p Proc, limit time.Duration) er
 				return fmt.Errorf("lab: %s not ready after %v: the API server refused it %d times (missing RBAC in %s?), first:\n%s",
 					p.Key(), limit, len(refused), Manifest, refused[0])
 			}
-			return fmt.Errorf("lab: %s not ready after %v; %s ends:\n%s", p.Key(), limit, p.Log, logTail(p.Log, 15))
+			return fmt.Errorf("lab: %s not ready after %v; %s ends:\n%s", p.Key(), limit, p.Log, netlab.LogTail(p.Log, 15))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"herald.dev/herald/internal/lab/netlab"
 	"herald.dev/herald/internal/netns"
 )
 
@@ -93,7 +94,7 @@ func (s *State) MeasureFailover(ctx context.Context, vip netip.Addr, fault strin
 		err = s.KillSpeaker(owner.Name)
 	case FaultStop:
 		// Not StopSpeaker, which waits for the exit: the measurement must run meanwhile.
-		var p Proc
+		var p netlab.Proc
 		if p, err = s.proc(owner.Name, "speaker"); err == nil {
 			err = p.Signal(syscall.SIGTERM)
 		}

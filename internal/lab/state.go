@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"herald.dev/herald/internal/lab/netlab"
 )
 
 // stateFile, in the run directory, is how the lab's later commands (status, faults,
@@ -33,10 +35,10 @@ type State struct {
 	ControllerKubeconfig string `json:"controllerKubeconfig"`
 	SpeakerKubeconfig    string `json:"speakerKubeconfig"`
 	// Proxier says whether the speakers program iptables (herald speaker has --proxy).
-	Proxier     bool            `json:"proxier"`
-	SpeakerArgs []string        `json:"speakerArgs,omitempty"` // extra speaker flags
-	Hosts       []HostInfo      `json:"hosts"`
-	Procs       map[string]Proc `json:"procs"` // by Proc.Key
+	Proxier     bool                   `json:"proxier"`
+	SpeakerArgs []string               `json:"speakerArgs,omitempty"` // extra speaker flags
+	Hosts       []HostInfo             `json:"hosts"`
+	Procs       map[string]netlab.Proc `json:"procs"` // by Proc.Key
 }
 
 // Role says what a host is for.
@@ -146,7 +148,7 @@ func Load(runDir string) (*State, error) {
 		return nil, fmt.Errorf("lab state %s: %w", filepath.Join(runDir, stateFile), err)
 	}
 	if s.Procs == nil {
-		s.Procs = map[string]Proc{}
+		s.Procs = map[string]netlab.Proc{}
 	}
 	return &s, nil
 }

@@ -61,7 +61,7 @@ func Up(ctx context.Context, cfg Config) (l *Lab, err error) {
 		return nil, err
 	}
 	l = &Lab{Net: nl, State: &State{Prefix: cfg.Prefix, RunDir: cfg.RunDir, Started: time.Now(), Assets: assets,
-		KubectlBin: filepath.Join(assets, "kubectl"), Procs: map[string]Proc{}}}
+		KubectlBin: filepath.Join(assets, "kubectl"), Procs: map[string]netlab.Proc{}}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, l.Down())
@@ -93,11 +93,7 @@ func Up(ctx context.Context, cfg Config) (l *Lab, err error) {
 		return l, err
 	}
 	s.Kubeconfig = l.CP.Kubeconfig
-	cpProc, err := procRunning(l.CP.Process, CPHost, "controlplane")
-	if err != nil {
-		return l, err
-	}
-	l.record(cpProc)
+	l.record(l.CP.Process.Proc)
 	if l.Kube, err = kubernetes.NewForConfig(l.CP.Config); err != nil {
 		return l, fmt.Errorf("lab: client: %w", err)
 	}
@@ -125,11 +121,11 @@ func Up(ctx context.Context, cfg Config) (l *Lab, err error) {
 	say("agents (kubelet stand-ins) registering %d Nodes", len(workers))
 	for _, w := range workers {
 		wrapper, cmd := agentCmd(s, w)
-		np, err := nl.Host(w.Name).Start("agent", append(wrapper, cmd...)...)
+		np, err := nl.Host(w.Name).StartWrapped("agent", wrapper, cmd...)
 		if err != nil {
 			return l, err
 		}
-		l.record(procFrom(np, w.Name, "agent", cmd))
+		l.record(np.Proc)
 	}
 	if err := l.waitNodesReady(ctx, workers); err != nil {
 		return l, err
@@ -177,14 +173,13 @@ func (l *Lab) start(ctx context.Context, host, name string, cmd []string, probe 
 	if err != nil {
 		return err
 	}
-	p := procFrom(np, host, name, cmd)
-	l.record(p)
-	return waitHealthy(ctx, h.Namespace(), probe, p, readyTimeout)
+	l.record(np.Proc)
+	return waitHealthy(ctx, h.Namespace(), probe, np.Proc, readyTimeout)
 }
 
 // record adds a process to the state, saved at once so that a failing Up leaves an
 // accurate picture for status.
-func (l *Lab) record(p Proc) {
+func (l *Lab) record(p netlab.Proc) {
 	l.State.Procs[p.Key()] = p
 	_ = l.State.Save() // Up's own errors matter more; the final Save reports
 }
@@ -224,11 +219,11 @@ func (l *Lab) waitNodesReady(ctx context.Context, workers []HostInfo) error {
 			}
 			p := l.State.Procs[w.Name+"-agent"]
 			if !p.Alive() {
-				return fmt.Errorf("lab: agent of %s exited; %s ends:\n%s", w.Name, p.Log, logTail(p.Log, 15))
+				return fmt.Errorf("lab: agent of %s exited; %s ends:\n%s", w.Name, p.Log, netlab.LogTail(p.Log, 15))
 			}
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("lab: Node %s not Ready: %w (last read: %v); %s ends:\n%s", w.Name, ctx.Err(), err, p.Log, logTail(p.Log, 15))
+				return fmt.Errorf("lab: Node %s not Ready: %w (last read: %v); %s ends:\n%s", w.Name, ctx.Err(), err, p.Log, netlab.LogTail(p.Log, 15))
 			case <-time.After(200 * time.Millisecond):
 			}
 		}

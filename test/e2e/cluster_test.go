@@ -136,7 +136,7 @@ func newCluster(t testing.TB, prefix string, workers int) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.logs[p.LogPath()] = true
+	c.logs[p.Log] = true
 	return c
 }
 
@@ -178,7 +178,7 @@ func (c *cluster) startSpeaker(h *netlab.Host, extra ...string) {
 		c.t.Fatal(err)
 	}
 	c.speakers[h.Name()] = p
-	c.logs[p.LogPath()] = true
+	c.logs[p.Log] = true
 	hc := &http.Client{Transport: &http.Transport{DialContext: h.DialContext}, Timeout: time.Second}
 	deadline := time.Now().Add(waitFor)
 	for {
@@ -190,7 +190,7 @@ func (c *cluster) startSpeaker(h *netlab.Host, extra ...string) {
 			}
 		}
 		if p.Exited() || time.Now().After(deadline) {
-			c.t.Fatalf("speaker on %s did not become ready; log %s:\n%s", h.Name(), p.LogPath(), tail(p.LogPath()))
+			c.t.Fatalf("speaker on %s did not become ready; log %s:\n%s", h.Name(), p.Log, tail(p.Log))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

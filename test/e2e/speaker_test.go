@@ -78,7 +78,7 @@ func TestSpeakerOwnershipAndFailover(t *testing.T) {
 		c.expectOwner(watch, next, "owner stopped")
 		c.logFailover(watch, next, at, "SIGTERM")
 		if err := p.Wait(); err != nil {
-			t.Errorf("speaker stopped by SIGTERM exited with %v; log:\n%s", err, tail(p.LogPath()))
+			t.Errorf("speaker stopped by SIGTERM exited with %v; log:\n%s", err, tail(p.Log))
 		}
 		c.expectEvent("svc1", fmt.Sprintf("announcing %s from %s on eth0, previous owner %s", vip, next.Name(), owner.Name()))
 		m := c.metrics(next)

@@ -295,8 +295,8 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 	// No component may be refused anything: that is what proves the RBAC enough.
 	defer func() {
 		for _, p := range procs {
-			if lines := lab.Refusals(p.LogPath()); len(lines) > 0 {
-				t.Errorf("%s was refused by the API server (missing RBAC?):\n%s", filepath.Base(p.LogPath()), strings.Join(lines, "\n"))
+			if lines := lab.Refusals(p.Log); len(lines) > 0 {
+				t.Errorf("%s was refused by the API server (missing RBAC?):\n%s", filepath.Base(p.Log), strings.Join(lines, "\n"))
 			}
 		}
 	}()
@@ -671,7 +671,7 @@ func (e *labEnv) waitReady(t *testing.T, h *netlab.Host, p *netlab.Process, url 
 			}
 		}
 		if p.Exited() || time.Now().After(deadline) {
-			t.Fatalf("%s not ready at %s; its log ends:\n%s", filepath.Base(p.LogPath()), url, tail(p.LogPath()))
+			t.Fatalf("%s not ready at %s; its log ends:\n%s", filepath.Base(p.Log), url, tail(p.Log))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

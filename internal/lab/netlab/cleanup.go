@@ -121,7 +121,7 @@ func waitGone(pids []int, limit time.Duration) {
 	for time.Now().Before(deadline) {
 		alive := false
 		for _, pid := range pids {
-			if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !isZombie(st) {
+			if st, ok := readProcStat(pid); ok && !st.zombie {
 				alive = true
 			}
 		}
@@ -130,14 +130,6 @@ func waitGone(pids []int, limit time.Duration) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// isZombie reads the state field of /proc/PID/stat, which follows the parenthesised
-// command name (which may itself contain ") ").
-func isZombie(stat []byte) bool {
-	s := string(stat)
-	i := strings.LastIndex(s, ") ")
-	return i >= 0 && strings.HasPrefix(s[i+2:], "Z")
 }
 
 // isNoNamespace recognises ip's complaint about a namespace that vanished meanwhile.

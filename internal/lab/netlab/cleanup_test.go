@@ -51,8 +51,8 @@ func TestCleanupRemovesLeftovers(t *testing.T) {
 	if err := p.Wait(); err == nil {
 		t.Fatal("the process exited cleanly, want it killed")
 	}
-	if _, err := os.Stat("/proc/" + strconv.Itoa(p.Pid())); err == nil {
-		t.Fatalf("pid %d still exists", p.Pid())
+	if _, err := os.Stat("/proc/" + strconv.Itoa(p.Pid)); err == nil {
+		t.Fatalf("pid %d still exists", p.Pid)
 	}
 	if _, err := os.Stat(pidFile); !os.IsNotExist(err) {
 		t.Fatalf("pid file still there: %v", err)
@@ -73,7 +73,7 @@ func TestCleanupLeavesStrangersAlone(t *testing.T) {
 	}
 	// A pid file naming this very test process with another command line: the PID was
 	// "reused", so Cleanup must not kill it (it would kill the test).
-	rec := `{"pid":` + strconv.Itoa(os.Getpid()) + `,"namespace":"nl-g-w1","args":["sleep","300"]}`
+	rec := `{"pid":` + strconv.Itoa(os.Getpid()) + `,"host":"w1","name":"sleep","namespace":"nl-g-w1","cmd":["sleep","300"]}`
 	if err := os.WriteFile(filepath.Join(runDir, "pids", "w1-sleep.pid"), []byte(rec), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -113,21 +112,12 @@ func waitReady(ctx context.Context, p *Process, ready string) error {
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("netlab control plane exited before it was ready (%v); %s ends:\n%s", p.err, p.logPath, logTail(p.logPath, 20))
+			return fmt.Errorf("netlab control plane exited before it was ready (%v); %s ends:\n%s", p.err, p.Log, LogTail(p.Log, 20))
 		case <-ctx.Done():
-			return fmt.Errorf("netlab control plane not ready: %w; %s ends:\n%s", ctx.Err(), p.logPath, logTail(p.logPath, 20))
+			return fmt.Errorf("netlab control plane not ready: %w; %s ends:\n%s", ctx.Err(), p.Log, LogTail(p.Log, 20))
 		case <-tick.C:
 		}
 	}
-}
-
-func logTail(path string, lines int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(all[max(0, len(all)-lines):], "\n")
 }
 
 // APIServer is the address kube-apiserver serves on.

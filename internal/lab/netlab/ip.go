@@ -9,19 +9,19 @@ import (
 	"time"
 )
 
-// ipTimeout bounds every `ip` invocation: they are all quick, and a hung one should fail
-// the test that asked rather than the whole run.
-const ipTimeout = 30 * time.Second
+// cmdTimeout bounds every command Run runs (ip, iptables, kubectl): they are all quick,
+// and a hung one should fail the test that asked rather than the whole run.
+const cmdTimeout = 30 * time.Second
 
 // ip runs the ip command with args and returns its standard output; an error carries
 // the command line and whatever it printed.
-func ip(args ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), ipTimeout)
-	defer cancel()
-	return run(ctx, "ip", args...)
-}
+func ip(args ...string) ([]byte, error) { return Run(context.Background(), "ip", args...) }
 
-func run(ctx context.Context, name string, args ...string) ([]byte, error) {
+// Run runs a command for its standard output, bounded by ctx and by cmdTimeout; an
+// error carries the command line and whatever it printed.
+func Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, cmdTimeout)
+	defer cancel()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
