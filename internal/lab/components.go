@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
-	"regexp"
 	"strconv"
 	"time"
 
@@ -25,11 +23,18 @@ func controllerCmd(s *State) []string {
 		"--leader-elect=false", "--metrics-bind-address", controllerMetrics, "--metrics-secure=false", "--health-probe-bind-address", controllerProbe}
 }
 
+// speakerCmd runs the speaker with its proxier, as the manifest's DaemonSet does, so
+// that the client reaches the pods through the VIPs.
 func speakerCmd(s *State, h HostInfo) []string {
 	cmd := []string{s.Herald, "speaker", "--kubeconfig", s.SpeakerKubeconfig, "--node-name", h.Name,
 		"--ml-bind-addr", h.Addr.String(), "--namespace", HeraldNamespace,
 		"--metrics-bind-address", speakerMetrics, "--metrics-secure=false", "--health-probe-bind-address", speakerProbe}
-	return append(cmd, s.SpeakerArgs...)
+	return append(append(cmd, proxierArgs()...), s.SpeakerArgs...)
+}
+
+// proxierArgs turn on the speaker's iptables proxier for the lab's pod network.
+func proxierArgs() []string {
+	return []string{"--proxy=iptables", "--cluster-cidr=" + ClusterCIDR.String()}
 }
 
 // agentCmd runs `hack/lab agent` for worker h. It creates pod namespaces with `ip netns
@@ -46,28 +51,6 @@ func agentCmd(s *State, h HostInfo) (wrapper, cmd []string) {
 		"--heartbeat", agentHeartbeat.String()}
 	wrapper = []string{"nsenter", "--mount=/proc/" + strconv.Itoa(os.Getpid()) + "/ns/mnt", "--"}
 	return wrapper, cmd
-}
-
-var (
-	proxyFlag       = regexp.MustCompile(`\s--proxy\s`)
-	clusterCIDRFlag = regexp.MustCompile(`\s--cluster-cidr\s`)
-)
-
-// proxierArgs asks the herald binary whether its speaker has the proxier (a --proxy
-// flag) and returns the flags that turn it on, or none.
-func proxierArgs(ctx context.Context, herald string) ([]string, error) {
-	out, err := exec.CommandContext(ctx, herald, "speaker", "--help").CombinedOutput()
-	if err != nil {
-		return nil, fmt.Errorf("lab: %s speaker --help: %w: %s", herald, err, out)
-	}
-	if !proxyFlag.Match(out) {
-		return nil, nil
-	}
-	args := []string{"--proxy=iptables"}
-	if clusterCIDRFlag.Match(out) {
-		args = append(args, "--cluster-cidr="+ClusterCIDR.String())
-	}
-	return args, nil
 }
 
 // waitHealthy polls http://addr/readyz inside the namespace ns until it answers 200,

@@ -52,7 +52,7 @@ func (r FailoverResult) Print(w io.Writer) {
 	case r.HTTP:
 		fmt.Fprintf(w, "  HTTP from the client: NO request succeeded within %v of the fault (%d failed)\n", httpRecoveryLimit, r.HTTPFailed)
 	default:
-		fmt.Fprintf(w, "  HTTP not measured: requests to http://%s/ did not succeed before the fault (no proxier?)\n", r.VIP)
+		fmt.Fprintf(w, "  HTTP not measured: requests to http://%s/ did not succeed before the fault\n", r.VIP)
 	}
 }
 

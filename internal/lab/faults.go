@@ -8,8 +8,8 @@ import (
 	"herald.dev/herald/internal/lab/netlab"
 )
 
-// The faults a lab can suffer, as the tests and the demo inflict them. Each one
-// acts on the processes and links the state records, from any process.
+// The faults a lab can suffer, as the end-to-end tests and the demo inflict them. Each
+// one acts on the processes and links the state records, from any process.
 
 // proc returns the recorded process name of host.
 func (s *State) proc(host, name string) (netlab.Proc, error) {

@@ -32,13 +32,11 @@ type State struct {
 	LabBin     string    `json:"labBin"`     // hack/lab, which runs the agents
 	// ControllerKubeconfig and SpeakerKubeconfig hold tokens of the manifest's
 	// ServiceAccounts herald-controller and herald-speaker, which the components run as.
-	ControllerKubeconfig string `json:"controllerKubeconfig"`
-	SpeakerKubeconfig    string `json:"speakerKubeconfig"`
-	// Proxier says whether the speakers program iptables (herald speaker has --proxy).
-	Proxier     bool                   `json:"proxier"`
-	SpeakerArgs []string               `json:"speakerArgs,omitempty"` // extra speaker flags
-	Hosts       []HostInfo             `json:"hosts"`
-	Procs       map[string]netlab.Proc `json:"procs"` // by Proc.Key
+	ControllerKubeconfig string                 `json:"controllerKubeconfig"`
+	SpeakerKubeconfig    string                 `json:"speakerKubeconfig"`
+	SpeakerArgs          []string               `json:"speakerArgs,omitempty"` // extra speaker flags
+	Hosts                []HostInfo             `json:"hosts"`
+	Procs                map[string]netlab.Proc `json:"procs"` // by Proc.Key
 }
 
 // Role says what a host is for.

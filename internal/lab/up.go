@@ -77,12 +77,7 @@ func Up(ctx context.Context, cfg Config) (l *Lab, err error) {
 	if s.LabBin, err = nl.Build(ctx, "./hack/lab"); err != nil {
 		return l, err
 	}
-	proxier, err := proxierArgs(ctx, s.Herald)
-	if err != nil {
-		return l, err
-	}
-	s.Proxier = len(proxier) > 0
-	s.SpeakerArgs = append(proxier, cfg.SpeakerArgs...)
+	s.SpeakerArgs = cfg.SpeakerArgs
 
 	say("control plane: etcd, kube-apiserver, kube-controller-manager in %s%s at %s", cfg.Prefix, CPHost, cpAddr)
 	cpHost, err := l.addHost(CPHost, RoleControlPlane, cpAddr, netip.Prefix{})
@@ -135,11 +130,7 @@ func Up(ctx context.Context, cfg Config) (l *Lab, err error) {
 	if err := l.start(ctx, CPHost, "controller", controllerCmd(s), controllerProbe); err != nil {
 		return l, err
 	}
-	if s.Proxier {
-		say("herald speakers with the proxier (%v) on the workers", proxier)
-	} else {
-		say("herald speakers on the workers (this herald has no proxier: no --proxy flag)")
-	}
+	say("herald speakers with the proxier (%v) on the workers", proxierArgs())
 	for _, w := range workers {
 		if err := l.start(ctx, w.Name, "speaker", speakerCmd(s, w), speakerProbe); err != nil {
 			return l, err
