@@ -56,11 +56,13 @@ func agentCmd(s *State, h HostInfo) (wrapper, cmd []string) {
 // waitHealthy polls http://addr/readyz inside the namespace ns until it answers 200,
 // failing early when the process exits.
 func waitHealthy(ctx context.Context, ns, addr string, p netlab.Proc, limit time.Duration) error {
-	return waitOK(ctx, ns, "http://"+addr+"/readyz", p, limit)
+	return WaitHTTP(ctx, ns, "http://"+addr+"/readyz", p, limit)
 }
 
-// waitOK waits until url, asked from namespace ns, answers 200 OK while p runs.
-func waitOK(ctx context.Context, ns, url string, p netlab.Proc, limit time.Duration) error {
+// WaitHTTP waits until url, asked from namespace ns, answers 200 OK while p runs, up to
+// limit. Its error says why not: p's exit or refusals by the API server, with the end
+// of p's log.
+func WaitHTTP(ctx context.Context, ns, url string, p netlab.Proc, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	hc := &http.Client{Transport: &http.Transport{DialContext: netns.Dialer(ns)}, Timeout: time.Second}

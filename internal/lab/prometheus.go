@@ -92,7 +92,7 @@ func (s *State) StartPrometheus(ctx context.Context, rules []byte) (*Prometheus,
 	}
 	prom := &Prometheus{URL: "http://" + addr, Proc: p,
 		hc: &http.Client{Transport: &http.Transport{DialContext: netns.Dialer(client.Namespace)}, Timeout: 10 * time.Second}}
-	if err := waitOK(ctx, client.Namespace, prom.URL+"/-/ready", p, readyTimeout); err != nil {
+	if err := WaitHTTP(ctx, client.Namespace, prom.URL+"/-/ready", p, readyTimeout); err != nil {
 		return nil, err
 	}
 	return prom, nil

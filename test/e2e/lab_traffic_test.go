@@ -13,6 +13,7 @@ import (
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/lab"
+	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/speaker/election"
 )
 
@@ -96,7 +97,7 @@ func TestLabLocalTrafficPolicy(t *testing.T) {
 // pod, with the client's own address (172.18.0.100) as the pod sees it.
 func (f *fullLab) expectLocalAnswers(t *testing.T, url, pod string) {
 	t.Helper()
-	eventually(t, "a request to "+url+" answered by "+pod, func() error {
+	labtest.Eventually(t, "a request to "+url+" answered by "+pod, func() error {
 		body, err := f.get(t, url)
 		if err == nil && whoamiField(body, "Hostname") != pod {
 			err = fmt.Errorf("answered by %q", whoamiField(body, "Hostname"))
@@ -174,7 +175,7 @@ func TestLabServiceDeletion(t *testing.T) {
 	f.deleteService(t, svc.Name)
 	f.expectSilence(t, vip, "Service deleted")
 	for _, n := range f.nodes {
-		eventually(t, n+" drops the chains of the deleted Service", func() error {
+		labtest.Eventually(t, n+" drops the chains of the deleted Service", func() error {
 			dump := f.natTable(t, n)
 			var left []string
 			for _, c := range chains[n] {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/internal/lab/netlab"
 )
 
@@ -35,15 +36,15 @@ func BenchmarkPartition(b *testing.B) {
 	const every = 5 * time.Millisecond
 	c := newCluster(b, "hb-", 3)
 	c.pool()
-	for _, w := range c.workers {
+	for _, w := range c.Workers {
 		c.startSpeaker(w, "--ml-join-interval", "1s", "--gratuitous-refresh", conflictRefresh.String())
 	}
-	printer, err := c.lab.AddHost("printer", netip.MustParseAddr("172.18.0.50"))
+	printer, err := c.Net.AddHost("printer", netip.MustParseAddr("172.18.0.50"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	vip := c.lbService("svc1", "w1", nil)
-	watch := watchARP(b, c.client, vip, every)
+	vip := c.LBService("svc1", "w1", nil)
+	watch := labtest.WatchARP(b, c.Client.Namespace(), vip, every)
 
 	for b.Loop() {
 		var handover, lastOld, double []time.Duration
@@ -52,7 +53,7 @@ func BenchmarkPartition(b *testing.B) {
 			if err != nil {
 				b.Fatalf("before the partition: %v", err)
 			}
-			owner := c.workerByMAC(mac)
+			owner := c.WorkerByMAC(mac)
 			at := time.Now()
 			if err := cutMemberlist(owner, true); err != nil {
 				b.Fatal(err)

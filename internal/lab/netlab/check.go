@@ -25,3 +25,14 @@ func Check() error {
 	}
 	return nil
 }
+
+// Assets returns $KUBEBUILDER_ASSETS, the directory holding etcd, kube-apiserver,
+// kube-controller-manager and kubectl that tests start the control plane from, or an
+// error saying how to set it.
+func Assets() (string, error) {
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		return "", errors.New("KUBEBUILDER_ASSETS is unset: run `make test`, or export KUBEBUILDER_ASSETS=$(hack/setup-test-binaries.sh)")
+	}
+	return dir, nil
+}

@@ -31,6 +31,22 @@ func Run(ctx context.Context, name string, args ...string) ([]byte, error) {
 	return stdout.Bytes(), nil
 }
 
+// Namespaces lists the network namespaces of a lab with this prefix, those named
+// <prefix>[a-z0-9]+ (ownedBy), which pod namespaces follow too.
+func Namespaces(prefix string) ([]string, error) {
+	all, err := namespaces()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, ns := range all {
+		if ownedBy(prefix, ns) {
+			out = append(out, ns)
+		}
+	}
+	return out, nil
+}
+
 // namespaces lists the named network namespaces (those under /run/netns).
 func namespaces() ([]string, error) {
 	out, err := ip("netns", "list")
