@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"herald.dev/herald/internal/lab/netlab"
@@ -14,7 +15,17 @@ var packages = map[string]string{
 	"arping":    "arping",
 	"conntrack": "conntrack",
 	"ip":        "iproute2",
-	"iptables":  "iptables",
+}
+
+// debianPackage names the Debian package that installs command.
+func debianPackage(command string) string {
+	if p, ok := packages[command]; ok {
+		return p
+	}
+	if strings.HasPrefix(command, "iptables") || strings.HasPrefix(command, "ip6tables") {
+		return "iptables"
+	}
+	return "?"
 }
 
 // Require fails the test unless it may build network namespaces (root, `ip netns`) and
@@ -27,7 +38,7 @@ func Require(tb testing.TB, commands ...string) {
 	}
 	for _, c := range commands {
 		if _, err := exec.LookPath(c); err != nil {
-			tb.Fatalf("%s needs the command %s (Debian package %s): %v", tb.Name(), c, packages[c], err)
+			tb.Fatalf("%s needs the command %s (Debian package %s): %v", tb.Name(), c, debianPackage(c), err)
 		}
 	}
 }
