@@ -7,15 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/internal/lab/netlab"
 )
 
 // TestCleanupRemovesLeftovers plays a crashed run: a lab is built and a process started,
 // but Close never runs.
 func TestCleanupRemovesLeftovers(t *testing.T) {
-	if err := netlab.Check(); err != nil {
-		t.Fatal(err)
-	}
+	labtest.Require(t)
 	const prefix = "nl-c-"
 	runDir := t.TempDir()
 	if err := netlab.Cleanup(prefix, runDir); err != nil {
@@ -64,9 +63,7 @@ func TestCleanupRemovesLeftovers(t *testing.T) {
 }
 
 func TestCleanupLeavesStrangersAlone(t *testing.T) {
-	if err := netlab.Check(); err != nil {
-		t.Fatal(err)
-	}
+	labtest.Require(t)
 	runDir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(runDir, "pids"), 0o755); err != nil {
 		t.Fatal(err)
@@ -86,9 +83,7 @@ func TestCleanupLeavesStrangersAlone(t *testing.T) {
 // TestCleanupKillsRecordedProcesses covers a process whose namespace is gone already
 // (deleted while it ran): only its pid file leads to it.
 func TestCleanupKillsRecordedProcesses(t *testing.T) {
-	if err := netlab.Check(); err != nil {
-		t.Fatal(err)
-	}
+	labtest.Require(t)
 	const prefix = "nl-r-"
 	runDir := t.TempDir()
 	if err := netlab.Cleanup(prefix, runDir); err != nil {

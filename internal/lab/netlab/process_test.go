@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"herald.dev/herald/internal/testenv"
 )
 
 func TestProcessKilledIsGone(t *testing.T) {
@@ -89,11 +91,10 @@ func children(pid int) []string {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	testenv.Eventually(t, 10*time.Second, 20*time.Millisecond, what, func() error {
+		if !cond() {
+			return errors.New("not yet")
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
