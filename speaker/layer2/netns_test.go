@@ -18,6 +18,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"herald.dev/herald/internal/lab/labtest"
+	"herald.dev/herald/internal/testenv"
 )
 
 // The tests in this file run the real thing: the Announcer with its AF_PACKET sockets
@@ -54,30 +57,8 @@ type lab struct {
 // labID names the namespaces and links of one lab: unique per process and lab.
 func labID(t *testing.T) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatal("this test needs root (CAP_NET_ADMIN and CAP_NET_RAW) to create network namespaces and raw sockets; run it as root")
-	}
-	for _, tool := range []struct{ bin, pkg string }{{"ip", "iproute2"}, {"arping", "arping"}} {
-		if _, err := exec.LookPath(tool.bin); err != nil {
-			t.Fatalf("this test needs %q (Debian package %s): %v", tool.bin, tool.pkg, err)
-		}
-	}
+	labtest.Require(t, "arping")
 	return fmt.Sprintf("%d%c", os.Getpid(), 'a'+labSeq.Add(1)-1)
-}
-
-// addNamespaces creates the namespaces and removes them by name on cleanup, with
-// every link in them.
-func (l *lab) addNamespaces(names ...string) {
-	l.t.Helper()
-	for _, ns := range names {
-		exec.Command("ip", "netns", "del", ns).Run() // a leftover of a crashed run with our pid
-		l.ip("netns", "add", ns)
-		l.t.Cleanup(func() {
-			if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
-				l.t.Errorf("removing namespace %s: %v: %s", ns, err, out)
-			}
-		})
-	}
 }
 
 func newLab(t *testing.T) *lab {
@@ -92,7 +73,7 @@ func newLab(t *testing.T) *lab {
 		decoyA: "veth" + id,
 		decoyB: "hl2c" + id,
 	}
-	l.addNamespaces(l.nsA, l.nsB)
+	labtest.Namespaces(l.t, l.nsA, l.nsB)
 	// Links are created directly inside the namespaces.
 	l.ip("link", "add", l.ifA, "netns", l.nsA, "type", "veth", "peer", "name", l.ifB, "netns", l.nsB)
 	l.ip("link", "add", l.decoyA, "netns", l.nsA, "type", "veth", "peer", "name", l.decoyB, "netns", l.nsB)
@@ -123,7 +104,7 @@ func newBridgedLab(t *testing.T) *lab {
 		ifP: "hl2p" + id,
 	}
 	nsS, br := "herald-l2test-"+id+"-s", "hl2br"+id
-	l.addNamespaces(l.nsA, l.nsB, l.nsP, nsS)
+	labtest.Namespaces(l.t, l.nsA, l.nsB, l.nsP, nsS)
 	l.ip("-n", nsS, "link", "add", br, "type", "bridge", "mcast_snooping", "0")
 	for _, end := range []struct{ ns, ifname, port string }{
 		{l.nsA, l.ifA, "hl2sa" + id}, {l.nsB, l.ifB, "hl2sb" + id}, {l.nsP, l.ifP, "hl2sp" + id},
@@ -187,17 +168,13 @@ func (l *lab) neigh(ip netip.Addr) (mac, state string) {
 // waitNeigh polls B's neighbour table until ip is at mac, in one of the states if given.
 func (l *lab) waitNeigh(ip netip.Addr, mac string, states ...string) {
 	l.t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for {
+	testenv.Eventually(l.t, hangGuard, 20*time.Millisecond, fmt.Sprintf("B's neighbour entry for %s at %s %v", ip, mac, states), func() error {
 		m, s := l.neigh(ip)
 		if m == mac && (len(states) == 0 || slices.Contains(states, s)) {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			l.t.Fatalf("B's neighbour entry for %s is %q %q, want %s %v", ip, m, s, mac, states)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("it is %q %q", m, s)
+	})
 }
 
 // sendUDP makes B's kernel send a datagram to ip, resolving it first if needed.
@@ -323,17 +300,12 @@ func (p *announcerProc) await(prefix string) string {
 // waitResponders polls until the helper runs exactly the wanted responders.
 func (p *announcerProc) waitResponders(want string) {
 	p.t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for {
-		got := strings.TrimPrefix(p.do("responders", "responders"), "responders ")
-		if got == want {
-			return
+	testenv.Eventually(p.t, hangGuard, 50*time.Millisecond, fmt.Sprintf("responders %q", want), func() error {
+		if got := strings.TrimPrefix(p.do("responders", "responders"), "responders "); got != want {
+			return fmt.Errorf("responders %q", got)
 		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("responders %q, want %q", got, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // metric reads one counter or gauge from the helper, e.g.
@@ -452,7 +424,7 @@ func TestNetnsLinkFlap(t *testing.T) {
 // TestNetnsNDP: a real NDP responder in namespace A joins the VIP's solicited-node
 // group, its unsolicited NA moves B's cached entry, B's kernel resolves the VIP with a
 // multicast solicitation, B's reachability probes (unicast solicitations to the VIP,
-// MetalLB #2920) are answered, and the group is left on Withdraw.
+// which a responder bound to the solicited-node group alone would miss) are answered, and the group is left on Withdraw.
 func TestNetnsNDP(t *testing.T) {
 	l := newLab(t)
 	p := l.startAnnouncer()
