@@ -54,31 +54,31 @@ type lab struct {
 	nsP, ifP, macP string // the printer of a bridged lab
 }
 
-// labID names the namespaces and links of one lab: unique per process and lab.
-func labID(t *testing.T) string {
+// labFor names A and B and their LAN link for one lab, by an id unique per process
+// and lab, which it returns for naming more.
+func labFor(t *testing.T) (*lab, string) {
 	t.Helper()
 	labtest.Require(t, "arping")
-	return fmt.Sprintf("%d%c", os.Getpid(), 'a'+labSeq.Add(1)-1)
+	id := fmt.Sprintf("%d%c", os.Getpid(), 'a'+labSeq.Add(1)-1)
+	return &lab{t: t, nsA: "herald-l2test-" + id + "-a", nsB: "herald-l2test-" + id + "-b", ifA: "hl2a" + id, ifB: "hl2b" + id}, id
+}
+
+// addressB gives B its addresses on the LAN link.
+func (l *lab) addressB() {
+	l.t.Helper()
+	l.ip("-n", l.nsB, "addr", "add", "192.0.2.2/24", "dev", l.ifB)
+	l.ip("-n", l.nsB, "-6", "addr", "add", "2001:db8::2/64", "dev", l.ifB, "nodad")
 }
 
 func newLab(t *testing.T) *lab {
 	t.Helper()
-	id := labID(t)
-	l := &lab{
-		t:      t,
-		nsA:    "herald-l2test-" + id + "-a",
-		nsB:    "herald-l2test-" + id + "-b",
-		ifA:    "hl2a" + id,
-		ifB:    "hl2b" + id,
-		decoyA: "veth" + id,
-		decoyB: "hl2c" + id,
-	}
+	l, id := labFor(t)
+	l.decoyA, l.decoyB = "veth"+id, "hl2c"+id
 	labtest.Namespaces(l.t, l.nsA, l.nsB)
 	// Links are created directly inside the namespaces.
 	l.ip("link", "add", l.ifA, "netns", l.nsA, "type", "veth", "peer", "name", l.ifB, "netns", l.nsB)
 	l.ip("link", "add", l.decoyA, "netns", l.nsA, "type", "veth", "peer", "name", l.decoyB, "netns", l.nsB)
-	l.ip("-n", l.nsB, "addr", "add", "192.0.2.2/24", "dev", l.ifB)
-	l.ip("-n", l.nsB, "-6", "addr", "add", "2001:db8::2/64", "dev", l.ifB, "nodad")
+	l.addressB()
 	l.ip("-n", l.nsB, "addr", "add", "198.51.100.2/24", "dev", l.decoyB)
 	for _, x := range [][2]string{{l.nsA, "lo"}, {l.nsA, l.ifA}, {l.nsA, l.decoyA}, {l.nsB, "lo"}, {l.nsB, l.ifB}, {l.nsB, l.decoyB}} {
 		l.ip("-n", x[0], "link", "set", x[1], "up")
@@ -93,16 +93,8 @@ func newLab(t *testing.T) *lab {
 // bridge floods multicast (no snooping), as a small office switch does.
 func newBridgedLab(t *testing.T) *lab {
 	t.Helper()
-	id := labID(t)
-	l := &lab{
-		t:   t,
-		nsA: "herald-l2test-" + id + "-a",
-		nsB: "herald-l2test-" + id + "-b",
-		nsP: "herald-l2test-" + id + "-p",
-		ifA: "hl2a" + id,
-		ifB: "hl2b" + id,
-		ifP: "hl2p" + id,
-	}
+	l, id := labFor(t)
+	l.nsP, l.ifP = "herald-l2test-"+id+"-p", "hl2p"+id
 	nsS, br := "herald-l2test-"+id+"-s", "hl2br"+id
 	labtest.Namespaces(l.t, l.nsA, l.nsB, l.nsP, nsS)
 	l.ip("-n", nsS, "link", "add", br, "type", "bridge", "mcast_snooping", "0")
@@ -115,8 +107,7 @@ func newBridgedLab(t *testing.T) *lab {
 		l.ip("-n", end.ns, "link", "set", end.ifname, "up")
 	}
 	l.ip("-n", nsS, "link", "set", br, "up")
-	l.ip("-n", l.nsB, "addr", "add", "192.0.2.2/24", "dev", l.ifB)
-	l.ip("-n", l.nsB, "-6", "addr", "add", "2001:db8::2/64", "dev", l.ifB, "nodad")
+	l.addressB()
 	l.macA = l.linkMAC(l.nsA, l.ifA)
 	l.macP = l.linkMAC(l.nsP, l.ifP)
 	return l

@@ -27,13 +27,18 @@ type cluster struct {
 	speakers map[string]*netlab.Process
 }
 
-// newCluster builds the cluster and starts herald's controller; it fails (never skips)
-// when namespaces cannot be made.
-func newCluster(t testing.TB, prefix string, workers int) *cluster {
+// newCluster builds the cluster with three workers and the walkthrough's pool, and
+// starts herald's controller and a speaker on every worker, joining memberlist every
+// second, with speakerArgs added. It fails (never skips) when namespaces cannot be made.
+func newCluster(t testing.TB, prefix string, speakerArgs ...string) *cluster {
 	t.Helper()
-	c := &cluster{Cluster: labtest.NewCluster(t, prefix, workers), t: t, speakers: map[string]*netlab.Process{}}
+	c := &cluster{Cluster: labtest.NewCluster(t, prefix, 3), t: t, speakers: map[string]*netlab.Process{}}
 	c.Start(c.CP.Host, "controller", "controller", "--kubeconfig", c.ControllerKubeconfig,
 		"--namespace", heraldNS, "--leader-elect=false", "--metrics-bind-address", "0", "--metrics-secure=false", "--health-probe-bind-address", "0")
+	c.pool()
+	for _, w := range c.Workers {
+		c.startSpeaker(w, append([]string{"--ml-join-interval", "1s"}, speakerArgs...)...)
+	}
 	return c
 }
 

@@ -28,15 +28,8 @@ const conflictRefresh = 2 * time.Second
 // answering rather than fight, say so (Event, VIPStatus, metric), and announce the IP
 // again once the device is gone.
 func TestSpeakerAddressConflict(t *testing.T) {
-	c := newCluster(t, "hc-", 3)
-	c.pool()
-	for _, w := range c.Workers {
-		c.startSpeaker(w, "--ml-join-interval", "1s", "--gratuitous-refresh", conflictRefresh.String())
-	}
-	printer, err := c.Net.AddHost("printer", netip.MustParseAddr("172.18.0.50"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newCluster(t, "hc-", "--gratuitous-refresh", conflictRefresh.String())
+	printer := labtest.AddHost(t, c.Net, "printer", netip.MustParseAddr("172.18.0.50"))
 
 	// While owning: the printer takes svc1's VIP by hand and announces it.
 	vip := c.LBService("svc1", "w1", nil)

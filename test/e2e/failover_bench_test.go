@@ -27,11 +27,7 @@ func BenchmarkFailover(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("HERALD_FAILOVER_TRIALS")); err == nil && v > 0 {
 		trials = v
 	}
-	c := newCluster(b, "hb-", 3)
-	c.pool()
-	for _, w := range c.Workers {
-		c.startSpeaker(w, "--ml-join-interval", "1s")
-	}
+	c := newCluster(b, "hb-")
 	vip := c.LBService("svc1", "w1", nil)
 	watch := labtest.WatchARP(b, c.Client.Namespace(), vip, 5*time.Millisecond)
 

@@ -34,15 +34,8 @@ func BenchmarkPartition(b *testing.B) {
 		trials = v
 	}
 	const every = 5 * time.Millisecond
-	c := newCluster(b, "hb-", 3)
-	c.pool()
-	for _, w := range c.Workers {
-		c.startSpeaker(w, "--ml-join-interval", "1s", "--gratuitous-refresh", conflictRefresh.String())
-	}
-	printer, err := c.Net.AddHost("printer", netip.MustParseAddr("172.18.0.50"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := newCluster(b, "hb-", "--gratuitous-refresh", conflictRefresh.String())
+	printer := labtest.AddHost(b, c.Net, "printer", netip.MustParseAddr("172.18.0.50"))
 	vip := c.LBService("svc1", "w1", nil)
 	watch := labtest.WatchARP(b, c.Client.Namespace(), vip, every)
 

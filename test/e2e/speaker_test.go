@@ -29,11 +29,7 @@ import (
 // the election picks; when the owner is killed, cut off or stopped, the next node in
 // the VIP's order answers; when it comes back, exactly one answers again.
 func TestSpeakerOwnershipAndFailover(t *testing.T) {
-	c := newCluster(t, "hs-", 3)
-	c.pool()
-	for _, w := range c.Workers {
-		c.startSpeaker(w, "--ml-join-interval", "1s")
-	}
+	c := newCluster(t, "hs-")
 	vip := c.LBService("svc1", "w1", nil)
 	watch := labtest.WatchARP(t, c.Client.Namespace(), vip, 10*time.Millisecond)
 
