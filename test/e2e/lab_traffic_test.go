@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
-	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/speaker/election"
 )
@@ -63,10 +62,7 @@ func TestLabLocalTrafficPolicy(t *testing.T) {
 	vip := f.waitIP(t, svc.Name)
 	url := "http://" + vip.String() + "/"
 	// worker2 never has a pod of the Service: it must never answer, whatever happens.
-	watch, err := lab.WatchARP(f.clientNS, vip, 20*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
+	watch := labtest.WatchARP(t, f.clientNS, vip, 20*time.Millisecond)
 	defer watch.Close()
 	start := time.Now()
 
