@@ -65,10 +65,8 @@ func resolveAssets(ctx context.Context, root, dir string, log io.Writer) (string
 		}
 		dir = strings.TrimSpace(string(out))
 	}
-	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl"} {
-		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
-			return "", fmt.Errorf("lab: %s lacks %s: run hack/setup-test-binaries.sh", dir, b)
-		}
+	if err := netlab.CheckAssets(dir, "etcd", "kube-apiserver", "kube-controller-manager", "kubectl"); err != nil {
+		return "", fmt.Errorf("lab: %w", err)
 	}
 	return dir, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 )
 
 // ErrNotRoot is what Check returns when the process cannot create namespaces.
@@ -22,6 +23,20 @@ func Check() error {
 	}
 	if _, err := ip("netns", "list"); err != nil {
 		return fmt.Errorf("netlab needs `ip netns` to work: %w", err)
+	}
+	return nil
+}
+
+// CheckAssets says whether dir holds the binaries named, which
+// hack/setup-test-binaries.sh builds.
+func CheckAssets(dir string, binaries ...string) error {
+	if dir == "" {
+		return errors.New("no directory of binaries: set KUBEBUILDER_ASSETS, e.g. export KUBEBUILDER_ASSETS=$(hack/setup-test-binaries.sh)")
+	}
+	for _, b := range binaries {
+		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			return fmt.Errorf("%s lacks %s: run hack/setup-test-binaries.sh", dir, b)
+		}
 	}
 	return nil
 }

@@ -46,13 +46,8 @@ func StartControlPlane(ctx context.Context, host *Host, assetsDir string) (*Cont
 		ctx, cancel = context.WithTimeout(ctx, controlPlaneTimeout)
 		defer cancel()
 	}
-	if assetsDir == "" {
-		return nil, errors.New("netlab control plane: no binaries: set KUBEBUILDER_ASSETS, e.g. export KUBEBUILDER_ASSETS=$(hack/setup-test-binaries.sh)")
-	}
-	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
-		if _, err := os.Stat(filepath.Join(assetsDir, b)); err != nil {
-			return nil, fmt.Errorf("netlab control plane: %s lacks %s: run hack/setup-test-binaries.sh", assetsDir, b)
-		}
+	if err := CheckAssets(assetsDir, "etcd", "kube-apiserver", "kube-controller-manager"); err != nil {
+		return nil, fmt.Errorf("netlab control plane: %w", err)
 	}
 	bin, err := host.lab.Build(ctx, "./hack/controlplane")
 	if err != nil {
