@@ -65,23 +65,10 @@ for v in "${vips[@]}"; do "$lab" who-has "$v" || true; done
 run kubectl get events --field-selector involvedObject.name=svc1
 k get events --field-selector involvedObject.name=svc1 -o custom-columns=TYPE:.type,REASON:.reason,FROM:.reportingComponent,MESSAGE:.message
 
-proxier=no
-if "$herald" speaker --help 2>&1 | grep -qE -- '\s--proxy\s'; then proxier=yes; fi
-
 say "100 curls per VIP from the client, counted by Hostname"
-if [[ $proxier == no ]]; then
-  cat <<'MSG'
-proxier not available: `herald speaker --help` has no --proxy flag, so no
-node DNATs the VIPs to the pods and these requests fail; the owner node receives them
-(see the neighbour table below). They run anyway, 20 at a time with a 500ms timeout.
-MSG
-  curl_opts=(--parallel 20 --timeout 500ms)
-else
-  curl_opts=(--parallel 1 --timeout 2s)
-fi
 for v in "${vips[@]}"; do
   run "for i in {1..100}; do curl -s $v | grep Hostname; done | sort | uniq -c | sort -nr"
-  "$lab" curl -n 100 "${curl_opts[@]}" "http://$v/" || true
+  "$lab" curl -n 100 --parallel 1 --timeout 2s "http://$v/" || true
 done
 
 say "The client's neighbour table: each VIP at its owner's MAC"
@@ -98,8 +85,6 @@ owner=$("$lab" who-has "${vips[0]}" 2>/dev/null | sed -E 's/.*\((.*)\)$/\1/' | h
 say "svc1 on its owner ${owner:-(none)}: KUBE-SERVICES -> KUBE-EXT -> KUBE-SVC -> KUBE-SEP"
 if [[ -z $owner ]]; then
   echo "nobody answers ARP for ${vips[0]}: see bin/lab status and the speakers' logs."
-elif [[ $proxier == no ]]; then
-  echo "proxier not available: $owner has no KUBE-* chains."
 elif ! "$lab" exec "$owner" iptables -V >/dev/null 2>&1; then
   echo "iptables is not installed here (apt-get install iptables)."
 else

@@ -8,7 +8,6 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -22,7 +21,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/lab/labtest"
+	"herald.dev/herald/internal/lab/netlab"
 	"herald.dev/herald/internal/testenv"
 )
 
@@ -58,31 +58,14 @@ func rootRules() string {
 	return b.String()
 }
 
-// newLab builds a lab whose subnet 172.31.0.0/24 holds a client (.2), the node (.3)
-// and pods from .65 (the cluster CIDR 172.31.0.64/26), all on one bridge. The node
-// forwards, and neither sends nor takes ICMP redirects: with pods on the same segment
-// as the client, a redirect would teach the client to send VIP traffic to a pod.
-func newLab(t testing.TB, prefix string) *netlab.Lab {
-	t.Helper()
-	if err := netlab.Check(); err != nil {
-		t.Fatalf("the proxier's lab tests need network namespaces: %v", err)
-	}
-	runDir := filepath.Join(os.TempDir(), "herald-proxy-lab", prefix)
-	_ = os.RemoveAll(runDir)
-	if err := netlab.Cleanup(prefix, runDir); err != nil {
-		t.Fatalf("cleaning up an earlier run: %v", err)
-	}
-	lab, err := netlab.New(prefix, netip.MustParsePrefix("172.31.0.0/24"), runDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := lab.Close(); err != nil {
-			t.Errorf("closing the lab: %v", err)
-		}
-	})
-	return lab
-}
+// labSubnet holds a client (.2), the node (.3) and pods from .65 (the cluster CIDR
+// 172.31.0.64/26), all on one bridge. The node forwards, and neither sends nor takes
+// ICMP redirects: with pods on the same segment as the client, a redirect would teach
+// the client to send VIP traffic to a pod.
+var labSubnet = netip.MustParsePrefix("172.31.0.0/24")
+
+// newLab builds a lab on labSubnet (labtest.NewNet).
+func newLab(t testing.TB, prefix string) *netlab.Lab { return labtest.NewNet(t, prefix, labSubnet) }
 
 const (
 	clusterCIDR = "172.31.0.64/26"
@@ -91,10 +74,7 @@ const (
 
 func addHost(t testing.TB, lab *netlab.Lab, name, ip string, sysctls ...string) *netlab.Host {
 	t.Helper()
-	h, err := lab.AddHost(name, netip.MustParseAddr(ip))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := labtest.AddHost(t, lab, name, netip.MustParseAddr(ip))
 	for _, s := range sysctls {
 		mustExec(t, h, "sysctl", "-q", "-w", s)
 	}

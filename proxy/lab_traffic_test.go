@@ -15,7 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
-	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/lab/netlab"
 )
 
 // addPod adds a pod on the lab's segment that answers HTTP on 8080 with its name and

@@ -1,6 +1,6 @@
 // Command controlplane runs a local Kubernetes control plane (etcd, kube-apiserver and
 // kube-controller-manager built by hack/setup-test-binaries.sh), writes an admin
-// kubeconfig and runs until SIGINT/SIGTERM. The lab (internal/netlab, internal/lab, so
+// kubeconfig and runs until SIGINT/SIGTERM. The lab (internal/lab and its netlab, so
 // `make demo` and the end-to-end tests) runs it. It installs nothing of herald's: whoever
 // uses it applies herald's CRDs and RBAC from config/manifests/herald.yaml
 // (lab.InstallManifest), the one source of them.

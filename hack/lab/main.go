@@ -33,7 +33,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"herald.dev/herald/internal/lab"
-	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/lab/netlab"
 )
 
 func main() {

@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
-	"regexp"
 	"strconv"
 	"time"
 
+	"herald.dev/herald/internal/lab/netlab"
 	"herald.dev/herald/internal/netns"
 )
 
@@ -24,11 +23,18 @@ func controllerCmd(s *State) []string {
 		"--leader-elect=false", "--metrics-bind-address", controllerMetrics, "--metrics-secure=false", "--health-probe-bind-address", controllerProbe}
 }
 
+// speakerCmd runs the speaker with its proxier, as the manifest's DaemonSet does, so
+// that the client reaches the pods through the VIPs.
 func speakerCmd(s *State, h HostInfo) []string {
 	cmd := []string{s.Herald, "speaker", "--kubeconfig", s.SpeakerKubeconfig, "--node-name", h.Name,
 		"--ml-bind-addr", h.Addr.String(), "--namespace", HeraldNamespace,
 		"--metrics-bind-address", speakerMetrics, "--metrics-secure=false", "--health-probe-bind-address", speakerProbe}
-	return append(cmd, s.SpeakerArgs...)
+	return append(append(cmd, proxierArgs()...), s.SpeakerArgs...)
+}
+
+// proxierArgs turn on the speaker's iptables proxier for the lab's pod network.
+func proxierArgs() []string {
+	return []string{"--proxy=iptables", "--cluster-cidr=" + ClusterCIDR.String()}
 }
 
 // agentCmd runs `hack/lab agent` for worker h. It creates pod namespaces with `ip netns
@@ -47,36 +53,16 @@ func agentCmd(s *State, h HostInfo) (wrapper, cmd []string) {
 	return wrapper, cmd
 }
 
-var (
-	proxyFlag       = regexp.MustCompile(`\s--proxy\s`)
-	clusterCIDRFlag = regexp.MustCompile(`\s--cluster-cidr\s`)
-)
-
-// proxierArgs asks the herald binary whether its speaker has the proxier (a --proxy
-// flag) and returns the flags that turn it on, or none.
-func proxierArgs(ctx context.Context, herald string) ([]string, error) {
-	out, err := exec.CommandContext(ctx, herald, "speaker", "--help").CombinedOutput()
-	if err != nil {
-		return nil, fmt.Errorf("lab: %s speaker --help: %w: %s", herald, err, out)
-	}
-	if !proxyFlag.Match(out) {
-		return nil, nil
-	}
-	args := []string{"--proxy=iptables"}
-	if clusterCIDRFlag.Match(out) {
-		args = append(args, "--cluster-cidr="+ClusterCIDR.String())
-	}
-	return args, nil
-}
-
 // waitHealthy polls http://addr/readyz inside the namespace ns until it answers 200,
 // failing early when the process exits.
-func waitHealthy(ctx context.Context, ns, addr string, p Proc, limit time.Duration) error {
-	return waitOK(ctx, ns, "http://"+addr+"/readyz", p, limit)
+func waitHealthy(ctx context.Context, ns, addr string, p netlab.Proc, limit time.Duration) error {
+	return WaitHTTP(ctx, ns, "http://"+addr+"/readyz", p, limit)
 }
 
-// waitOK waits until url, asked from namespace ns, answers 200 OK while p runs.
-func waitOK(ctx context.Context, ns, url string, p Proc, limit time.Duration) error {
+// WaitHTTP waits until url, asked from namespace ns, answers 200 OK while p runs, up to
+// limit. Its error says why not: p's exit or refusals by the API server, with the end
+// of p's log.
+func WaitHTTP(ctx context.Context, ns, url string, p netlab.Proc, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	hc := &http.Client{Transport: &http.Transport{DialContext: netns.Dialer(ns)}, Timeout: time.Second}
@@ -92,7 +78,7 @@ func waitOK(ctx context.Context, ns, url string, p Proc, limit time.Duration) er
 			}
 		}
 		if !p.Alive() {
-			return fmt.Errorf("lab: %s exited before it was ready; %s ends:\n%s", p.Key(), p.Log, logTail(p.Log, 15))
+			return fmt.Errorf("lab: %s exited before it was ready; %s ends:\n%s", p.Key(), p.Log, netlab.LogTail(p.Log, 15))
 		}
 		select {
 		case <-ctx.Done():
@@ -100,7 +86,7 @@ func waitOK(ctx context.Context, ns, url string, p Proc, limit time.Duration) er
 				return fmt.Errorf("lab: %s not ready after %v: the API server refused it %d times (missing RBAC in %s?), first:\n%s",
 					p.Key(), limit, len(refused), Manifest, refused[0])
 			}
-			return fmt.Errorf("lab: %s not ready after %v; %s ends:\n%s", p.Key(), limit, p.Log, logTail(p.Log, 15))
+			return fmt.Errorf("lab: %s not ready after %v; %s ends:\n%s", p.Key(), limit, p.Log, netlab.LogTail(p.Log, 15))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

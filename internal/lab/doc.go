@@ -1,8 +1,10 @@
 // Package lab builds and operates the herald lab: a kind-like cluster made of Linux
 // network namespaces on one machine, standing in for kind, where the end-to-end tests
-// and `make demo` run. hack/lab is its command line.
+// and `make demo` run. hack/lab is its command line. Its subpackages: netlab, the lower
+// layer (namespaces, the bridge, hosts, the processes started in them, the control
+// plane), and labtest, the harness every test in namespaces builds on.
 //
-// Topology (netlab underneath): a bridge namespace <prefix>br with the kind network
+// Topology: a bridge namespace <prefix>br with the kind network
 // 172.18.0.0/16 (gateway .1); <prefix>cp at 172.18.0.2 running real etcd,
 // kube-apiserver and kube-controller-manager (the real EndpointSlice controller) and
 // herald's controller; workers <prefix>worker, <prefix>worker2, ... at .3, .4, ... each
@@ -21,7 +23,8 @@
 // and the tests' clients are cluster admin.
 //
 // Lifetime. Up starts every long-running process through netlab (a process group of
-// its own, a log and a pid file in the run directory) and returns; the processes do
+// its own, a log and a pid file in the run directory, a netlab.Proc in the state) and
+// returns; the processes do
 // not depend on the process that ran Up. Everything Up built is recorded in
 // <run directory>/lab.json, from which the later commands (status, the faults, kubectl,
 // exec, Down) work. Down removes every namespace of the prefix with whatever runs in it,

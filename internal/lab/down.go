@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/lab/netlab"
 )
 
 // stopOrder is the order Down stops the lab's processes in, gently first: speakers
@@ -45,14 +45,14 @@ func Down(runDir, prefix string) error {
 func stopGently(s *State) {
 	for _, name := range stopOrder {
 		// The whole group at once, then wait: speakers leave memberlist together.
-		var group []Proc
+		var group []netlab.Proc
 		for _, p := range s.Procs {
 			if p.Name == name && p.Alive() && p.Signal(unix.SIGTERM) == nil {
 				group = append(group, p)
 			}
 		}
 		for _, p := range group {
-			_ = p.awaitExit(stopTimeout) // kills if it does not stop; Cleanup is the backstop
+			_ = p.AwaitExit(stopTimeout) // kills if it does not stop; Cleanup is the backstop
 		}
 	}
 }

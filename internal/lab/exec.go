@@ -7,6 +7,7 @@ import (
 	"os/exec"
 
 	"herald.dev/herald/internal/lab/agent"
+	"herald.dev/herald/internal/lab/netlab"
 )
 
 // Kubectl runs the lab's kubectl inside the control plane's namespace, the only place
@@ -16,7 +17,7 @@ func (s *State) Kubectl(ctx context.Context, args ...string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return run(ctx, "ip", append([]string{"netns", "exec", cp.Namespace, s.KubectlBin, "--kubeconfig", s.Kubeconfig}, args...)...)
+	return netlab.Run(ctx, "ip", append([]string{"netns", "exec", cp.Namespace, s.KubectlBin, "--kubeconfig", s.Kubeconfig}, args...)...)
 }
 
 // KubectlCommand is Kubectl as a command to run with the caller's terminal.
@@ -51,7 +52,7 @@ func (s *State) Exec(ctx context.Context, target string, args ...string) ([]byte
 	if err != nil {
 		return nil, err
 	}
-	return run(ctx, "ip", append([]string{"netns", "exec", ns}, args...)...)
+	return netlab.Run(ctx, "ip", append([]string{"netns", "exec", ns}, args...)...)
 }
 
 func (s *State) namespaceOf(target string) (string, error) {

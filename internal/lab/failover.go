@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"herald.dev/herald/internal/lab/netlab"
 	"herald.dev/herald/internal/netns"
 )
 
@@ -51,7 +52,7 @@ func (r FailoverResult) Print(w io.Writer) {
 	case r.HTTP:
 		fmt.Fprintf(w, "  HTTP from the client: NO request succeeded within %v of the fault (%d failed)\n", httpRecoveryLimit, r.HTTPFailed)
 	default:
-		fmt.Fprintf(w, "  HTTP not measured: requests to http://%s/ did not succeed before the fault (no proxier?)\n", r.VIP)
+		fmt.Fprintf(w, "  HTTP not measured: requests to http://%s/ did not succeed before the fault\n", r.VIP)
 	}
 }
 
@@ -93,7 +94,7 @@ func (s *State) MeasureFailover(ctx context.Context, vip netip.Addr, fault strin
 		err = s.KillSpeaker(owner.Name)
 	case FaultStop:
 		// Not StopSpeaker, which waits for the exit: the measurement must run meanwhile.
-		var p Proc
+		var p netlab.Proc
 		if p, err = s.proc(owner.Name, "speaker"); err == nil {
 			err = p.Signal(syscall.SIGTERM)
 		}

@@ -4,16 +4,18 @@ import (
 	"context"
 	"fmt"
 	"syscall"
+
+	"herald.dev/herald/internal/lab/netlab"
 )
 
-// The faults a lab can suffer, as the tests and the demo inflict them. Each one
-// acts on the processes and links the state records, from any process.
+// The faults a lab can suffer, as the end-to-end tests and the demo inflict them. Each
+// one acts on the processes and links the state records, from any process.
 
 // proc returns the recorded process name of host.
-func (s *State) proc(host, name string) (Proc, error) {
+func (s *State) proc(host, name string) (netlab.Proc, error) {
 	p, ok := s.Procs[host+"-"+name]
 	if !ok {
-		return Proc{}, fmt.Errorf("lab: no %s on %s", name, host)
+		return netlab.Proc{}, fmt.Errorf("lab: no %s on %s", name, host)
 	}
 	return p, nil
 }
@@ -84,10 +86,11 @@ func (s *State) RestartController(ctx context.Context) error {
 }
 
 func (s *State) startAgain(ctx context.Context, h HostInfo, name string, cmd []string, probe string) error {
-	p, err := spawn(s.RunDir, h, name, cmd)
+	np, err := netlab.Spawn(s.RunDir, h.Namespace, h.Name, name, nil, cmd)
 	if err != nil {
 		return err
 	}
+	p := np.Proc
 	s.Procs[p.Key()] = p
 	if err := s.Save(); err != nil {
 		return err

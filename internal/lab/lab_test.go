@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -27,7 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"herald.dev/herald/internal/lab/agent"
-	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/lab/netlab"
 	"herald.dev/herald/internal/testenv"
 )
 
@@ -108,7 +107,7 @@ func TestLab(t *testing.T) {
 			t.Fatalf("down: %v", err)
 		}
 	}
-	if left := namespacesOf(t, testPrefix); len(left) > 0 {
+	if left := labNamespaces(testPrefix); len(left) > 0 {
 		t.Errorf("namespaces left after down: %v", left)
 	}
 	for k, p := range procs {
@@ -338,7 +337,7 @@ func TestUpInterrupted(t *testing.T) {
 		t.Fatal("Up succeeded despite being cancelled")
 	}
 	t.Logf("Up cancelled: %v", err)
-	if left := namespacesOf(t, testPrefix); len(left) > 0 {
+	if left := labNamespaces(testPrefix); len(left) > 0 {
 		t.Errorf("namespaces left by an interrupted Up: %v", left)
 	}
 	if _, err := Load(runDir); !errors.Is(err, ErrNoLab) {
@@ -352,9 +351,9 @@ func requireLab(t *testing.T) string {
 	if err := netlab.Check(); err != nil {
 		t.Fatalf("the lab tests build network namespaces: %v", err)
 	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is unset: run `make test`, or export KUBEBUILDER_ASSETS=$(hack/setup-test-binaries.sh)")
+	assets, err := netlab.Assets()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return assets
 }
@@ -461,21 +460,6 @@ func get(dial func(ctx context.Context, network, addr string) (net.Conn, error),
 func eventually(t *testing.T, what string, check func() error) {
 	t.Helper()
 	testenv.Eventually(t, waitFor, 100*time.Millisecond, what, check)
-}
-
-func namespacesOf(t *testing.T, prefix string) []string {
-	t.Helper()
-	out, err := exec.Command("ip", "netns", "list").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var left []string
-	for line := range strings.Lines(string(out)) {
-		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], prefix) {
-			left = append(left, f[0])
-		}
-	}
-	return left
 }
 
 // tlog sends Up's progress to the test log.

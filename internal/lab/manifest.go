@@ -25,7 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/lab/netlab"
 )
 
 // The lab runs herald's controller and speakers as a cluster would: under the

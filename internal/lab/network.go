@@ -1,14 +1,12 @@
 package lab
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
-	"time"
 
+	"herald.dev/herald/internal/lab/netlab"
 	"herald.dev/herald/internal/netns"
 )
 
@@ -28,7 +26,7 @@ func routeWorker(ctx context.Context, h HostInfo, all []HostInfo) error {
 		if o.Name == h.Name {
 			continue
 		}
-		if _, err := run(ctx, "ip", "-n", h.Namespace, "route", "add", o.PodCIDR.String(), "via", o.Addr.String(), "dev", "eth0"); err != nil {
+		if _, err := netlab.Run(ctx, "ip", "-n", h.Namespace, "route", "add", o.PodCIDR.String(), "via", o.Addr.String(), "dev", "eth0"); err != nil {
 			return fmt.Errorf("lab: route on %s to %s's pods: %w", h.Name, o.Name, err)
 		}
 	}
@@ -38,7 +36,7 @@ func routeWorker(ctx context.Context, h HostInfo, all []HostInfo) error {
 // linkUp reports whether host h's cable is plugged in: the bridge-side end of its veth
 // pair, v<name> in the bridge namespace (netlab's naming), is administratively up.
 func linkUp(ctx context.Context, s *State, h HostInfo) (bool, error) {
-	out, err := run(ctx, "ip", "-n", s.BridgeNamespace(), "-o", "link", "show", "v"+h.Name)
+	out, err := netlab.Run(ctx, "ip", "-n", s.BridgeNamespace(), "-o", "link", "show", "v"+h.Name)
 	if err != nil {
 		return false, err
 	}
@@ -61,21 +59,8 @@ func setLink(ctx context.Context, s *State, h HostInfo, up bool) error {
 	if up {
 		state = "up"
 	}
-	if _, err := run(ctx, "ip", "-n", s.BridgeNamespace(), "link", "set", "v"+h.Name, state); err != nil {
+	if _, err := netlab.Run(ctx, "ip", "-n", s.BridgeNamespace(), "link", "set", "v"+h.Name, state); err != nil {
 		return fmt.Errorf("lab: link %s of %s: %w", state, h.Name, err)
 	}
 	return nil
-}
-
-// run runs a command for its output; the error carries the command line and output.
-func run(ctx context.Context, name string, args ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.Bytes(), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()+stdout.String()))
-	}
-	return stdout.Bytes(), nil
 }

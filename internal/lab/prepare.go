@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"herald.dev/herald/internal/lab/netlab"
 )
 
 // checkNoLab refuses to build over namespaces of the prefix: they are a lab that is up,
@@ -21,21 +23,11 @@ func checkNoLab(prefix string) error {
 	return nil
 }
 
-// labNamespaces lists the network namespaces of a lab with this prefix: <prefix>
-// followed by [a-z0-9]+, netlab's rule, which pod namespaces follow too.
+// labNamespaces lists the network namespaces of a lab with this prefix
+// (netlab.Namespaces), none when they cannot be listed: its callers only report them.
 func labNamespaces(prefix string) []string {
-	entries, err := os.ReadDir("/run/netns")
-	if err != nil {
-		return nil
-	}
-	var out []string
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), prefix)
-		if ok && rest != "" && strings.Trim(rest, "abcdefghijklmnopqrstuvwxyz0123456789") == "" {
-			out = append(out, e.Name())
-		}
-	}
-	return out
+	ns, _ := netlab.Namespaces(prefix)
+	return ns
 }
 
 // resetRunDir removes what an earlier lab left in the run directory (state, logs,
@@ -73,10 +65,8 @@ func resolveAssets(ctx context.Context, root, dir string, log io.Writer) (string
 		}
 		dir = strings.TrimSpace(string(out))
 	}
-	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kubectl"} {
-		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
-			return "", fmt.Errorf("lab: %s lacks %s: run hack/setup-test-binaries.sh", dir, b)
-		}
+	if err := netlab.CheckAssets(dir, "etcd", "kube-apiserver", "kube-controller-manager", "kubectl"); err != nil {
+		return "", fmt.Errorf("lab: %w", err)
 	}
 	return dir, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"herald.dev/herald/internal/lab/netlab"
 	"herald.dev/herald/internal/netns"
 )
 
@@ -35,7 +36,7 @@ var PrometheusBin = "/usr/bin/prometheus"
 // Prometheus is a running lab Prometheus and a client for its HTTP API.
 type Prometheus struct {
 	URL  string // http://<client address>:9090
-	Proc Proc
+	Proc netlab.Proc
 	hc   *http.Client
 }
 
@@ -80,17 +81,18 @@ func (s *State) StartPrometheus(ctx context.Context, rules []byte) (*Prometheus,
 		"--web.listen-address=" + addr,
 		"--log.level=warn",
 	}
-	p, err := spawn(s.RunDir, client, prometheusName, cmd)
+	np, err := netlab.Spawn(s.RunDir, client.Namespace, client.Name, prometheusName, nil, cmd)
 	if err != nil {
 		return nil, err
 	}
+	p := np.Proc
 	s.Procs[p.Key()] = p
 	if err := s.Save(); err != nil {
 		return nil, err
 	}
 	prom := &Prometheus{URL: "http://" + addr, Proc: p,
 		hc: &http.Client{Transport: &http.Transport{DialContext: netns.Dialer(client.Namespace)}, Timeout: 10 * time.Second}}
-	if err := waitOK(ctx, client.Namespace, prom.URL+"/-/ready", p, readyTimeout); err != nil {
+	if err := WaitHTTP(ctx, client.Namespace, prom.URL+"/-/ready", p, readyTimeout); err != nil {
 		return nil, err
 	}
 	return prom, nil

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"herald.dev/herald/internal/lab/netlab"
 )
 
 // stateFile, in the run directory, is how the lab's later commands (status, faults,
@@ -30,13 +32,11 @@ type State struct {
 	LabBin     string    `json:"labBin"`     // hack/lab, which runs the agents
 	// ControllerKubeconfig and SpeakerKubeconfig hold tokens of the manifest's
 	// ServiceAccounts herald-controller and herald-speaker, which the components run as.
-	ControllerKubeconfig string `json:"controllerKubeconfig"`
-	SpeakerKubeconfig    string `json:"speakerKubeconfig"`
-	// Proxier says whether the speakers program iptables (herald speaker has --proxy).
-	Proxier     bool            `json:"proxier"`
-	SpeakerArgs []string        `json:"speakerArgs,omitempty"` // extra speaker flags
-	Hosts       []HostInfo      `json:"hosts"`
-	Procs       map[string]Proc `json:"procs"` // by Proc.Key
+	ControllerKubeconfig string                 `json:"controllerKubeconfig"`
+	SpeakerKubeconfig    string                 `json:"speakerKubeconfig"`
+	SpeakerArgs          []string               `json:"speakerArgs,omitempty"` // extra speaker flags
+	Hosts                []HostInfo             `json:"hosts"`
+	Procs                map[string]netlab.Proc `json:"procs"` // by Proc.Key
 }
 
 // Role says what a host is for.
@@ -146,7 +146,7 @@ func Load(runDir string) (*State, error) {
 		return nil, fmt.Errorf("lab state %s: %w", filepath.Join(runDir, stateFile), err)
 	}
 	if s.Procs == nil {
-		s.Procs = map[string]Proc{}
+		s.Procs = map[string]netlab.Proc{}
 	}
 	return &s, nil
 }

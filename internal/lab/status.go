@@ -32,11 +32,7 @@ func Status(ctx context.Context, w io.Writer, runDir, prefix string) error {
 	fmt.Fprintf(w, "kubeconfig:    %s (cluster admin, reachable inside the lab: hack/lab kubectl ...)\n", s.Kubeconfig)
 	fmt.Fprintf(w, "herald runs as: ServiceAccounts %s (%s), %s (%s), with the RBAC of %s\n",
 		ControllerAccount.Name, s.ControllerKubeconfig, SpeakerAccount.Name, s.SpeakerKubeconfig, Manifest)
-	proxier := "no: this herald's speaker has no --proxy flag"
-	if s.Proxier {
-		proxier = "yes: " + strings.Join(s.SpeakerArgs, " ")
-	}
-	fmt.Fprintf(w, "proxier:       %s\n\n", proxier)
+	fmt.Fprintf(w, "speakers:      %s\n\n", strings.Join(append(proxierArgs(), s.SpeakerArgs...), " "))
 
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOST\tROLE\tNAMESPACE\tADDRESS\tMAC\tPOD CIDR\tLINK")

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/lab/netlab"
 )
 
 // Lab is a lab as the process that built it sees it. Its processes do not depend on
@@ -61,7 +61,7 @@ func Up(ctx context.Context, cfg Config) (l *Lab, err error) {
 		return nil, err
 	}
 	l = &Lab{Net: nl, State: &State{Prefix: cfg.Prefix, RunDir: cfg.RunDir, Started: time.Now(), Assets: assets,
-		KubectlBin: filepath.Join(assets, "kubectl"), Procs: map[string]Proc{}}}
+		KubectlBin: filepath.Join(assets, "kubectl"), Procs: map[string]netlab.Proc{}}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, l.Down())
@@ -77,12 +77,7 @@ func Up(ctx context.Context, cfg Config) (l *Lab, err error) {
 	if s.LabBin, err = nl.Build(ctx, "./hack/lab"); err != nil {
 		return l, err
 	}
-	proxier, err := proxierArgs(ctx, s.Herald)
-	if err != nil {
-		return l, err
-	}
-	s.Proxier = len(proxier) > 0
-	s.SpeakerArgs = append(proxier, cfg.SpeakerArgs...)
+	s.SpeakerArgs = cfg.SpeakerArgs
 
 	say("control plane: etcd, kube-apiserver, kube-controller-manager in %s%s at %s", cfg.Prefix, CPHost, cpAddr)
 	cpHost, err := l.addHost(CPHost, RoleControlPlane, cpAddr, netip.Prefix{})
@@ -93,11 +88,7 @@ func Up(ctx context.Context, cfg Config) (l *Lab, err error) {
 		return l, err
 	}
 	s.Kubeconfig = l.CP.Kubeconfig
-	cpProc, err := procRunning(l.CP.Process, CPHost, "controlplane")
-	if err != nil {
-		return l, err
-	}
-	l.record(cpProc)
+	l.record(l.CP.Process.Proc)
 	if l.Kube, err = kubernetes.NewForConfig(l.CP.Config); err != nil {
 		return l, fmt.Errorf("lab: client: %w", err)
 	}
@@ -125,11 +116,11 @@ func Up(ctx context.Context, cfg Config) (l *Lab, err error) {
 	say("agents (kubelet stand-ins) registering %d Nodes", len(workers))
 	for _, w := range workers {
 		wrapper, cmd := agentCmd(s, w)
-		np, err := nl.Host(w.Name).Start("agent", append(wrapper, cmd...)...)
+		np, err := nl.Host(w.Name).StartWrapped("agent", wrapper, cmd...)
 		if err != nil {
 			return l, err
 		}
-		l.record(procFrom(np, w.Name, "agent", cmd))
+		l.record(np.Proc)
 	}
 	if err := l.waitNodesReady(ctx, workers); err != nil {
 		return l, err
@@ -139,11 +130,7 @@ func Up(ctx context.Context, cfg Config) (l *Lab, err error) {
 	if err := l.start(ctx, CPHost, "controller", controllerCmd(s), controllerProbe); err != nil {
 		return l, err
 	}
-	if s.Proxier {
-		say("herald speakers with the proxier (%v) on the workers", proxier)
-	} else {
-		say("herald speakers on the workers (this herald has no proxier: no --proxy flag)")
-	}
+	say("herald speakers with the proxier (%v) on the workers", proxierArgs())
 	for _, w := range workers {
 		if err := l.start(ctx, w.Name, "speaker", speakerCmd(s, w), speakerProbe); err != nil {
 			return l, err
@@ -177,14 +164,13 @@ func (l *Lab) start(ctx context.Context, host, name string, cmd []string, probe 
 	if err != nil {
 		return err
 	}
-	p := procFrom(np, host, name, cmd)
-	l.record(p)
-	return waitHealthy(ctx, h.Namespace(), probe, p, readyTimeout)
+	l.record(np.Proc)
+	return waitHealthy(ctx, h.Namespace(), probe, np.Proc, readyTimeout)
 }
 
 // record adds a process to the state, saved at once so that a failing Up leaves an
 // accurate picture for status.
-func (l *Lab) record(p Proc) {
+func (l *Lab) record(p netlab.Proc) {
 	l.State.Procs[p.Key()] = p
 	_ = l.State.Save() // Up's own errors matter more; the final Save reports
 }
@@ -224,11 +210,11 @@ func (l *Lab) waitNodesReady(ctx context.Context, workers []HostInfo) error {
 			}
 			p := l.State.Procs[w.Name+"-agent"]
 			if !p.Alive() {
-				return fmt.Errorf("lab: agent of %s exited; %s ends:\n%s", w.Name, p.Log, logTail(p.Log, 15))
+				return fmt.Errorf("lab: agent of %s exited; %s ends:\n%s", w.Name, p.Log, netlab.LogTail(p.Log, 15))
 			}
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("lab: Node %s not Ready: %w (last read: %v); %s ends:\n%s", w.Name, ctx.Err(), err, p.Log, logTail(p.Log, 15))
+				return fmt.Errorf("lab: Node %s not Ready: %w (last read: %v); %s ends:\n%s", w.Name, ctx.Err(), err, p.Log, netlab.LogTail(p.Log, 15))
 			case <-time.After(200 * time.Millisecond):
 			}
 		}

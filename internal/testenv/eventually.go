@@ -10,14 +10,27 @@ import (
 // limit bounds a wait for something to converge; it is never an assertion on speed.
 func Eventually(tb testing.TB, limit, interval time.Duration, what string, check func() error) {
 	tb.Helper()
+	if err := poll(limit, interval, func() bool { return tb.Context().Err() != nil }, check); err != nil {
+		tb.Fatalf("%s: still not so after %v: %v", what, limit, err)
+	}
+}
+
+// Poll calls check every interval until it returns nil, or returns check's last error
+// once limit has passed. It is Eventually for where a test may not fail at once, such
+// as its Cleanup functions, which run after its context has ended.
+func Poll(limit, interval time.Duration, check func() error) error {
+	return poll(limit, interval, func() bool { return false }, check)
+}
+
+func poll(limit, interval time.Duration, stop func() bool, check func() error) error {
 	deadline := time.Now().Add(limit)
 	for {
 		err := check()
 		if err == nil {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) || tb.Context().Err() != nil {
-			tb.Fatalf("%s: still not so after %v: %v", what, limit, err)
+		if time.Now().After(deadline) || stop() {
+			return err
 		}
 		time.Sleep(interval)
 	}

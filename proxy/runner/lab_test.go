@@ -4,36 +4,18 @@ import (
 	"context"
 	"errors"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/proxy/iptables"
 )
 
 // TestRunnerInNamespace drives the real binaries in a namespace of the test's own.
 func TestRunnerInNamespace(t *testing.T) {
-	if err := netlab.Check(); err != nil {
-		t.Fatalf("the runner's lab test needs network namespaces: %v", err)
-	}
-	const prefix = "hpxr-"
-	runDir := filepath.Join(os.TempDir(), "herald-proxy-lab", prefix)
-	_ = os.RemoveAll(runDir)
-	if err := netlab.Cleanup(prefix, runDir); err != nil {
-		t.Fatal(err)
-	}
-	lab, err := netlab.New(prefix, netip.MustParsePrefix("172.31.1.0/24"), runDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lab.Close()
-	host, err := lab.AddHost("node", netip.MustParseAddr("172.31.1.3"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	lab := labtest.NewNet(t, "hpxr-", netip.MustParsePrefix("172.31.1.0/24"))
+	host := labtest.AddHost(t, lab, "node", netip.MustParseAddr("172.31.1.3"))
 	ctx := context.Background()
 	r, err := New(iptables.IPv4, host.Do, BackendDefault)
 	if err != nil {

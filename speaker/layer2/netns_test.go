@@ -18,6 +18,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"herald.dev/herald/internal/lab/labtest"
+	"herald.dev/herald/internal/testenv"
 )
 
 // The tests in this file run the real thing: the Announcer with its AF_PACKET sockets
@@ -51,53 +54,31 @@ type lab struct {
 	nsP, ifP, macP string // the printer of a bridged lab
 }
 
-// labID names the namespaces and links of one lab: unique per process and lab.
-func labID(t *testing.T) string {
+// labFor names A and B and their LAN link for one lab, by an id unique per process
+// and lab, which it returns for naming more.
+func labFor(t *testing.T) (*lab, string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatal("this test needs root (CAP_NET_ADMIN and CAP_NET_RAW) to create network namespaces and raw sockets; run it as root")
-	}
-	for _, tool := range []struct{ bin, pkg string }{{"ip", "iproute2"}, {"arping", "arping"}} {
-		if _, err := exec.LookPath(tool.bin); err != nil {
-			t.Fatalf("this test needs %q (Debian package %s): %v", tool.bin, tool.pkg, err)
-		}
-	}
-	return fmt.Sprintf("%d%c", os.Getpid(), 'a'+labSeq.Add(1)-1)
+	labtest.Require(t, "arping")
+	id := fmt.Sprintf("%d%c", os.Getpid(), 'a'+labSeq.Add(1)-1)
+	return &lab{t: t, nsA: "herald-l2test-" + id + "-a", nsB: "herald-l2test-" + id + "-b", ifA: "hl2a" + id, ifB: "hl2b" + id}, id
 }
 
-// addNamespaces creates the namespaces and removes them by name on cleanup, with
-// every link in them.
-func (l *lab) addNamespaces(names ...string) {
+// addressB gives B its addresses on the LAN link.
+func (l *lab) addressB() {
 	l.t.Helper()
-	for _, ns := range names {
-		exec.Command("ip", "netns", "del", ns).Run() // a leftover of a crashed run with our pid
-		l.ip("netns", "add", ns)
-		l.t.Cleanup(func() {
-			if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
-				l.t.Errorf("removing namespace %s: %v: %s", ns, err, out)
-			}
-		})
-	}
+	l.ip("-n", l.nsB, "addr", "add", "192.0.2.2/24", "dev", l.ifB)
+	l.ip("-n", l.nsB, "-6", "addr", "add", "2001:db8::2/64", "dev", l.ifB, "nodad")
 }
 
 func newLab(t *testing.T) *lab {
 	t.Helper()
-	id := labID(t)
-	l := &lab{
-		t:      t,
-		nsA:    "herald-l2test-" + id + "-a",
-		nsB:    "herald-l2test-" + id + "-b",
-		ifA:    "hl2a" + id,
-		ifB:    "hl2b" + id,
-		decoyA: "veth" + id,
-		decoyB: "hl2c" + id,
-	}
-	l.addNamespaces(l.nsA, l.nsB)
+	l, id := labFor(t)
+	l.decoyA, l.decoyB = "veth"+id, "hl2c"+id
+	labtest.Namespaces(l.t, l.nsA, l.nsB)
 	// Links are created directly inside the namespaces.
 	l.ip("link", "add", l.ifA, "netns", l.nsA, "type", "veth", "peer", "name", l.ifB, "netns", l.nsB)
 	l.ip("link", "add", l.decoyA, "netns", l.nsA, "type", "veth", "peer", "name", l.decoyB, "netns", l.nsB)
-	l.ip("-n", l.nsB, "addr", "add", "192.0.2.2/24", "dev", l.ifB)
-	l.ip("-n", l.nsB, "-6", "addr", "add", "2001:db8::2/64", "dev", l.ifB, "nodad")
+	l.addressB()
 	l.ip("-n", l.nsB, "addr", "add", "198.51.100.2/24", "dev", l.decoyB)
 	for _, x := range [][2]string{{l.nsA, "lo"}, {l.nsA, l.ifA}, {l.nsA, l.decoyA}, {l.nsB, "lo"}, {l.nsB, l.ifB}, {l.nsB, l.decoyB}} {
 		l.ip("-n", x[0], "link", "set", x[1], "up")
@@ -112,18 +93,10 @@ func newLab(t *testing.T) *lab {
 // bridge floods multicast (no snooping), as a small office switch does.
 func newBridgedLab(t *testing.T) *lab {
 	t.Helper()
-	id := labID(t)
-	l := &lab{
-		t:   t,
-		nsA: "herald-l2test-" + id + "-a",
-		nsB: "herald-l2test-" + id + "-b",
-		nsP: "herald-l2test-" + id + "-p",
-		ifA: "hl2a" + id,
-		ifB: "hl2b" + id,
-		ifP: "hl2p" + id,
-	}
+	l, id := labFor(t)
+	l.nsP, l.ifP = "herald-l2test-"+id+"-p", "hl2p"+id
 	nsS, br := "herald-l2test-"+id+"-s", "hl2br"+id
-	l.addNamespaces(l.nsA, l.nsB, l.nsP, nsS)
+	labtest.Namespaces(l.t, l.nsA, l.nsB, l.nsP, nsS)
 	l.ip("-n", nsS, "link", "add", br, "type", "bridge", "mcast_snooping", "0")
 	for _, end := range []struct{ ns, ifname, port string }{
 		{l.nsA, l.ifA, "hl2sa" + id}, {l.nsB, l.ifB, "hl2sb" + id}, {l.nsP, l.ifP, "hl2sp" + id},
@@ -134,8 +107,7 @@ func newBridgedLab(t *testing.T) *lab {
 		l.ip("-n", end.ns, "link", "set", end.ifname, "up")
 	}
 	l.ip("-n", nsS, "link", "set", br, "up")
-	l.ip("-n", l.nsB, "addr", "add", "192.0.2.2/24", "dev", l.ifB)
-	l.ip("-n", l.nsB, "-6", "addr", "add", "2001:db8::2/64", "dev", l.ifB, "nodad")
+	l.addressB()
 	l.macA = l.linkMAC(l.nsA, l.ifA)
 	l.macP = l.linkMAC(l.nsP, l.ifP)
 	return l
@@ -187,17 +159,13 @@ func (l *lab) neigh(ip netip.Addr) (mac, state string) {
 // waitNeigh polls B's neighbour table until ip is at mac, in one of the states if given.
 func (l *lab) waitNeigh(ip netip.Addr, mac string, states ...string) {
 	l.t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for {
+	testenv.Eventually(l.t, hangGuard, 20*time.Millisecond, fmt.Sprintf("B's neighbour entry for %s at %s %v", ip, mac, states), func() error {
 		m, s := l.neigh(ip)
 		if m == mac && (len(states) == 0 || slices.Contains(states, s)) {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			l.t.Fatalf("B's neighbour entry for %s is %q %q, want %s %v", ip, m, s, mac, states)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return fmt.Errorf("it is %q %q", m, s)
+	})
 }
 
 // sendUDP makes B's kernel send a datagram to ip, resolving it first if needed.
@@ -323,17 +291,12 @@ func (p *announcerProc) await(prefix string) string {
 // waitResponders polls until the helper runs exactly the wanted responders.
 func (p *announcerProc) waitResponders(want string) {
 	p.t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for {
-		got := strings.TrimPrefix(p.do("responders", "responders"), "responders ")
-		if got == want {
-			return
+	testenv.Eventually(p.t, hangGuard, 50*time.Millisecond, fmt.Sprintf("responders %q", want), func() error {
+		if got := strings.TrimPrefix(p.do("responders", "responders"), "responders "); got != want {
+			return fmt.Errorf("responders %q", got)
 		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("responders %q, want %q", got, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // metric reads one counter or gauge from the helper, e.g.
@@ -452,7 +415,7 @@ func TestNetnsLinkFlap(t *testing.T) {
 // TestNetnsNDP: a real NDP responder in namespace A joins the VIP's solicited-node
 // group, its unsolicited NA moves B's cached entry, B's kernel resolves the VIP with a
 // multicast solicitation, B's reachability probes (unicast solicitations to the VIP,
-// MetalLB #2920) are answered, and the group is left on Withdraw.
+// which a responder bound to the solicited-node group alone would miss) are answered, and the group is left on Withdraw.
 func TestNetnsNDP(t *testing.T) {
 	l := newLab(t)
 	p := l.startAnnouncer()

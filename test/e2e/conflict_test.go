@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -11,7 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
-	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/lab/labtest"
+	"herald.dev/herald/internal/lab/netlab"
+	"herald.dev/herald/internal/testenv"
 	"herald.dev/herald/speaker/election"
 )
 
@@ -25,20 +28,13 @@ const conflictRefresh = 2 * time.Second
 // answering rather than fight, say so (Event, VIPStatus, metric), and announce the IP
 // again once the device is gone.
 func TestSpeakerAddressConflict(t *testing.T) {
-	c := newCluster(t, "hc-", 3)
-	c.pool()
-	for _, w := range c.workers {
-		c.startSpeaker(w, "--ml-join-interval", "1s", "--gratuitous-refresh", conflictRefresh.String())
-	}
-	printer, err := c.lab.AddHost("printer", netip.MustParseAddr("172.18.0.50"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newCluster(t, "hc-", "--gratuitous-refresh", conflictRefresh.String())
+	printer := labtest.AddHost(t, c.Net, "printer", netip.MustParseAddr("172.18.0.50"))
 
 	// While owning: the printer takes svc1's VIP by hand and announces it.
-	vip := c.lbService("svc1", "w1", nil)
-	owner := c.worker(election.Order(vip, []string{"w1", "w2", "w3"})[0])
-	watch := watchARP(t, c.client, vip, 10*time.Millisecond)
+	vip := c.LBService("svc1", "w1", nil)
+	owner := c.Worker(election.Order(vip, []string{"w1", "w2", "w3"})[0])
+	watch := labtest.WatchARP(t, c.Client.Namespace(), vip, 10*time.Millisecond)
 	c.expectOwner(watch, owner, "before the printer")
 	claim(t, printer, vip, true)
 	c.expectOwner(watch, printer, "the printer claims "+vip.String())
@@ -62,11 +58,11 @@ func TestSpeakerAddressConflict(t *testing.T) {
 	// Service gets it. The speaker probes first and never announces it.
 	next := c.nextFree()
 	claim(t, printer, next, true)
-	watch2 := watchARP(t, c.client, next, 10*time.Millisecond)
-	if got := c.lbService("svc2", "w1", nil); got != next {
+	watch2 := labtest.WatchARP(t, c.Client.Namespace(), next, 10*time.Millisecond)
+	if got := c.LBService("svc2", "w1", nil); got != next {
 		t.Fatalf("svc2 got %s, want the next free address %s", got, next)
 	}
-	owner2 := c.worker(election.Order(next, []string{"w1", "w2", "w3"})[0])
+	owner2 := c.Worker(election.Order(next, []string{"w1", "w2", "w3"})[0])
 	c.expectEventPrefix("svc2", fmt.Sprintf("%s is claimed by %s on eth0, a device that is not a herald speaker: %s found it in use before announcing it", next, printer.MAC(), owner2.Name()))
 	if macs := watch2.MACsSince(time.Time{}); len(macs) != 1 || macs[0] != printer.MAC().String() {
 		t.Errorf("for %s, in use by the printer before svc2 got it, the MACs answering were %v, want only the printer's", next, macs)
@@ -94,19 +90,17 @@ func claim(t *testing.T, h *netlab.Host, ip netip.Addr, hold bool) {
 func (c *cluster) expectVIPReason(ip netip.Addr, reason, msg string) {
 	c.t.Helper()
 	key := client.ObjectKey{Namespace: "default", Name: heraldv1.VIPStatusName(ip)}
-	deadline := time.Now().Add(waitFor)
-	var v heraldv1.VIPStatus
-	for {
-		err := c.c.Get(c.ctx, key, &v)
+	testenv.Eventually(c.t, waitFor, 100*time.Millisecond, fmt.Sprintf("VIPStatus %s with reason %q and %q", key.Name, reason, msg), func() error {
+		var v heraldv1.VIPStatus
+		if err := c.API.Get(c.t.Context(), key, &v); err != nil {
+			return err
+		}
 		s := v.Status
-		if err == nil && s.Reason == reason && strings.Contains(s.Message, msg) && (reason != "" || s.Node != "") {
-			return
+		if s.Reason == reason && strings.Contains(s.Message, msg) && (reason != "" || s.Node != "") {
+			return nil
 		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("VIPStatus %s: %v, node %q reason %q message %q; want reason %q with %q", key.Name, err, s.Node, s.Reason, s.Message, reason, msg)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("node %q reason %q message %q", s.Node, s.Reason, s.Message)
+	})
 }
 
 // nextFree is the lowest pool address no Service holds: the one the controller gives
@@ -114,7 +108,7 @@ func (c *cluster) expectVIPReason(ip netip.Addr, reason, msg string) {
 func (c *cluster) nextFree() netip.Addr {
 	c.t.Helper()
 	var svcs corev1.ServiceList
-	if err := c.c.List(c.ctx, &svcs); err != nil {
+	if err := c.API.List(context.Background(), &svcs); err != nil {
 		c.t.Fatal(err)
 	}
 	used := map[netip.Addr]bool{}

@@ -12,7 +12,8 @@ import (
 
 	"github.com/mdlayher/arp"
 
-	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/lab/labtest"
+	"herald.dev/herald/internal/lab/netlab"
 )
 
 // BenchmarkFailover measures, from the client namespace, how long a VIP stays
@@ -26,13 +27,9 @@ func BenchmarkFailover(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("HERALD_FAILOVER_TRIALS")); err == nil && v > 0 {
 		trials = v
 	}
-	c := newCluster(b, "hb-", 3)
-	c.pool()
-	for _, w := range c.workers {
-		c.startSpeaker(w, "--ml-join-interval", "1s")
-	}
-	vip := c.lbService("svc1", "w1", nil)
-	watch := watchARP(b, c.client, vip, 5*time.Millisecond)
+	c := newCluster(b, "hb-")
+	vip := c.LBService("svc1", "w1", nil)
+	watch := labtest.WatchARP(b, c.Client.Namespace(), vip, 5*time.Millisecond)
 
 	faults := []struct {
 		name           string
@@ -50,7 +47,7 @@ func BenchmarkFailover(b *testing.B) {
 				if err != nil {
 					b.Fatalf("%s: before the fault: %v", f.name, err)
 				}
-				owner := c.workerByMAC(mac)
+				owner := c.WorkerByMAC(mac)
 				at := time.Now()
 				if err := f.fault(owner); err != nil {
 					b.Fatal(err)
@@ -75,7 +72,7 @@ func BenchmarkFailover(b *testing.B) {
 		watch.Close()
 
 		mac, owner := "", (*netlab.Host)(nil)
-		for _, w := range c.workers { // the owner after the last restore
+		for _, w := range c.Workers { // the owner after the last restore
 			if c.answers(w, vip) {
 				owner, mac = w, w.MAC().String()
 			}
@@ -101,7 +98,7 @@ func (c *cluster) restartSpeaker(h *netlab.Host) error {
 // answers says whether h's MAC answers ARP for ip, asked from the client.
 func (c *cluster) answers(h *netlab.Host, ip netip.Addr) bool {
 	var got bool
-	_ = c.client.Do(func() error {
+	_ = c.Client.Do(func() error {
 		cl := c.arpClient()
 		defer cl.Close()
 		_ = cl.SetDeadline(time.Now().Add(time.Second))
@@ -116,7 +113,7 @@ func (c *cluster) answers(h *netlab.Host, ip netip.Addr) bool {
 // from mac, and returns the round trips per second.
 func (c *cluster) arpRate(ip netip.Addr, mac string, n int) float64 {
 	var cl *arp.Client
-	_ = c.client.Do(func() error { cl = c.arpClient(); return nil })
+	_ = c.Client.Do(func() error { cl = c.arpClient(); return nil })
 	defer cl.Close()
 	start := time.Now()
 	for range n {

@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"herald.dev/herald/internal/lab"
+	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/internal/netns"
 )
 
@@ -242,10 +243,7 @@ func (f *fullLab) benchCreate(b *testing.B, trials int) []benchRow {
 		// A fresh client: no neighbour entry for the IP (an earlier trial's Service may
 		// have had it).
 		_, _ = f.s.Exec(ctx, lab.ClientHost, "ip", "neigh", "flush", "to", vip.String())
-		arp, err := lab.WatchARP(f.clientNS, vip, 10*time.Millisecond)
-		if err != nil {
-			b.Fatal(err)
-		}
+		arp := labtest.WatchARP(b, f.clientNS, vip, 10*time.Millisecond)
 		reqs := startStaggered(f.clientNS, "http://"+vip.String()+"/", 10*time.Millisecond, 2*time.Second)
 		tOK, err := reqs.firstAnswer("", t0, labWait)
 		reqs.stop()

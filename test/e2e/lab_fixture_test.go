@@ -12,15 +12,12 @@ package e2e
 // (hack/demo/services.yaml), and the client at 172.18.0.100.
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base32"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -40,8 +37,8 @@ import (
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/lab"
-	"herald.dev/herald/internal/netlab"
-	"herald.dev/herald/internal/netns"
+	"herald.dev/herald/internal/lab/labtest"
+	"herald.dev/herald/internal/lab/netlab"
 	"herald.dev/herald/internal/scheme"
 	"herald.dev/herald/internal/testenv"
 	"herald.dev/herald/speaker/election"
@@ -52,9 +49,8 @@ const (
 	// (hlt-), this package's lighter clusters (hs-, hb-) and the even-split tests' own
 	// labs (splitPrefix, hp-).
 	fullPrefix = "he-"
-	// labWait bounds every wait for the lab to converge. It is a limit, never an
-	// assertion on speed: the machine running the tests may be busy.
-	labWait = 90 * time.Second
+	// labWait bounds every wait for the lab to converge (labtest.Wait).
+	labWait = labtest.Wait
 	// ownerWindow is how long exactly one MAC must answer ARP, every 20 ms, to count as
 	// the owner (or none, to count as silence).
 	ownerWindow = 1500 * time.Millisecond
@@ -163,22 +159,11 @@ func (f *fullLab) newRefusals() []string {
 // upFullLab builds the walkthrough's cluster with the given workers: `make demo` up to
 // the curls. The caller removes it (lab.Down).
 func upFullLab(prefix, runDir string, workers int) (*fullLab, error) {
-	if err := netlab.Check(); err != nil {
-		return nil, fmt.Errorf("the end-to-end tests need the network-namespace lab: %w", err)
-	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		return nil, errors.New("KUBEBUILDER_ASSETS is unset: run `make test`, or export KUBEBUILDER_ASSETS=$(hack/setup-test-binaries.sh)")
-	}
-	if err := lab.Down(runDir, prefix); err != nil { // an earlier run's leftovers
-		return nil, fmt.Errorf("removing an earlier run's lab: %w", err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	var progress bytes.Buffer
-	l, err := lab.Up(ctx, lab.Config{Prefix: prefix, RunDir: runDir, Workers: workers, Assets: assets, Log: &progress})
+	l, err := labtest.UpLab(ctx, prefix, runDir, workers)
 	if err != nil {
-		return nil, fmt.Errorf("%w\nprogress:\n%s", err, progress.String())
+		return nil, err
 	}
 	f := &fullLab{Lab: l, s: l.State, macs: map[string]string{}, vips: map[string]netip.Addr{}}
 	if err := f.setUp(ctx); err != nil {
@@ -188,9 +173,6 @@ func upFullLab(prefix, runDir string, workers int) (*fullLab, error) {
 }
 
 func (f *fullLab) setUp(ctx context.Context) error {
-	if !f.s.Proxier {
-		return fmt.Errorf("the speaker of %s has no --proxy flag: the full lab needs the proxier", f.s.Herald)
-	}
 	var err error
 	if f.c, err = client.New(f.CP.Config, client.Options{Scheme: scheme.New()}); err != nil {
 		return err
@@ -231,15 +213,13 @@ func (f *fullLab) setUp(ctx context.Context) error {
 		return err
 	}
 	for _, name := range walkthrough {
-		ip, err := f.ingress(ctx, name)
-		for err != nil || !ip.IsValid() {
-			if ctx.Err() != nil {
-				return fmt.Errorf("Service %s got no external IP: %v", name, err)
-			}
-			time.Sleep(100 * time.Millisecond)
-			ip, err = f.ingress(ctx, name)
+		err := testenv.Poll(labWait, 100*time.Millisecond, func() (err error) {
+			f.vips[name], err = labtest.Ingress(ctx, f.c, keyIn("default", name))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("Service %s got no external IP: %v", name, err)
 		}
-		f.vips[name] = ip
 	}
 	return nil
 }
@@ -273,22 +253,17 @@ func (f *fullLab) heal(tb testing.TB) {
 }
 
 func (f *fullLab) waitPodReady(ctx context.Context, ns, name string) error {
-	ctx, cancel := context.WithTimeout(ctx, labWait)
-	defer cancel()
-	for {
+	err := testenv.Poll(labWait, 100*time.Millisecond, func() error {
 		pod, err := f.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		if err == nil && pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "" && podReady(pod) {
-			return nil
+		if err == nil && !(pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "" && podReady(pod)) {
+			err = fmt.Errorf("phase %s, IP %q, conditions %v", pod.Status.Phase, pod.Status.PodIP, pod.Status.Conditions)
 		}
-		select {
-		case <-ctx.Done():
-			if err == nil {
-				err = fmt.Errorf("phase %s, IP %q, conditions %v", pod.Status.Phase, pod.Status.PodIP, pod.Status.Conditions)
-			}
-			return fmt.Errorf("pod %s/%s not Running and Ready: %v", ns, name, err)
-		case <-time.After(100 * time.Millisecond):
-		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("pod %s/%s not Running and Ready: %v", ns, name, err)
 	}
+	return nil
 }
 
 func podReady(pod *corev1.Pod) bool {
@@ -302,21 +277,11 @@ func podReady(pod *corev1.Pod) bool {
 
 // ingress returns the Service's first external IP, the zero Addr when it has none.
 func (f *fullLab) ingress(ctx context.Context, name string) (netip.Addr, error) {
-	svc, err := f.Kube.CoreV1().Services("default").Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return netip.Addr{}, err
-	}
-	if len(svc.Status.LoadBalancer.Ingress) == 0 {
+	ip, err := labtest.Ingress(ctx, f.c, keyIn("default", name))
+	if errors.Is(err, labtest.ErrNoIngress) {
 		return netip.Addr{}, nil
 	}
-	return netip.ParseAddr(svc.Status.LoadBalancer.Ingress[0].IP)
-}
-
-// eventually polls check until it returns nil, failing the test with its last error
-// after labWait.
-func eventually(tb testing.TB, what string, check func() error) {
-	tb.Helper()
-	testenv.Eventually(tb, labWait, 200*time.Millisecond, what, check)
+	return ip, err
 }
 
 // --- Services -------------------------------------------------------------------
@@ -369,16 +334,7 @@ func (f *fullLab) deleteService(tb testing.TB, name string) {
 // waitIP waits until the Service has an external IP and returns it.
 func (f *fullLab) waitIP(tb testing.TB, name string) netip.Addr {
 	tb.Helper()
-	var ip netip.Addr
-	eventually(tb, "Service "+name+" has an external IP", func() error {
-		var err error
-		ip, err = f.ingress(tb.Context(), name)
-		if err == nil && !ip.IsValid() {
-			err = errors.New("status.loadBalancer.ingress is empty")
-		}
-		return err
-	})
-	return ip
+	return labtest.WaitIngress(tb, f.c, keyIn("default", name))
 }
 
 // usedIPs are the external IPs of every Service.
@@ -464,24 +420,17 @@ func (f *fullLab) expectSilence(tb testing.TB, vip netip.Addr, when string) {
 
 func (f *fullLab) watchUntil(tb testing.TB, vip netip.Addr, when, want string, ok func(macs []string) bool) {
 	tb.Helper()
-	w, err := lab.WatchARP(f.clientNS, vip, 20*time.Millisecond)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	w := labtest.WatchARP(tb, f.clientNS, vip, 20*time.Millisecond)
 	defer w.Close()
-	deadline := time.Now().Add(labWait)
-	for {
-		start := time.Now()
-		time.Sleep(ownerWindow)
-		macs := w.MACsSince(start)
-		if ok(macs) {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("%s: after %v the MACs answering ARP for %s over the last %v were %s; %s",
-				when, labWait, vip, ownerWindow, f.describeMACs(macs), want)
-		}
+	labtest.WaitARP(tb, w, ownerWindow, labWait, when, labtest.ARPWant{What: want, OK: ok}, f.hostOfMAC)
+}
+
+// hostOfMAC names the lab host whose eth0 has mac.
+func (f *fullLab) hostOfMAC(mac string) string {
+	if h, ok := f.s.HostByMAC(mac); ok {
+		return h.Name
 	}
+	return "not a lab host"
 }
 
 // describeMACs names the hosts of MACs: "[02:42:.. (worker2)]".
@@ -506,7 +455,7 @@ func hostsOfMACs(s *lab.State, macs []string) string {
 // returns them counted by Hostname.
 func (f *fullLab) expectCurls(tb testing.TB, url string, n int, when string) lab.CurlResult {
 	tb.Helper()
-	eventually(tb, when+": a first request to "+url+" succeeds", func() error {
+	labtest.Eventually(tb, when+": a first request to "+url+" succeeds", func() error {
 		_, err := f.get(tb, url)
 		return err
 	})
@@ -522,22 +471,7 @@ func (f *fullLab) expectCurls(tb testing.TB, url string, n int, when string) lab
 // get makes one request to url from the client on a new connection and returns the
 // body (whoami's: Hostname, IPs, RemoteAddr, headers).
 func (f *fullLab) get(tb testing.TB, url string) (string, error) {
-	hc := &http.Client{Transport: &http.Transport{DialContext: netns.Dialer(f.clientNS), DisableKeepAlives: true},
-		Timeout: 2 * time.Second}
-	req, err := http.NewRequestWithContext(tb.Context(), http.MethodGet, url, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err == nil && resp.StatusCode != http.StatusOK {
-		err = fmt.Errorf("HTTP %s: %s", resp.Status, body)
-	}
-	return string(body), err
+	return labtest.Get(tb.Context(), f.clientNS, url)
 }
 
 // whoamiField returns the value of the first line of a whoami answer starting with
@@ -558,27 +492,25 @@ func whoamiField(body, name string) string {
 func (f *fullLab) expectEvent(tb testing.TB, svc *corev1.Service, typ, reason string, match func(note string) bool, want string) string {
 	tb.Helper()
 	var found string
-	deadline := time.Now().Add(labWait)
-	for {
+	labtest.Eventually(tb, fmt.Sprintf("Service %s: a %s Event %s %s", svc.Name, typ, reason, want), func() error {
 		evs, err := f.Kube.EventsV1().Events(svc.Namespace).List(tb.Context(), metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
 		var seen []string
-		if err == nil {
-			for _, e := range evs.Items {
-				if e.Regarding.UID != svc.UID {
-					continue
-				}
-				if e.Type == typ && e.Reason == reason && match(e.Note) {
-					found = e.Note
-					return found
-				}
-				seen = append(seen, fmt.Sprintf("%s %s: %s", e.Type, e.Reason, e.Note))
+		for _, e := range evs.Items {
+			if e.Regarding.UID != svc.UID {
+				continue
 			}
+			if e.Type == typ && e.Reason == reason && match(e.Note) {
+				found = e.Note
+				return nil
+			}
+			seen = append(seen, fmt.Sprintf("%s %s: %s", e.Type, e.Reason, e.Note))
 		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("Service %s: no %s Event %s %s after %v; its Events: %q (list error %v)", svc.Name, typ, reason, want, labWait, seen, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return fmt.Errorf("its Events: %q", seen)
+	})
+	return found
 }
 
 func noteIs(want string) func(string) bool { return func(n string) bool { return n == want } }
@@ -634,17 +566,19 @@ func (f *fullLab) deletePod(tb testing.TB, name string) {
 		tb.Errorf("deleting pod %s: %v", name, err)
 		return
 	}
-	deadline := time.Now().Add(labWait)
-	for {
+	// Poll, not eventually: this runs in a Cleanup, after the test's context ended.
+	err = testenv.Poll(labWait, 100*time.Millisecond, func() error {
 		_, err := f.Kube.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if err == nil {
+			err = errors.New("it exists")
+		}
 		if apierrors.IsNotFound(err) {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			tb.Errorf("pod %s still exists %v after its deletion (%v)", name, labWait, err)
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
+		return err
+	})
+	if err != nil {
+		tb.Errorf("pod %s still there %v after its deletion: %v", name, labWait, err)
 	}
 }
 
@@ -664,17 +598,19 @@ func (f *fullLab) createObject(tb testing.TB, obj client.Object) {
 			return
 		}
 		key := client.ObjectKeyFromObject(obj)
-		deadline := time.Now().Add(labWait)
-		for {
+		// Poll, not eventually: this runs in a Cleanup, after the test's context ended.
+		err := testenv.Poll(labWait, 100*time.Millisecond, func() error {
 			err := f.c.Get(ctx, key, obj)
+			if err == nil {
+				err = fmt.Errorf("it exists, finalizers %v", obj.GetFinalizers())
+			}
 			if apierrors.IsNotFound(err) {
-				return
+				return nil
 			}
-			if time.Now().After(deadline) {
-				tb.Errorf("%T %s still exists %v after its deletion (%v, finalizers %v)", obj, key, labWait, err, obj.GetFinalizers())
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
+			return err
+		})
+		if err != nil {
+			tb.Errorf("%T %s still there %v after its deletion: %v", obj, key, labWait, err)
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"herald.dev/herald/internal/lab"
+	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/internal/testenv"
 	"herald.dev/herald/speaker/election"
 	"herald.dev/herald/test/observability"
@@ -65,7 +66,7 @@ func TestLabObservability(t *testing.T) {
 		}
 	})
 	targets := 1 + len(f.nodes)
-	eventually(t, "Prometheus scrapes the controller and every speaker", func() error {
+	labtest.Eventually(t, "Prometheus scrapes the controller and every speaker", func() error {
 		up, err := prom.Query(ctx, `up == 1`)
 		if err != nil {
 			return err
@@ -144,7 +145,7 @@ func TestLabObservability(t *testing.T) {
 			return nil
 		}
 	}
-	eventually(t, "the owner panel shows worker3", ownersAre("worker3"))
+	labtest.Eventually(t, "the owner panel shows worker3", ownersAre("worker3"))
 
 	t.Run("failover", func(t *testing.T) {
 		res, err := f.s.MeasureFailover(ctx, vip, lab.FaultStop)
@@ -160,8 +161,8 @@ func TestLabObservability(t *testing.T) {
 		if res.NewOwner != next {
 			t.Fatalf("the VIP went to %s, want %s", res.NewOwner, next)
 		}
-		eventually(t, "the owner panel shows "+next, ownersAre(next))
-		eventually(t, "the leader-change panel shows a change of "+vip.String(), func() error {
+		labtest.Eventually(t, "the owner panel shows "+next, ownersAre(next))
+		labtest.Eventually(t, "the leader-change panel shows a change of "+vip.String(), func() error {
 			s, err := prom.Query(ctx, changesQuery)
 			if err != nil {
 				return err
@@ -174,7 +175,7 @@ func TestLabObservability(t *testing.T) {
 			return fmt.Errorf("%s gives %v, want a value > 0 for ip %s", changesQuery, s, vip)
 		})
 	})
-	eventually(t, "the owner panel shows worker3 again", ownersAre("worker3"))
+	labtest.Eventually(t, "the owner panel shows worker3 again", ownersAre("worker3"))
 
 	t.Run("every query runs", func(t *testing.T) {
 		for _, q := range all {
@@ -194,9 +195,9 @@ func TestLabObservability(t *testing.T) {
 		heal := inflict(t, func(ctx context.Context) error { return f.s.PartitionMemberlist(ctx, "worker3") },
 			func(ctx context.Context) error { return f.s.HealMemberlist(ctx, "worker3") })
 		// worker3, cut off, goes silent; the majority serves its VIP.
-		eventually(t, "only "+next+" announces "+vip.String(), ownersAre(next))
+		labtest.Eventually(t, "only "+next+" announces "+vip.String(), ownersAre(next))
 		partitioned := `ALERTS{alertname="HeraldMemberlistPartitioned", alertstate="firing", node="worker3"}`
-		eventually(t, "HeraldMemberlistPartitioned fires for worker3", func() error {
+		labtest.Eventually(t, "HeraldMemberlistPartitioned fires for worker3", func() error {
 			s, err := prom.Query(ctx, partitioned)
 			if err != nil {
 				return err
@@ -226,8 +227,8 @@ func TestLabObservability(t *testing.T) {
 			t.Errorf("HeraldVIPMultipleOwners is %v during a memberlist partition", s)
 		}
 		heal()
-		eventually(t, "worker3 owns "+vip.String()+" again", ownersAre("worker3"))
-		eventually(t, "HeraldMemberlistPartitioned clears", func() error {
+		labtest.Eventually(t, "worker3 owns "+vip.String()+" again", ownersAre("worker3"))
+		labtest.Eventually(t, "HeraldMemberlistPartitioned clears", func() error {
 			s, err := prom.Query(ctx, `ALERTS{alertname="HeraldMemberlistPartitioned"}`)
 			if err != nil {
 				return err
@@ -283,7 +284,7 @@ func TestLabObservability(t *testing.T) {
 			return nil
 		})
 		conflict := fmt.Sprintf(`ALERTS{alertname="HeraldIPConflict", alertstate="firing", ip=%q, mac=%q}`, vip, cl.MAC)
-		eventually(t, "HeraldIPConflict fires for "+vip.String()+" and "+cl.MAC, func() error {
+		labtest.Eventually(t, "HeraldIPConflict fires for "+vip.String()+" and "+cl.MAC, func() error {
 			s, err := prom.Query(ctx, conflict)
 			if err != nil {
 				return err
@@ -295,7 +296,7 @@ func TestLabObservability(t *testing.T) {
 		})
 		// worker3 stays the elected owner (it yields the IP, it does not give it to
 		// another node): the owner panel goes on showing it.
-		eventually(t, "the owner panel still shows worker3", ownersAre("worker3"))
+		labtest.Eventually(t, "the owner panel still shows worker3", ownersAre("worker3"))
 		if s, err := prom.Query(ctx, fmt.Sprintf(`ALERTS{alertname="HeraldVIPMultipleOwners", ip=%q}`, vip)); err != nil {
 			t.Error(err)
 		} else if len(s) > 0 {
@@ -303,7 +304,7 @@ func TestLabObservability(t *testing.T) {
 		}
 		heal()
 		// worker3 probes again every --gratuitous-refresh (60 s) and takes the IP back.
-		eventually(t, "HeraldIPConflict clears", func() error {
+		labtest.Eventually(t, "HeraldIPConflict clears", func() error {
 			s, err := prom.Query(ctx, `ALERTS{alertname="HeraldIPConflict"}`)
 			if err != nil {
 				return err
@@ -344,7 +345,7 @@ func (f *fullLab) waitAlert(t *testing.T, prom *lab.Prometheus, alert, ip string
 	if !firing {
 		what = fmt.Sprintf("%s clears for %s", alert, ip)
 	}
-	eventually(t, what, func() error {
+	labtest.Eventually(t, what, func() error {
 		s, err := prom.Query(t.Context(), expr)
 		if err != nil {
 			return err

@@ -23,6 +23,7 @@ import (
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/lab"
+	"herald.dev/herald/internal/lab/labtest"
 )
 
 const (
@@ -127,7 +128,7 @@ func TestLabCablePullNoDoubleAnswer(t *testing.T) {
 		t.Fatalf("test premise: cable (%s) does not move with %s's cable pulled", vips["cable"], pulled)
 	}
 	var statusBefore, metricBefore map[string]int64
-	eventually(t, "every VIPStatus names the VIP's owner", func() (err error) {
+	labtest.Eventually(t, "every VIPStatus names the VIP's owner", func() (err error) {
 		statusBefore, metricBefore, err = f.leaderChanges(ctx, vips)
 		return err
 	})
@@ -307,7 +308,7 @@ func (f *fullLab) watchVIPs(t *testing.T, vips map[string]netip.Addr) []vipWatch
 	t.Helper()
 	var out []vipWatch
 	for _, name := range slices.Sorted(maps.Keys(vips)) {
-		out = append(out, vipWatch{name, vips[name], watchARP(t, f.Net.Host(lab.ClientHost), vips[name], arpEvery)})
+		out = append(out, vipWatch{name, vips[name], labtest.WatchARP(t, f.Net.Host(lab.ClientHost).Namespace(), vips[name], arpEvery)})
 	}
 	return out
 }

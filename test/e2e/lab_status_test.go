@@ -19,6 +19,7 @@ import (
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/cmd/herald/app"
 	"herald.dev/herald/internal/lab"
+	"herald.dev/herald/internal/lab/labtest"
 )
 
 // `herald status`, the binary the lab runs, reading the lab's API server: the owner
@@ -90,7 +91,7 @@ func TestLabStatus(t *testing.T) {
 	}
 
 	f.deleteService(t, svc.Name)
-	eventually(t, "the VIPStatus of "+vip.String()+" is deleted with its Service (garbage collection)", func() error {
+	labtest.Eventually(t, "the VIPStatus of "+vip.String()+" is deleted with its Service (garbage collection)", func() error {
 		var v heraldv1.VIPStatus
 		err := f.c.Get(t.Context(), keyIn("default", heraldv1.VIPStatusName(vip)), &v)
 		if apierrors.IsNotFound(err) {
@@ -120,7 +121,7 @@ func (f *fullLab) heraldStatus(tb testing.TB, args ...string) string {
 func (f *fullLab) expectStatus(tb testing.TB, service string, vip netip.Addr, node, when string) app.VIPRow {
 	tb.Helper()
 	var row app.VIPRow
-	eventually(tb, fmt.Sprintf("%s: herald status shows %s as the owner of %s", when, node, vip), func() error {
+	labtest.Eventually(tb, fmt.Sprintf("%s: herald status shows %s as the owner of %s", when, node, vip), func() error {
 		var rep app.StatusReport
 		out := f.heraldStatus(tb, "-n", "default", "-o", "json")
 		if err := json.Unmarshal([]byte(out), &rep); err != nil {
@@ -170,7 +171,7 @@ func TestLabStatusForViewers(t *testing.T) {
 
 	vip := f.vips["svc1"]
 	owner := f.owner(vip)
-	eventually(t, "a viewer of default sees the owner of svc1 in herald status", func() error {
+	labtest.Eventually(t, "a viewer of default sees the owner of svc1 in herald status", func() error {
 		out, err := f.s.Exec(ctx, lab.CPHost, f.s.Herald, "status", "--kubeconfig", viewerKC, "-n", "default", "-o", "json")
 		if err != nil {
 			return err // the aggregation into view may not have happened yet

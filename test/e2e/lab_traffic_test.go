@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
-	"herald.dev/herald/internal/lab"
+	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/speaker/election"
 )
 
@@ -62,10 +62,7 @@ func TestLabLocalTrafficPolicy(t *testing.T) {
 	vip := f.waitIP(t, svc.Name)
 	url := "http://" + vip.String() + "/"
 	// worker2 never has a pod of the Service: it must never answer, whatever happens.
-	watch, err := lab.WatchARP(f.clientNS, vip, 20*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
+	watch := labtest.WatchARP(t, f.clientNS, vip, 20*time.Millisecond)
 	defer watch.Close()
 	start := time.Now()
 
@@ -96,7 +93,7 @@ func TestLabLocalTrafficPolicy(t *testing.T) {
 // pod, with the client's own address (172.18.0.100) as the pod sees it.
 func (f *fullLab) expectLocalAnswers(t *testing.T, url, pod string) {
 	t.Helper()
-	eventually(t, "a request to "+url+" answered by "+pod, func() error {
+	labtest.Eventually(t, "a request to "+url+" answered by "+pod, func() error {
 		body, err := f.get(t, url)
 		if err == nil && whoamiField(body, "Hostname") != pod {
 			err = fmt.Errorf("answered by %q", whoamiField(body, "Hostname"))
@@ -174,7 +171,7 @@ func TestLabServiceDeletion(t *testing.T) {
 	f.deleteService(t, svc.Name)
 	f.expectSilence(t, vip, "Service deleted")
 	for _, n := range f.nodes {
-		eventually(t, n+" drops the chains of the deleted Service", func() error {
+		labtest.Eventually(t, n+" drops the chains of the deleted Service", func() error {
 			dump := f.natTable(t, n)
 			var left []string
 			for _, c := range chains[n] {

@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/lab/labtest"
+	"herald.dev/herald/internal/lab/netlab"
 )
 
 // BenchmarkPartition measures, from the client namespace, over trials
@@ -33,17 +34,10 @@ func BenchmarkPartition(b *testing.B) {
 		trials = v
 	}
 	const every = 5 * time.Millisecond
-	c := newCluster(b, "hb-", 3)
-	c.pool()
-	for _, w := range c.workers {
-		c.startSpeaker(w, "--ml-join-interval", "1s", "--gratuitous-refresh", conflictRefresh.String())
-	}
-	printer, err := c.lab.AddHost("printer", netip.MustParseAddr("172.18.0.50"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	vip := c.lbService("svc1", "w1", nil)
-	watch := watchARP(b, c.client, vip, every)
+	c := newCluster(b, "hb-", "--gratuitous-refresh", conflictRefresh.String())
+	printer := labtest.AddHost(b, c.Net, "printer", netip.MustParseAddr("172.18.0.50"))
+	vip := c.LBService("svc1", "w1", nil)
+	watch := labtest.WatchARP(b, c.Client.Namespace(), vip, every)
 
 	for b.Loop() {
 		var handover, lastOld, double []time.Duration
@@ -52,7 +46,7 @@ func BenchmarkPartition(b *testing.B) {
 			if err != nil {
 				b.Fatalf("before the partition: %v", err)
 			}
-			owner := c.workerByMAC(mac)
+			owner := c.WorkerByMAC(mac)
 			at := time.Now()
 			if err := cutMemberlist(owner, true); err != nil {
 				b.Fatal(err)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -18,7 +19,9 @@ import (
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/lab"
-	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/lab/labtest"
+	"herald.dev/herald/internal/lab/netlab"
+	"herald.dev/herald/internal/testenv"
 	"herald.dev/herald/speaker/election"
 )
 
@@ -26,16 +29,12 @@ import (
 // the election picks; when the owner is killed, cut off or stopped, the next node in
 // the VIP's order answers; when it comes back, exactly one answers again.
 func TestSpeakerOwnershipAndFailover(t *testing.T) {
-	c := newCluster(t, "hs-", 3)
-	c.pool()
-	for _, w := range c.workers {
-		c.startSpeaker(w, "--ml-join-interval", "1s")
-	}
-	vip := c.lbService("svc1", "w1", nil)
-	watch := watchARP(t, c.client, vip, 10*time.Millisecond)
+	c := newCluster(t, "hs-")
+	vip := c.LBService("svc1", "w1", nil)
+	watch := labtest.WatchARP(t, c.Client.Namespace(), vip, 10*time.Millisecond)
 
 	order := election.Order(vip, []string{"w1", "w2", "w3"})
-	owner, next := c.worker(order[0]), c.worker(order[1])
+	owner, next := c.Worker(order[0]), c.Worker(order[1])
 	c.expectOwner(watch, owner, "first election")
 
 	// The owner says so in its metrics and in an Event on the Service.
@@ -78,7 +77,7 @@ func TestSpeakerOwnershipAndFailover(t *testing.T) {
 		c.expectOwner(watch, next, "owner stopped")
 		c.logFailover(watch, next, at, "SIGTERM")
 		if err := p.Wait(); err != nil {
-			t.Errorf("speaker stopped by SIGTERM exited with %v; log:\n%s", err, tail(p.LogPath()))
+			t.Errorf("speaker stopped by SIGTERM exited with %v; log:\n%s", err, netlab.LogTail(p.Log, 40))
 		}
 		c.expectEvent("svc1", fmt.Sprintf("announcing %s from %s on eth0, previous owner %s", vip, next.Name(), owner.Name()))
 		m := c.metrics(next)
@@ -105,7 +104,7 @@ func TestSpeakerOwnershipAndFailover(t *testing.T) {
 		c.expectOwner(watch, next, "endpoint ready again")
 	}
 	{ // Service deleted: nobody answers any more
-		if err := c.c.Delete(c.ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "svc1"}}); err != nil {
+		if err := c.API.Delete(context.Background(), &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "svc1"}}); err != nil {
 			t.Fatal(err)
 		}
 		c.expectSilence(watch, "Service deleted")
@@ -118,56 +117,31 @@ func TestSpeakerOwnershipAndFailover(t *testing.T) {
 // expectSilence waits until nobody answers for the VIP over a whole second.
 func (c *cluster) expectSilence(w *lab.ARPWatch, when string) {
 	c.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		start := time.Now()
-		time.Sleep(time.Second)
-		macs := w.MACsSince(start)
-		if len(macs) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("%s: %v still answer for %s", when, macs, w.IP())
-		}
-	}
+	labtest.WaitARP(c.t, w, time.Second, 30*time.Second, when, labtest.Silence(), c.HostOfMAC)
 }
 
 // update reads obj, applies change and writes it back, retrying on conflicts.
 func (c *cluster) update(key client.ObjectKey, obj client.Object, change func()) {
 	c.t.Helper()
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		if err := c.c.Get(c.ctx, key, obj); err != nil {
+		if err := c.API.Get(context.Background(), key, obj); err != nil {
 			return err
 		}
 		change()
-		return c.c.Update(c.ctx, obj)
+		return c.API.Update(context.Background(), obj)
 	})
 	if err != nil {
 		c.t.Fatalf("updating %T %s: %v", obj, key, err)
 	}
 }
 
-// expectOwner waits until exactly one MAC answers for the VIP over a whole second,
-// and requires it to be want's.
 // expectOwner waits until want, a worker or any other host, is the one MAC answering
-// for the watched IP. A node coming back waits until the node that stood in for it has
-// let go (it never answers alongside it), so the stand-in may answer alone for a while
-// first.
+// for the watched IP over a whole second. A node coming back waits until the node that
+// stood in for it has let go (it never answers alongside it), so the stand-in may
+// answer alone for a while first.
 func (c *cluster) expectOwner(w *lab.ARPWatch, want *netlab.Host, when string) {
 	c.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		mac, err := w.Settle(time.Second, time.Until(deadline))
-		if err != nil {
-			c.t.Fatalf("%s: %v", when, err)
-		}
-		if mac == want.MAC().String() {
-			return
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("%s: %s answers for %s, want %s (%s)", when, mac, w.IP(), want.Name(), want.MAC())
-		}
-	}
+	labtest.WaitARP(c.t, w, time.Second, 30*time.Second, when, labtest.Owner(want.MAC().String()), c.HostOfMAC)
 }
 
 func (c *cluster) logFailover(w *lab.ARPWatch, to *netlab.Host, since time.Time, how string) {
@@ -186,24 +160,22 @@ func (c *cluster) expectEvent(service, note string) {
 // describes it in the failure.
 func (c *cluster) expectEventMatching(service, want string, match func(note string) bool) {
 	c.t.Helper()
-	deadline := time.Now().Add(waitFor)
-	var notes []string
-	for time.Now().Before(deadline) {
+	testenv.Eventually(c.t, waitFor, 200*time.Millisecond, "an Event "+want+" on "+service, func() error {
 		var evs eventsv1.EventList
-		notes = notes[:0]
-		if err := c.c.List(c.ctx, &evs, client.InNamespace("default")); err == nil {
-			for _, e := range evs.Items {
-				if e.Regarding.Name == service {
-					if match(e.Note) {
-						return
-					}
-					notes = append(notes, e.Reason+": "+e.Note)
+		if err := c.API.List(c.t.Context(), &evs, client.InNamespace("default")); err != nil {
+			return err
+		}
+		var notes []string
+		for _, e := range evs.Items {
+			if e.Regarding.Name == service {
+				if match(e.Note) {
+					return nil
 				}
+				notes = append(notes, e.Reason+": "+e.Note)
 			}
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	c.t.Errorf("no Event %q on %s; its Events: %q", want, service, notes)
+		return fmt.Errorf("its Events: %q", notes)
+	})
 }
 
 // sampleValue returns the value of series (name and labels exactly as exposed) in a

@@ -18,96 +18,36 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/lab"
-	"herald.dev/herald/internal/netlab"
-	"herald.dev/herald/internal/scheme"
-	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/internal/lab/labtest"
+	"herald.dev/herald/internal/lab/netlab"
 )
 
 const (
-	// labPrefix names this package's network namespaces (netlab: hmf-cp, hmf-w1, ...).
+	// labPrefix names this package's network namespaces (hmf-cp, hmf-w1, ...).
 	labPrefix  = "hmf-"
 	fieldOwner = "herald-manifests-test"
-	waitFor    = 60 * time.Second
 )
 
-// labEnv is a control plane (real etcd, kube-apiserver, kube-controller-manager) in a
-// namespace of a netlab lab, and the herald binary.
+// labEnv is a control plane in the lab (labtest.NewControlPlane) with nothing of
+// herald's installed: the tests apply the manifests themselves.
 type labEnv struct {
-	t      testing.TB
-	ctx    context.Context
-	runDir string
-	lab    *netlab.Lab
-	cp     *netlab.ControlPlane
-	c      client.Client        // cluster admin
-	kube   kubernetes.Interface // cluster admin
-	herald string
+	*labtest.Cluster
+	ctx context.Context
 }
 
-// labAssets fails the test (never skips it) without root or without the binaries of
-// hack/setup-test-binaries.sh, and returns their directory.
-func labAssets(t *testing.T) string {
+func newLab(t *testing.T) *labEnv {
 	t.Helper()
-	if err := netlab.Check(); err != nil {
-		t.Fatalf("the manifests' lab tests need the network-namespace lab (run as root): %v", err)
-	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is unset: run `make test`, or export KUBEBUILDER_ASSETS=$(hack/setup-test-binaries.sh)")
-	}
-	return assets
-}
-
-// newLab builds the lab with the binaries in assets.
-func newLab(t *testing.T, assets string) *labEnv {
-	t.Helper()
-	runDir := filepath.Join(os.TempDir(), "herald-manifests", t.Name())
-	_ = os.RemoveAll(runDir)
-	if err := netlab.Cleanup(labPrefix, runDir); err != nil {
-		t.Fatalf("cleaning up an earlier run: %v", err)
-	}
-	l, err := netlab.New(labPrefix, netip.MustParsePrefix("172.18.0.0/16"), runDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := &labEnv{t: t, ctx: context.Background(), runDir: runDir, lab: l}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("logs of the failed run are in %s", runDir)
-		}
-		if err := l.Close(); err != nil {
-			t.Errorf("closing the lab: %v", err)
-		}
-	})
-	if env.herald, err = l.Build(env.ctx, "herald.dev/herald/cmd/herald"); err != nil {
-		t.Fatal(err)
-	}
-	cpHost, err := l.AddHost("cp", netip.MustParseAddr("172.18.0.2"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if env.cp, err = netlab.StartControlPlane(env.ctx, cpHost, assets); err != nil {
-		t.Fatal(err)
-	}
-	if env.c, err = client.New(env.cp.Config, client.Options{Scheme: scheme.New()}); err != nil {
-		t.Fatal(err)
-	}
-	if env.kube, err = kubernetes.NewForConfig(env.cp.Config); err != nil {
-		t.Fatal(err)
-	}
-	return env
+	return &labEnv{Cluster: labtest.NewControlPlane(t, labPrefix), ctx: context.Background()}
 }
 
 // apply server-side applies obj as the cluster admin, for real or as a dry run.
@@ -116,7 +56,7 @@ func (e *labEnv) apply(obj *unstructured.Unstructured, dryRun bool) error {
 	if dryRun {
 		opts = append(opts, client.DryRunAll)
 	}
-	return e.c.Apply(e.ctx, client.ApplyConfigurationFromUnstructured(obj.DeepCopy()), opts...)
+	return e.API.Apply(e.ctx, client.ApplyConfigurationFromUnstructured(obj.DeepCopy()), opts...)
 }
 
 func describe(o *unstructured.Unstructured) string {
@@ -131,13 +71,13 @@ func describe(o *unstructured.Unstructured) string {
 // for real, and runs herald's controller and speakers under the manifests'
 // ServiceAccounts.
 func TestManifestsOnARealAPIServer(t *testing.T) {
-	assets := labAssets(t)
+	assets := labtest.Assets(t)
 	objs := readObjects(t, rendered)
 	kindObjs, err := lab.DecodeObjects(kustomize(t, "config/kind"))
 	if err != nil {
 		t.Fatalf("config/kind: %v", err)
 	}
-	env := newLab(t, assets)
+	env := newLab(t)
 
 	// Namespaced objects need their namespace to exist even in a dry run; the
 	// manifest's own Namespace object is applied for real first.
@@ -160,7 +100,7 @@ func TestManifestsOnARealAPIServer(t *testing.T) {
 		}
 		// A dry run must have left nothing behind.
 		var d appsv1.Deployment
-		err := env.c.Get(env.ctx, types.NamespacedName{Namespace: heraldNS, Name: "herald-controller"}, &d)
+		err := env.API.Get(env.ctx, types.NamespacedName{Namespace: heraldNS, Name: "herald-controller"}, &d)
 		if !apierrors.IsNotFound(err) {
 			t.Errorf("after the dry run, Deployment herald-controller: %v (want NotFound)", err)
 		}
@@ -199,7 +139,7 @@ func (e *labEnv) monitoringObjects(t *testing.T, assets string) []*unstructured.
 		}
 		crds = append(crds, objs...)
 	}
-	if err := lab.WaitEstablished(e.ctx, e.c, crds); err != nil {
+	if err := lab.WaitEstablished(e.ctx, e.API, crds); err != nil {
 		t.Fatal(err)
 	}
 	var out []*unstructured.Unstructured
@@ -218,7 +158,7 @@ func (e *labEnv) monitoringObjects(t *testing.T, assets string) []*unstructured.
 // only "privileged", which herald-system enforces.
 func (e *labEnv) podSecurity(t *testing.T, objs []*unstructured.Unstructured) {
 	for _, level := range []string{"restricted", "baseline"} {
-		err := e.c.Create(e.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "psa-" + level, Labels: map[string]string{
+		err := e.API.Create(e.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "psa-" + level, Labels: map[string]string{
 			"pod-security.kubernetes.io/enforce": level, "pod-security.kubernetes.io/enforce-version": "latest"}}})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
@@ -242,7 +182,7 @@ func (e *labEnv) podSecurity(t *testing.T, objs []*unstructured.Unstructured) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: tc.ns, Name: "psa-" + tc.pod, Labels: tc.template.Labels},
 			Spec:       tc.template.Spec,
 		}
-		err := e.c.Create(e.ctx, pod, client.DryRunAll)
+		err := e.API.Create(e.ctx, pod, client.DryRunAll)
 		switch {
 		case tc.admitted && err != nil:
 			t.Errorf("the %s's Pod in %s: %v", tc.pod, tc.ns, err)
@@ -266,53 +206,24 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 			t.Fatalf("applying %s: %v", describe(o), err)
 		}
 	}
-	if err := lab.WaitEstablished(e.ctx, e.c, objs); err != nil {
+	if err := lab.WaitEstablished(e.ctx, e.API, objs); err != nil {
 		t.Fatal(err)
 	}
-	controllerKC := e.serviceAccountKubeconfig(t, types.NamespacedName{Namespace: heraldNS, Name: "herald-controller"})
-	speakerKC := e.serviceAccountKubeconfig(t, types.NamespacedName{Namespace: heraldNS, Name: "herald-speaker"})
-
-	var workers []*netlab.Host
-	for i, name := range []string{"w1", "w2"} {
-		h, err := e.lab.AddHost(name, netip.AddrFrom4([4]byte{172, 18, 0, byte(3 + i)}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		workers = append(workers, h)
-		e.node(t, name, h.Addr())
-	}
-	clientHost, err := e.lab.AddHost("client", netip.MustParseAddr("172.18.0.100"))
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	var procs []*netlab.Process
-	t.Cleanup(func() {
-		for _, p := range procs {
-			_ = p.Stop(5 * time.Second)
-		}
-	})
-	// No component may be refused anything: that is what proves the RBAC enough.
-	defer func() {
-		for _, p := range procs {
-			if lines := lab.Refusals(p.LogPath()); len(lines) > 0 {
-				t.Errorf("%s was refused by the API server (missing RBAC?):\n%s", filepath.Base(p.LogPath()), strings.Join(lines, "\n"))
-			}
-		}
-	}()
+	// The manifests' ServiceAccounts run everything; the harness fails the test if the
+	// API server refused any component anything: that is what proves the RBAC enough.
+	e.ServiceAccountKubeconfigs()
+	e.AddWorkers(2)
+	e.AddClient()
+	workers, clientHost := e.Workers, e.Client
 
 	// Controllers: the first becomes leader before the second starts, so stopping the
 	// first later moves the Lease.
 	// Metrics are served as the manifests serve them: HTTPS behind the API server's
 	// authentication and authorization, whose reviews the components' RBAC must allow.
 	startController := func(name, metrics, probe string) *netlab.Process {
-		p, err := e.cp.Host.Start(name, e.herald, "controller", "--kubeconfig", controllerKC, "--namespace", heraldNS,
+		p := e.Start(e.CP.Host, name, "controller", "--kubeconfig", e.ControllerKubeconfig, "--namespace", heraldNS,
 			"--metrics-bind-address", metrics, "--metrics-secure=true", "--health-probe-bind-address", probe, "--leader-elect=true")
-		if err != nil {
-			t.Fatal(err)
-		}
-		procs = append(procs, p)
-		e.waitReady(t, e.cp.Host, p, "http://"+probe+"/readyz")
+		labtest.WaitHTTP(t, e.CP.Host, p, "http://"+probe+"/readyz")
 		return p
 	}
 	first := startController("controller1", "127.0.0.1:7472", "127.0.0.1:7473")
@@ -321,24 +232,15 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 
 	// The controller creates the memberlist Secret the speakers need.
 	var secret corev1.Secret
-	e.eventually(t, "the memberlist Secret", func() error {
-		return e.c.Get(e.ctx, types.NamespacedName{Namespace: heraldNS, Name: "herald-memberlist"}, &secret)
+	labtest.Eventually(t, "the memberlist Secret", func() error {
+		return e.API.Get(e.ctx, types.NamespacedName{Namespace: heraldNS, Name: "herald-memberlist"}, &secret)
 	})
 
 	// Speakers read the key through the API (no file at --ml-secret-key-path), which
 	// exercises their Secret rule, and run the iptables proxier in their node's namespace.
+	// HTTPS metrics, as the manifests serve them (the last --metrics-secure wins).
 	for _, h := range workers {
-		p, err := h.Start("speaker", e.herald, "speaker", "--kubeconfig", speakerKC, "--node-name", h.Name(),
-			"--ml-bind-addr", h.Addr().String(), "--namespace", heraldNS,
-			"--ml-secret-key-path", filepath.Join(e.runDir, "no-such-dir", "secretkey"),
-			"--metrics-bind-address", "127.0.0.1:7474", "--metrics-secure=true", "--health-probe-bind-address", "127.0.0.1:7475")
-		if err != nil {
-			t.Fatal(err)
-		}
-		procs = append(procs, p)
-	}
-	for i, h := range workers {
-		e.waitReady(t, h, procs[2+i], "http://127.0.0.1:7475/readyz")
+		e.StartSpeaker(h, "--ml-secret-key-path", filepath.Join(e.Net.RunDir(), "no-such-dir", "secretkey"), "--metrics-secure=true")
 	}
 
 	// The walkthrough's pool and advertisement, from config/samples.
@@ -352,7 +254,7 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 		}
 	}
 
-	ip := e.lbService(t, "svc1", "w1")
+	ip := e.LBService("svc1", "w1", nil)
 	if pool := netip.MustParsePrefix("172.18.255.192/26"); !pool.Contains(ip) {
 		t.Errorf("svc1 got %s, outside the sample pool", ip)
 	}
@@ -360,7 +262,7 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 	for _, h := range workers {
 		macs[h.MAC().String()] = h.Name()
 	}
-	e.eventually(t, fmt.Sprintf("one speaker answering ARP for %s", ip), func() error {
+	labtest.Eventually(t, fmt.Sprintf("one speaker answering ARP for %s", ip), func() error {
 		got, err := lab.WhoHas(clientHost.Namespace(), ip, time.Second)
 		if err != nil {
 			return err
@@ -370,8 +272,8 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 		}
 		return nil
 	})
-	e.eventually(t, "Events IPAllocated (controller) and Announcing (speaker) on svc1", func() error {
-		evs, err := e.kube.EventsV1().Events("default").List(e.ctx, metav1.ListOptions{})
+	labtest.Eventually(t, "Events IPAllocated (controller) and Announcing (speaker) on svc1", func() error {
+		evs, err := e.Kube.EventsV1().Events("default").List(e.ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}
@@ -390,13 +292,13 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 	// The metrics endpoints of the leader (which allocated) and of a speaker answer only
 	// the herald-metrics-reader token of config/prometheus.
 	tokens := e.metricsTokens(t)
-	e.secureMetrics(t, tokens, e.cp.Host, "https://127.0.0.1:7472/metrics", "herald_allocations_total")
-	e.secureMetrics(t, tokens, workers[0], "https://127.0.0.1:7474/metrics", "herald_")
+	e.secureMetrics(t, tokens, e.CP.Host, "https://127.0.0.1:7472/metrics", "herald_allocations_total")
+	e.secureMetrics(t, tokens, workers[0], "https://"+labtest.SpeakerMetrics+"/metrics", "herald_")
 
 	// The owner publishes itself in svc1's VIPStatus (the speakers' vipstatuses rule).
-	e.eventually(t, "the VIPStatus of "+ip.String()+" names the node answering ARP", func() error {
+	labtest.Eventually(t, "the VIPStatus of "+ip.String()+" names the node answering ARP", func() error {
 		var v heraldv1.VIPStatus
-		if err := e.c.Get(e.ctx, types.NamespacedName{Namespace: "default", Name: heraldv1.VIPStatusName(ip)}, &v); err != nil {
+		if err := e.API.Get(e.ctx, types.NamespacedName{Namespace: "default", Name: heraldv1.VIPStatusName(ip)}, &v); err != nil {
 			return err
 		}
 		got, err := lab.WhoHas(clientHost.Namespace(), ip, time.Second)
@@ -414,13 +316,13 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 		t.Logf("stopping controller1: %v", err)
 	}
 	e.waitLeader(t, leader)
-	e.lbService(t, "svc2", "w2")
+	e.LBService("svc2", "w2", nil)
 
 	// svc2 stops being a LoadBalancer: the new leader clears its status and the pool
 	// annotation (the release path's writes) and reports IPReleased.
 	svc := &corev1.Service{}
 	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		if err := e.c.Get(e.ctx, types.NamespacedName{Namespace: "default", Name: "svc2"}, svc); err != nil {
+		if err := e.API.Get(e.ctx, types.NamespacedName{Namespace: "default", Name: "svc2"}, svc); err != nil {
 			return err
 		}
 		svc.Spec.Type = corev1.ServiceTypeClusterIP
@@ -429,19 +331,19 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 		for i := range svc.Spec.Ports {
 			svc.Spec.Ports[i].NodePort = 0
 		}
-		return e.c.Update(e.ctx, svc)
+		return e.API.Update(e.ctx, svc)
 	})
 	if err != nil {
 		t.Fatalf("making svc2 a ClusterIP Service: %v", err)
 	}
-	e.eventually(t, "svc2 released (no ingress, no pool annotation, Event IPReleased)", func() error {
-		if err := e.c.Get(e.ctx, types.NamespacedName{Namespace: "default", Name: "svc2"}, svc); err != nil {
+	labtest.Eventually(t, "svc2 released (no ingress, no pool annotation, Event IPReleased)", func() error {
+		if err := e.API.Get(e.ctx, types.NamespacedName{Namespace: "default", Name: "svc2"}, svc); err != nil {
 			return err
 		}
 		if len(svc.Status.LoadBalancer.Ingress) > 0 || len(svc.Annotations) > 0 {
 			return fmt.Errorf("ingress %v, annotations %v", svc.Status.LoadBalancer.Ingress, svc.Annotations)
 		}
-		evs, err := e.kube.EventsV1().Events("default").List(e.ctx, metav1.ListOptions{})
+		evs, err := e.Kube.EventsV1().Events("default").List(e.ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}
@@ -481,7 +383,7 @@ func (e *labEnv) metricsTokens(t *testing.T) metricsTokens {
 	}
 	reader := podMonitorsServiceAccount(t, objs)
 	other := types.NamespacedName{Namespace: "default", Name: "not-a-metrics-reader"}
-	if err := e.c.Create(e.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: other.Namespace, Name: other.Name}}); err != nil {
+	if err := e.API.Create(e.ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: other.Namespace, Name: other.Name}}); err != nil {
 		t.Fatal(err)
 	}
 	return metricsTokens{reader: e.token(t, reader), other: e.token(t, other)}
@@ -490,7 +392,7 @@ func (e *labEnv) metricsTokens(t *testing.T) metricsTokens {
 // token returns a token of sa (lab.ServiceAccountToken).
 func (e *labEnv) token(t *testing.T, sa types.NamespacedName) string {
 	t.Helper()
-	token, err := lab.ServiceAccountToken(e.ctx, e.cp, sa, time.Hour)
+	token, err := lab.ServiceAccountToken(e.ctx, e.CP, sa, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -568,84 +470,14 @@ func hasSample(body, prefix string) bool {
 	return false
 }
 
-// serviceAccountKubeconfig writes a kubeconfig holding a token of sa for the lab's API
-// server, as the lab does for its components (lab.ServiceAccountKubeconfig), and
-// returns its path.
-func (e *labEnv) serviceAccountKubeconfig(t *testing.T, sa types.NamespacedName) string {
-	t.Helper()
-	path := filepath.Join(e.runDir, sa.Name+".kubeconfig")
-	if err := lab.ServiceAccountKubeconfig(e.ctx, e.cp, sa, time.Hour, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// node creates a Node with addr as InternalIP, the way a kubelet registers.
-func (e *labEnv) node(t *testing.T, name string, addr netip.Addr) {
-	t.Helper()
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}
-	if err := e.c.Create(e.ctx, n); err != nil {
-		t.Fatal(err)
-	}
-	// kube-controller-manager annotates new Nodes meanwhile: retry on conflict.
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		if err := e.c.Get(e.ctx, client.ObjectKeyFromObject(n), n); err != nil {
-			return err
-		}
-		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: addr.String()}, {Type: corev1.NodeHostName, Address: name}}
-		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now()}}
-		return e.c.Status().Update(e.ctx, n)
-	})
-	if err != nil {
-		t.Fatalf("node %s status: %v", name, err)
-	}
-}
-
-// lbService creates a LoadBalancer Service without selector and an EndpointSlice with
-// one ready endpoint on node, and returns the address the controller gives it.
-func (e *labEnv) lbService(t *testing.T, name, node string) netip.Addr {
-	t.Helper()
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{
-			{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)}}},
-	}
-	slice := &discoveryv1.EndpointSlice{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name + "-1",
-			Labels: map[string]string{discoveryv1.LabelServiceName: name, discoveryv1.LabelManagedBy: "manifests.herald.dev"}},
-		AddressType: discoveryv1.AddressTypeIPv4,
-		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.244.1.10"}, NodeName: ptr.To(node),
-			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
-		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](8080)}},
-	}
-	for _, o := range []client.Object{svc, slice} {
-		if err := e.c.Create(e.ctx, o); err != nil {
-			t.Fatalf("creating %s: %v", o.GetName(), err)
-		}
-	}
-	var ip netip.Addr
-	e.eventually(t, "an external IP for Service "+name, func() error {
-		if err := e.c.Get(e.ctx, client.ObjectKeyFromObject(svc), svc); err != nil {
-			return err
-		}
-		if len(svc.Status.LoadBalancer.Ingress) == 0 {
-			return errors.New("status.loadBalancer.ingress is empty")
-		}
-		var err error
-		ip, err = netip.ParseAddr(svc.Status.LoadBalancer.Ingress[0].IP)
-		return err
-	})
-	return ip
-}
-
 // waitLeader waits until the controller Lease has a holder other than not, and
 // returns it.
 func (e *labEnv) waitLeader(t *testing.T, not string) string {
 	t.Helper()
 	var holder string
-	e.eventually(t, "a controller leader other than "+strings.TrimSpace(not+" (none)"), func() error {
+	labtest.Eventually(t, "a controller leader other than "+strings.TrimSpace(not+" (none)"), func() error {
 		var l coordinationv1.Lease
-		if err := e.c.Get(e.ctx, types.NamespacedName{Namespace: heraldNS, Name: "herald-controller"}, &l); err != nil {
+		if err := e.API.Get(e.ctx, types.NamespacedName{Namespace: heraldNS, Name: "herald-controller"}, &l); err != nil {
 			return err
 		}
 		holder = ptr.Deref(l.Spec.HolderIdentity, "")
@@ -655,38 +487,4 @@ func (e *labEnv) waitLeader(t *testing.T, not string) string {
 		return nil
 	})
 	return holder
-}
-
-// waitReady polls a readiness URL from inside host's namespace until it answers 200.
-func (e *labEnv) waitReady(t *testing.T, h *netlab.Host, p *netlab.Process, url string) {
-	t.Helper()
-	hc := &http.Client{Transport: &http.Transport{DialContext: h.DialContext}, Timeout: time.Second}
-	deadline := time.Now().Add(waitFor)
-	for {
-		resp, err := hc.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if p.Exited() || time.Now().After(deadline) {
-			t.Fatalf("%s not ready at %s; its log ends:\n%s", filepath.Base(p.LogPath()), url, tail(p.LogPath()))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// eventually retries check until it succeeds or waitFor passes.
-func (e *labEnv) eventually(t *testing.T, what string, check func() error) {
-	t.Helper()
-	testenv.Eventually(t, waitFor, 200*time.Millisecond, what, check)
-}
-
-func tail(path string) string {
-	b, _ := os.ReadFile(path)
-	if len(b) > 4000 {
-		b = b[len(b)-4000:]
-	}
-	return string(b)
 }

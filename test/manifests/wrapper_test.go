@@ -11,21 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/lab/labtest"
 )
 
 // TestIPTablesWrapper runs the speaker image's hack/image/iptables-wrapper, installed
 // under iptables' names as the Dockerfile does, in fresh network namespaces whose
 // tables look like nodes of either backend, and checks the backend it runs.
 func TestIPTablesWrapper(t *testing.T) {
-	if err := netlab.Check(); err != nil {
-		t.Fatalf("the iptables wrapper test needs network namespaces (run as root): %v", err)
-	}
-	for _, b := range []string{"iptables-nft", "iptables-legacy", "iptables-nft-save", "iptables-legacy-save", "ip6tables-nft-save", "ip6tables-legacy-save"} {
-		if _, err := exec.LookPath(b); err != nil {
-			t.Fatalf("%s is missing (Debian package iptables): %v", b, err)
-		}
-	}
+	labtest.Require(t, "iptables-nft", "iptables-legacy", "iptables-nft-save", "iptables-legacy-save", "ip6tables-nft-save", "ip6tables-legacy-save")
 	sbin, err := exec.LookPath("iptables-nft")
 	if err != nil {
 		t.Fatal(err)
@@ -40,21 +33,7 @@ func TestIPTablesWrapper(t *testing.T) {
 		}
 	}
 
-	const prefix = "hmw-"
-	runDir := filepath.Join(os.TempDir(), "herald-manifests", t.Name())
-	_ = os.RemoveAll(runDir)
-	if err := netlab.Cleanup(prefix, runDir); err != nil {
-		t.Fatalf("cleaning up an earlier run: %v", err)
-	}
-	l, err := netlab.New(prefix, netip.MustParsePrefix("172.31.2.0/24"), runDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.Close(); err != nil {
-			t.Errorf("closing the lab: %v", err)
-		}
-	})
+	l := labtest.NewNet(t, "hmw-", netip.MustParsePrefix("172.31.2.0/24"))
 
 	for i, tc := range []struct {
 		name  string

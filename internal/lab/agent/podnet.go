@@ -1,23 +1,19 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
-	"os/exec"
 	"strconv"
 	"strings"
 	"time"
 
+	"herald.dev/herald/internal/lab/netlab"
 	"herald.dev/herald/internal/netns"
 )
-
-// ipTimeout bounds each `ip` command; they are all quick.
-const ipTimeout = 20 * time.Second
 
 // podNet is a running pod as the agent made it: a network namespace cabled to the node
 // by a veth pair, and the whoami servers listening in it.
@@ -133,15 +129,5 @@ func deleteNetns(ctx context.Context, ns string) error {
 	return nil
 }
 
-// ip runs the ip command; the error carries the command line and what it printed.
-func ip(ctx context.Context, args ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, ipTimeout)
-	defer cancel()
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "ip", args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.Bytes(), nil
-}
+// ip runs the ip command (netlab.Run).
+func ip(ctx context.Context, args ...string) ([]byte, error) { return netlab.Run(ctx, "ip", args...) }

@@ -7,30 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/lab/labtest"
+	"herald.dev/herald/internal/lab/netlab"
 )
 
 // TestCleanupRemovesLeftovers plays a crashed run: a lab is built and a process started,
 // but Close never runs.
 func TestCleanupRemovesLeftovers(t *testing.T) {
-	if err := netlab.Check(); err != nil {
-		t.Fatal(err)
-	}
 	const prefix = "nl-c-"
-	runDir := t.TempDir()
-	if err := netlab.Cleanup(prefix, runDir); err != nil {
-		t.Fatal(err)
-	}
-	l, err := netlab.New(prefix, subnet, runDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() }) // if the test fails before its own Close
-	h := addHost(t, l, "w1", "172.18.0.3")
-	p, err := h.Start("sleep", "sleep", "300")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, runDir, _, p := crashedLab(t, prefix)
 	pidFile := filepath.Join(runDir, "pids", "w1-sleep.pid")
 	if _, err := os.Stat(pidFile); err != nil {
 		t.Fatalf("no pid file: %v", err)
@@ -51,8 +36,8 @@ func TestCleanupRemovesLeftovers(t *testing.T) {
 	if err := p.Wait(); err == nil {
 		t.Fatal("the process exited cleanly, want it killed")
 	}
-	if _, err := os.Stat("/proc/" + strconv.Itoa(p.Pid())); err == nil {
-		t.Fatalf("pid %d still exists", p.Pid())
+	if _, err := os.Stat("/proc/" + strconv.Itoa(p.Pid)); err == nil {
+		t.Fatalf("pid %d still exists", p.Pid)
 	}
 	if _, err := os.Stat(pidFile); !os.IsNotExist(err) {
 		t.Fatalf("pid file still there: %v", err)
@@ -64,16 +49,14 @@ func TestCleanupRemovesLeftovers(t *testing.T) {
 }
 
 func TestCleanupLeavesStrangersAlone(t *testing.T) {
-	if err := netlab.Check(); err != nil {
-		t.Fatal(err)
-	}
+	labtest.Require(t)
 	runDir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(runDir, "pids"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	// A pid file naming this very test process with another command line: the PID was
 	// "reused", so Cleanup must not kill it (it would kill the test).
-	rec := `{"pid":` + strconv.Itoa(os.Getpid()) + `,"namespace":"nl-g-w1","args":["sleep","300"]}`
+	rec := `{"pid":` + strconv.Itoa(os.Getpid()) + `,"host":"w1","name":"sleep","namespace":"nl-g-w1","cmd":["sleep","300"]}`
 	if err := os.WriteFile(filepath.Join(runDir, "pids", "w1-sleep.pid"), []byte(rec), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -86,10 +69,28 @@ func TestCleanupLeavesStrangersAlone(t *testing.T) {
 // TestCleanupKillsRecordedProcesses covers a process whose namespace is gone already
 // (deleted while it ran): only its pid file leads to it.
 func TestCleanupKillsRecordedProcesses(t *testing.T) {
-	if err := netlab.Check(); err != nil {
+	const prefix = "nl-r-"
+	_, runDir, h, p := crashedLab(t, prefix)
+	if out, err := runIP("netns", "delete", h.Namespace()); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if err := netlab.Cleanup(prefix, runDir); err != nil {
 		t.Fatal(err)
 	}
-	const prefix = "nl-r-"
+	done := make(chan error, 1)
+	go func() { done <- p.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the recorded process survived Cleanup")
+	}
+}
+
+// crashedLab builds a lab with a host w1 running "sleep 300" as process sleep, for a
+// test to play a crash with: it is closed only if the test fails before doing so.
+func crashedLab(t *testing.T, prefix string) (*netlab.Lab, string, *netlab.Host, *netlab.Process) {
+	t.Helper()
+	labtest.Require(t)
 	runDir := t.TempDir()
 	if err := netlab.Cleanup(prefix, runDir); err != nil {
 		t.Fatal(err)
@@ -104,17 +105,5 @@ func TestCleanupKillsRecordedProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := runIP("netns", "delete", h.Namespace()); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	if err := netlab.Cleanup(prefix, runDir); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the recorded process survived Cleanup")
-	}
+	return l, runDir, h, p
 }

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/lab/labtest"
+	"herald.dev/herald/internal/lab/netlab"
+	"herald.dev/herald/internal/testenv"
 )
 
 func TestHostsReachEachOtherAndLinkDownCutsThemOff(t *testing.T) {
@@ -44,12 +46,7 @@ func TestHostsReachEachOtherAndLinkDownCutsThemOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The carrier comes back at once, but allow for the neighbour entry to recover.
-	deadline := time.Now().Add(5 * time.Second)
-	for err := ping(w1, w2.Addr()); err != nil; err = ping(w1, w2.Addr()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("w1 → w2 after LinkUp: %v", err)
-		}
-	}
+	testenv.Eventually(t, 5*time.Second, 0, "w1 → w2 after LinkUp", func() error { return ping(w1, w2.Addr()) })
 }
 
 func TestMACIsPredictable(t *testing.T) {
@@ -103,9 +100,7 @@ func TestIPv6(t *testing.T) {
 }
 
 func TestCloseRemovesEverything(t *testing.T) {
-	if err := netlab.Check(); err != nil {
-		t.Fatal(err)
-	}
+	labtest.Require(t)
 	const prefix = "nl-x-"
 	if err := netlab.Cleanup(prefix, ""); err != nil {
 		t.Fatal(err)

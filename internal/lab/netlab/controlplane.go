@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -47,13 +46,8 @@ func StartControlPlane(ctx context.Context, host *Host, assetsDir string) (*Cont
 		ctx, cancel = context.WithTimeout(ctx, controlPlaneTimeout)
 		defer cancel()
 	}
-	if assetsDir == "" {
-		return nil, errors.New("netlab control plane: no binaries: set KUBEBUILDER_ASSETS, e.g. export KUBEBUILDER_ASSETS=$(hack/setup-test-binaries.sh)")
-	}
-	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
-		if _, err := os.Stat(filepath.Join(assetsDir, b)); err != nil {
-			return nil, fmt.Errorf("netlab control plane: %s lacks %s: run hack/setup-test-binaries.sh", assetsDir, b)
-		}
+	if err := CheckAssets(assetsDir, "etcd", "kube-apiserver", "kube-controller-manager"); err != nil {
+		return nil, fmt.Errorf("netlab control plane: %w", err)
 	}
 	bin, err := host.lab.Build(ctx, "./hack/controlplane")
 	if err != nil {
@@ -113,21 +107,12 @@ func waitReady(ctx context.Context, p *Process, ready string) error {
 		}
 		select {
 		case <-p.done:
-			return fmt.Errorf("netlab control plane exited before it was ready (%v); %s ends:\n%s", p.err, p.logPath, logTail(p.logPath, 20))
+			return fmt.Errorf("netlab control plane exited before it was ready (%v); %s ends:\n%s", p.err, p.Log, LogTail(p.Log, 20))
 		case <-ctx.Done():
-			return fmt.Errorf("netlab control plane not ready: %w; %s ends:\n%s", ctx.Err(), p.logPath, logTail(p.logPath, 20))
+			return fmt.Errorf("netlab control plane not ready: %w; %s ends:\n%s", ctx.Err(), p.Log, LogTail(p.Log, 20))
 		case <-tick.C:
 		}
 	}
-}
-
-func logTail(path string, lines int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(all[max(0, len(all)-lines):], "\n")
 }
 
 // APIServer is the address kube-apiserver serves on.

@@ -13,20 +13,16 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/lab/labtest"
+	"herald.dev/herald/internal/lab/netlab"
+	"herald.dev/herald/internal/testenv"
 )
 
 // TestControlPlaneInNamespace runs etcd, kube-apiserver and kube-controller-manager in
 // a namespace of the lab, serving on the host's bridge address, and uses them from the
 // root namespace through the host and through another node.
 func TestControlPlaneInNamespace(t *testing.T) {
-	if err := netlab.Check(); err != nil {
-		t.Fatal(err)
-	}
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run `make test`, or export KUBEBUILDER_ASSETS=$(hack/setup-test-binaries.sh)")
-	}
+	assets := labtest.Assets(t)
 	l := newLab(t, "nl-cp-")
 	cpHost := addHost(t, l, "cp", "172.18.0.2")
 	w1 := addHost(t, l, "w1", "172.18.0.3")
@@ -72,17 +68,10 @@ func TestControlPlaneInNamespace(t *testing.T) {
 
 	// kube-controller-manager connected through the same kubeconfig: its
 	// ServiceAccount controller makes the default ServiceAccount.
-	deadline := time.Now().Add(time.Minute)
-	for {
+	testenv.Eventually(t, time.Minute, 200*time.Millisecond, "the default ServiceAccount from kube-controller-manager", func() error {
 		_, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no default ServiceAccount from kube-controller-manager: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return err
+	})
 
 	// Close stops etcd and kube-apiserver too, though envtest gave them process
 	// groups of their own.

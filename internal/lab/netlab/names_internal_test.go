@@ -36,8 +36,10 @@ func TestMACFor(t *testing.T) {
 	}
 }
 
-func TestIsZombie(t *testing.T) {
-	if !isZombie([]byte("12 (a) b) Z 1 12")) || isZombie([]byte("12 (sleep) S 1 12")) {
-		t.Fatal("misread /proc/PID/stat")
+func TestParseProcStat(t *testing.T) {
+	z, ok := parseProcStat([]byte("12 (a) b) Z 7 12"))
+	s, ok2 := parseProcStat([]byte("12 (sleep) S 1 12"))
+	if !ok || !ok2 || !z.zombie || z.ppid != 7 || s.zombie || s.ppid != 1 {
+		t.Fatalf("misread /proc/PID/stat: %+v %+v", z, s)
 	}
 }

@@ -88,7 +88,7 @@ func (l *Lab) subnetOf(addr netip.Addr) (netip.Prefix, bool) {
 }
 
 func (l *Lab) addNamespace(ns string) error {
-	if _, err := ip("netns", "add", ns); err != nil {
+	if err := AddNamespace(ns); err != nil {
 		// Not recorded, so Close leaves it: it may be another run's.
 		if strings.Contains(err.Error(), "File exists") {
 			return fmt.Errorf("network namespace %s exists already: a lab with prefix %q is running, or was left behind and netlab.Cleanup removes it", ns, l.prefix)
@@ -118,7 +118,7 @@ func (l *Lab) Close() error {
 		p.forget()
 	}
 	for _, ns := range slices.Backward(namespaces) {
-		if err := deleteNamespace(ns); err != nil {
+		if err := DeleteNamespace(ns); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"herald.dev/herald/internal/testenv"
 )
 
 func TestProcessKilledIsGone(t *testing.T) {
@@ -19,8 +21,8 @@ func TestProcessKilledIsGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the shell's child", func() bool { return len(children(p.Pid())) > 0 })
-	child := children(p.Pid())[0]
+	waitFor(t, "the shell's child", func() bool { return len(children(p.Pid)) > 0 })
+	child := children(p.Pid)[0]
 	if p.Exited() {
 		t.Fatal("exited at once")
 	}
@@ -34,8 +36,8 @@ func TestProcessKilledIsGone(t *testing.T) {
 	if !p.Exited() {
 		t.Fatal("Exited is false after Wait")
 	}
-	if _, err := os.Stat("/proc/" + strconv.Itoa(p.Pid())); err == nil {
-		t.Fatalf("pid %d still exists", p.Pid())
+	if _, err := os.Stat("/proc/" + strconv.Itoa(p.Pid)); err == nil {
+		t.Fatalf("pid %d still exists", p.Pid)
 	}
 	waitFor(t, "the child to die", func() bool {
 		st, err := os.ReadFile("/proc/" + child + "/stat")
@@ -53,12 +55,12 @@ func TestProcessRunsInItsHostAndLogs(t *testing.T) {
 	if err := p.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	log, err := os.ReadFile(p.LogPath())
+	log, err := os.ReadFile(p.Log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasSuffix(p.LogPath(), "/w1-addr.log") || !strings.Contains(string(log), "172.18.0.3/16") {
-		t.Fatalf("%s:\n%s", p.LogPath(), log)
+	if !strings.HasSuffix(p.Log, "/w1-addr.log") || !strings.Contains(string(log), "172.18.0.3/16") {
+		t.Fatalf("%s:\n%s", p.Log, log)
 	}
 }
 
@@ -76,7 +78,7 @@ func TestProcessStopSendsSIGTERM(t *testing.T) {
 	if err := p.Wait(); err != nil {
 		t.Fatalf("Wait = %v, want a clean exit from the trap", err)
 	}
-	if log, _ := os.ReadFile(p.LogPath()); !strings.Contains(string(log), "got TERM") {
+	if log, _ := os.ReadFile(p.Log); !strings.Contains(string(log), "got TERM") {
 		t.Fatalf("log:\n%s", log)
 	}
 }
@@ -89,11 +91,10 @@ func children(pid int) []string {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	testenv.Eventually(t, 10*time.Second, 20*time.Millisecond, what, func() error {
+		if !cond() {
+			return errors.New("not yet")
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }

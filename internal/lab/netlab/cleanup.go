@@ -34,7 +34,7 @@ func Cleanup(prefix, runDir string) error {
 			errs = append(errs, err)
 		}
 	}
-	all, err := namespaces()
+	all, err := Namespaces(prefix)
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
@@ -44,10 +44,8 @@ func Cleanup(prefix, runDir string) error {
 		return boolInt(a == bridge) - boolInt(b == bridge)
 	})
 	for _, ns := range all {
-		if ownedBy(prefix, ns) {
-			if err := deleteNamespace(ns); err != nil {
-				errs = append(errs, err)
-			}
+		if err := DeleteNamespace(ns); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
@@ -60,10 +58,16 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// deleteNamespace kills what still runs in the lab's namespace ns (see the package
-// comment for why that is ours to kill) and deletes it. A namespace already gone is
-// fine.
-func deleteNamespace(ns string) error {
+// AddNamespace creates the network namespace ns, for tests that cable namespaces
+// themselves rather than through a Lab; DeleteNamespace removes it.
+func AddNamespace(ns string) error {
+	_, err := ip("netns", "add", ns)
+	return err
+}
+
+// DeleteNamespace kills what still runs in the namespace ns (see the package comment
+// for why that is ours to kill) and deletes it. A namespace already gone is fine.
+func DeleteNamespace(ns string) error {
 	if _, err := os.Stat(filepath.Join(netns.Dir, ns)); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -121,7 +125,7 @@ func waitGone(pids []int, limit time.Duration) {
 	for time.Now().Before(deadline) {
 		alive := false
 		for _, pid := range pids {
-			if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !isZombie(st) {
+			if st, ok := readProcStat(pid); ok && !st.zombie {
 				alive = true
 			}
 		}
@@ -130,14 +134,6 @@ func waitGone(pids []int, limit time.Duration) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// isZombie reads the state field of /proc/PID/stat, which follows the parenthesised
-// command name (which may itself contain ") ").
-func isZombie(stat []byte) bool {
-	s := string(stat)
-	i := strings.LastIndex(s, ") ")
-	return i >= 0 && strings.HasPrefix(s[i+2:], "Z")
 }
 
 // isNoNamespace recognises ip's complaint about a namespace that vanished meanwhile.

@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"herald.dev/herald/internal/netlab"
+	"herald.dev/herald/internal/lab/labtest"
+	"herald.dev/herald/internal/lab/netlab"
 )
 
 var (
@@ -16,39 +17,13 @@ var (
 	subnet6 = netip.MustParsePrefix("fc00:f853:ccd:e793::/64")
 )
 
-// newLab builds a lab for one test, first clearing what a crashed run of the same test
-// left, and closes it when the test ends, checking that no namespace of it remains.
-// Each test has its own prefix, so none can remove another's namespaces.
-func newLab(t *testing.T, prefix string) *netlab.Lab {
-	t.Helper()
-	if err := netlab.Check(); err != nil {
-		t.Fatal(err) // not Skip: a lab test that skips passes where it never ran
-	}
-	if err := netlab.Cleanup(prefix, ""); err != nil {
-		t.Fatalf("leftovers of an earlier run: %v", err)
-	}
-	l, err := netlab.New(prefix, subnet, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-		if left := labNamespaces(t, prefix); len(left) > 0 {
-			t.Errorf("namespaces left after Close: %v", left)
-		}
-	})
-	return l
-}
+// newLab builds a lab for one test (labtest.NewNet). Each test has its own prefix, so
+// none can remove another's namespaces.
+func newLab(t *testing.T, prefix string) *netlab.Lab { return labtest.NewNet(t, prefix, subnet) }
 
 func addHost(t *testing.T, l *netlab.Lab, name, addr string) *netlab.Host {
 	t.Helper()
-	h, err := l.AddHost(name, netip.MustParseAddr(addr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
+	return labtest.AddHost(t, l, name, netip.MustParseAddr(addr))
 }
 
 // labNamespaces lists the namespaces whose names start with prefix.

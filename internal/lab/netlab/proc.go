@@ -1,11 +1,9 @@
-package lab
+package netlab
 
 import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,38 +11,23 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"herald.dev/herald/internal/netlab"
 )
 
-// Proc is a long-running process of the lab as the state records it. Its PID alone
-// could by now name a stranger, so every use first checks that the process still runs
-// Cmd.
+// Proc is a long-running process of a lab as its pid file and the lab's state record
+// it, so that any later process (a `bin/lab` command, Cleanup after a crash) can act on
+// it. Its PID alone could by now name a stranger, so every use first checks that the
+// process still runs Cmd.
 type Proc struct {
-	Host string   `json:"host"`
-	Name string   `json:"name"`
-	Pid  int      `json:"pid"`
-	Cmd  []string `json:"cmd"` // what it runs once started, after any wrapper exec'd it
-	Log  string   `json:"log"`
+	Host      string   `json:"host"`
+	Name      string   `json:"name"`
+	Pid       int      `json:"pid"`
+	Namespace string   `json:"namespace"`
+	Cmd       []string `json:"cmd"` // what it runs once started, after any wrapper exec'd it
+	Log       string   `json:"log"`
 }
 
-// Key names the process as netlab names its logs: <host>-<name>.
+// Key names the process as its log and pid file are named: <host>-<name>.
 func (p Proc) Key() string { return p.Host + "-" + p.Name }
-
-func procFrom(np *netlab.Process, host, name string, cmd []string) Proc {
-	return Proc{Host: host, Name: name, Pid: np.Pid(), Cmd: cmd, Log: np.LogPath()}
-}
-
-// procRunning records a process netlab started whose command line it chose (the
-// control plane): read from /proc once the process runs it, after it became ready.
-func procRunning(np *netlab.Process, host, name string) (Proc, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", np.Pid()))
-	if err != nil || len(raw) == 0 {
-		return Proc{}, fmt.Errorf("lab: command line of %s-%s (pid %d): gone (%v)", host, name, np.Pid(), err)
-	}
-	cmd := strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00")
-	return procFrom(np, host, name, cmd), nil
-}
 
 // Alive reports whether the process runs and is still the one recorded: its command line
 // ends with Cmd (it may still be `ip netns exec NS` or a wrapper about to exec Cmd), and
@@ -82,6 +65,10 @@ func readProcStat(pid int) (procStat, bool) {
 	if err != nil {
 		return procStat{}, false
 	}
+	return parseProcStat(b)
+}
+
+func parseProcStat(b []byte) (procStat, bool) {
 	s := string(b)
 	i := strings.LastIndex(s, ") ")
 	if i < 0 {
@@ -115,6 +102,7 @@ func (p Proc) Kill() error {
 	return p.killGroup()
 }
 
+// killGroup kills the group the process leads, or the process alone if it leads none.
 func (p Proc) killGroup() error {
 	target := p.Pid
 	if pgid, err := unix.Getpgid(p.Pid); err == nil && pgid == p.Pid {
@@ -162,13 +150,13 @@ func (p Proc) Stop(timeout time.Duration) error {
 			return err
 		}
 	}
-	return p.awaitExit(timeout)
+	return p.AwaitExit(timeout)
 }
 
-// awaitExit waits for a process asked to stop, and kills its group after timeout. It
+// AwaitExit waits for a process asked to stop, and kills its group after timeout. It
 // never signals twice: a second SIGTERM could end the control plane half-way through
 // its own shutdown, before it removed etcd's and kube-apiserver's directories.
-func (p Proc) awaitExit(timeout time.Duration) error {
+func (p Proc) AwaitExit(timeout time.Duration) error {
 	if p.WaitGone(timeout) {
 		return nil
 	}
@@ -180,32 +168,4 @@ func (p Proc) awaitExit(timeout time.Duration) error {
 		return fmt.Errorf("lab: %s (pid %d) survived SIGKILL for %v", p.Key(), p.Pid, timeout)
 	}
 	return nil
-}
-
-// spawn starts cmd in host's namespace after the lab was built, by a command that ends
-// before it does (start-speaker, restart-controller): it does what netlab's Host.Start
-// does for Up (`ip netns exec`, a process group of its own, output appended to
-// <runDir>/<host>-<name>.log) without the Host, which only the process that built the
-// lab has. Its pid file is not netlab's: Down finds it as a process inside a lab
-// namespace, which netlab.Cleanup kills anyway.
-func spawn(runDir string, h HostInfo, name string, cmd []string) (Proc, error) {
-	p := Proc{Host: h.Name, Name: name, Cmd: cmd, Log: filepath.Join(runDir, h.Name+"-"+name+".log")}
-	logf, err := os.OpenFile(p.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return p, fmt.Errorf("lab: log of %s: %w", p.Key(), err)
-	}
-	defer logf.Close() // the child has its own copy
-	c := exec.Command("ip", append([]string{"netns", "exec", h.Namespace}, cmd...)...)
-	c.Stdout, c.Stderr = logf, logf
-	// A group of its own, so that a terminal's signals and Kill treat it as netlab's.
-	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	fmt.Fprintf(logf, "lab: starting %q in %s at %s\n", cmd, h.Namespace, time.Now().Format(time.RFC3339Nano))
-	if err := c.Start(); err != nil {
-		return p, fmt.Errorf("lab: starting %s: %w", p.Key(), err)
-	}
-	p.Pid = c.Process.Pid
-	// Reaped here while this command lives; once it exits the process is reparented
-	// and keeps running, like those Up started.
-	go func() { _ = c.Wait() }()
-	return p, nil
 }

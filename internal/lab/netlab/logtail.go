@@ -1,12 +1,12 @@
-package lab
+package netlab
 
 import (
 	"os"
 	"strings"
 )
 
-// logTail is the last lines of a log, for errors that say why a process failed.
-func logTail(path string, lines int) string {
+// LogTail is the last lines of a log, for errors that say why a process failed.
+func LogTail(path string, lines int) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err.Error()

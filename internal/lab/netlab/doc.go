@@ -1,6 +1,7 @@
-// Package netlab builds kind-like networks out of Linux network namespaces on one
-// machine, so tests can run real processes (etcd, kube-apiserver, herald speakers) on
-// separate "nodes" joined by one Ethernet segment.
+// Package netlab is the lab's lower layer: it builds kind-like networks out of Linux
+// network namespaces on one machine, so that real processes (etcd, kube-apiserver,
+// herald speakers) run on separate "nodes" joined by one Ethernet segment, and it
+// starts, records and stops those processes (Proc, Process, Spawn).
 //
 // A Lab is a bridge (br0) inside a namespace of its own, <prefix>br; each Host is a
 // namespace <prefix><name> whose eth0 is one end of a veth pair, the other end (v<name>)
