@@ -68,7 +68,7 @@ func writeNodePortsJump(out *lines, node *nodeRules) {
 }
 
 // writeForward writes KUBE-FORWARD: drop conntrack-INVALID packets (they would otherwise
-// reset connections, kubernetes#74839), accept marked (service) traffic even when the
+// reset connections, https://github.com/kubernetes/kubernetes/issues/74839), accept marked (service) traffic even when the
 // FORWARD policy is DROP, and accept the rest of those connections.
 func writeForward(out *lines, node *nodeRules) {
 	switch {

@@ -46,7 +46,7 @@ func TestElectSharedIPs(t *testing.T) {
 				mkSvc("ns/b", ips(a), local, endpoints(readyOn("n2"), readyOn("n3"))),
 			},
 			want: map[string]want{a: owned(ranked(a, tier("n2"), tier("n1", "n3")))}},
-		{name: "shared IP, local Services in two namespaces with disjoint endpoints (MetalLB #968)",
+		{name: "shared IP, local Services in two namespaces with disjoint endpoints (metallb/metallb#968)",
 			view: view(ads(allPools("l2")), n3...),
 			services: []Service{
 				mkSvc("ns1/web", ips(a), local, endpoints(readyOn("n1"))),

@@ -14,7 +14,7 @@ type Node struct {
 	Name   string
 	Labels map[string]string
 	// NetworkUnavailable is true when the Node has condition NetworkUnavailable=True
-	// (a node rebooting or whose CNI is not up yet must not take IPs; MetalLB #1710).
+	// (a node rebooting or whose CNI is not up yet must not take IPs; https://github.com/metallb/metallb/issues/1710).
 	NetworkUnavailable bool
 }
 
@@ -64,7 +64,7 @@ type View struct {
 	// Advertisements are all L2Advertisements; those not covering a Service are ignored.
 	Advertisements []Advertisement
 	// IgnoreExcludeLabel lets nodes carrying ExcludeLabel announce anyway (single-node
-	// and kind clusters, whose control-plane nodes carry it; MetalLB #2274).
+	// and kind clusters, whose control-plane nodes carry it; https://github.com/metallb/metallb/issues/2274).
 	IgnoreExcludeLabel bool
 }
 

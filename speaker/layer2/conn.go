@@ -52,8 +52,8 @@ func ListenARP(ifi *net.Interface) (Conn, error) {
 // Why not a raw ICMPv6 socket (ndp.Listen)? The kernel hands a raw socket only what it
 // delivers locally, and a VIP is not a local address: the unicast solicitations hosts
 // send to the VIP itself to check reachability (RFC 4861 §7.3, NUD) would never reach
-// us, which is MetalLB issue #2920. AF_PACKET sees every frame to our MAC and to the
-// groups we joined, and needs no bind to a link-local address (MetalLB #1680, #2685).
+// us, as MetalLB users found (https://github.com/metallb/metallb/issues/2920). AF_PACKET sees every frame to our MAC and to the
+// groups we joined, and needs no bind to a link-local address (https://github.com/metallb/metallb/issues/1680, https://github.com/metallb/metallb/issues/2685).
 func ListenNDP(ifi *net.Interface) (NDPConn, error) {
 	c, err := packet.Listen(ifi, packet.Raw, etherTypeIPv6, &packet.Config{Filter: ndFilter(ifi.Index)})
 	if err != nil {

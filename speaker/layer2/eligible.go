@@ -21,7 +21,7 @@ import (
 //	virbr*, lxcbr*, dummy*          libvirt and LXC bridges, dummy devices
 //
 // The list follows MetalLB's default exclude list (plus Cilium's lxc and cilium_
-// devices, MetalLB issue #2864) with the devices the issue names first.
+// devices, https://github.com/metallb/metallb/issues/2864) with the devices the issue names first.
 const DefaultExcludeInterfaces = `^(lo|veth.*|cali.*|flannel.*|cni.*|docker.*|cbr.*|lxc.*|cilium_.*|tunl.*|vxlan\.calico|kube-ipvs.*|nodelocaldns|virbr.*|lxcbr.*|dummy.*)$`
 
 // defaultExclude is DefaultExcludeInterfaces compiled.

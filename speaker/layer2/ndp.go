@@ -26,14 +26,14 @@ import (
 //     RFC asks proxies and anycast responders to answer without Override, so that an
 //     existing cache entry is not flipped by a solicited answer. If two nodes ever
 //     answer for the same VIP (a split brain), hosts keep the first answer instead of
-//     flapping between MACs (MetalLB #598). Moving the VIP is the job of the takeover's
+//     flapping between MACs (https://github.com/metallb/metallb/issues/598). Moving the VIP is the job of the takeover's
 //     unsolicited advertisements, which carry Override=1 (Announce).
 //   - Router=0.
 //
 // Unicast solicitations for reachability (NUD, §7.3.3) come to the VIP at our MAC and
 // may omit the Source Link-Layer Address option (§4.3: it "MAY" be omitted when the
 // source is unicast); they are answered to the frame's Ethernet source. MetalLB drops
-// solicitations without that option and never receives the unicast ones (#2920).
+// solicitations without that option and never receives the unicast ones (https://github.com/metallb/metallb/issues/2920).
 type NDPResponder struct {
 	link
 	mtu     int

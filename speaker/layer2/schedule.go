@@ -24,10 +24,10 @@ type Schedule struct {
 //     than locktime (1 s by default) ago, so a first announcement that races the old
 //     owner's last answer may be lost; the one at +1.1 s is past that window. Repeats
 //     also cover frame loss. Five announcements over 4.4 s is MetalLB's proven pattern
-//     (MetalLB issue #172).
+//     (https://github.com/metallb/metallb/issues/172).
 //   - Refresh 60 s: keeps switch FDB entries (300 s ageing by default) and router caches
 //     pointing at this node on interfaces that carry little other traffic, and repairs
-//     caches after a partition heals (MetalLB #584, #1761, #2910). One refresh costs 2
+//     caches after a partition heals (https://github.com/metallb/metallb/issues/584, https://github.com/metallb/metallb/issues/1761, https://github.com/metallb/metallb/issues/2910). One refresh costs 2
 //     broadcast frames per IPv4 VIP per interface (1 per IPv6 VIP); at 1,000 VIPs that
 //     is about 33 frames/s on the LAN.
 func DefaultSchedule() Schedule {
