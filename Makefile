@@ -70,6 +70,10 @@ IMAGE_TAG ?= dev
 images: ## Build the images herald-controller:$(IMAGE_TAG) and herald-speaker:$(IMAGE_TAG) (needs Docker).
 	for t in controller speaker; do docker build --target $$t --build-arg VERSION=$(VERSION) -t herald-$$t:$(IMAGE_TAG) .; done
 
+.PHONY: setup
+setup: ## Check this machine (root, Linux, Go 1.26) and install the Debian packages the lab and tests need.
+	@hack/setup.sh
+
 .PHONY: test-binaries
 test-binaries: ## Build kube-apiserver, kube-controller-manager, kubectl and etcd into bin/k8s.
 	hack/setup-test-binaries.sh >/dev/null
@@ -85,7 +89,7 @@ vet:
 	go vet $(GO_PACKAGES)
 
 .PHONY: test
-test: verify-generated fmt-check vet test-binaries verify-rendered ## Every test: unit, envtest (real kube-apiserver + etcd), lab e2e, kube-proxy oracle.
+test: setup verify-generated fmt-check vet test-binaries verify-rendered ## Every test: unit, envtest (real kube-apiserver + etcd), lab e2e, kube-proxy oracle.
 	KUBEBUILDER_ASSETS=$$(hack/setup-test-binaries.sh) go test -count=1 -race $(GO_PACKAGES)
 	$(MAKE) --no-print-directory test-oracle
 
@@ -94,13 +98,13 @@ test-oracle: ## herald's iptables rules against kube-proxy v1.36.3 run as a libr
 	cd hack/kporacle && go vet ./... && go test -count=1 ./...
 
 .PHONY: bench
-bench: test-binaries ## Benchmarks (numbers, no assertions); writes bench.txt.
+bench: setup test-binaries ## Benchmarks (numbers, no assertions); writes bench.txt.
 	KUBEBUILDER_ASSETS=$$(hack/setup-test-binaries.sh) go test -run '^$$' -bench . -benchmem -count=1 $(GO_PACKAGES) | tee bench.txt
 
 ##@ Demo
 
 .PHONY: demo
-demo: test-binaries ## The walkthrough in the network-namespace lab (root): VIPs, owners, curls, failover. Leaves the lab running.
+demo: setup test-binaries ## The walkthrough in the network-namespace lab (root): VIPs, owners, curls, failover. Leaves the lab running.
 	hack/demo.sh
 
 .PHONY: kind-demo
