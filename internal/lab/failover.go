@@ -24,19 +24,28 @@ const (
 // httpRecoveryLimit is how long MeasureFailover waits for requests to succeed again.
 const httpRecoveryLimit = 30 * time.Second
 
-// FailoverResult is what the client saw when the owner of a VIP failed.
+// FailoverResult is what the client saw when the owner of a VIP failed. Every gap is
+// measured from the moment the fault was in effect (the command inflicting it had
+// returned: the link down, the signal delivered), never from before, so that no
+// request that reached the old owner just in time counts as a recovery.
 type FailoverResult struct {
 	VIP      netip.Addr
 	Fault    string
 	OldOwner string
 	NewOwner string
+	// FaultTook is how long inflicting the fault took, from the command's start until
+	// the fault was in effect.
+	FaultTook time.Duration
 	// ARPGap is from the fault to the first ARP reply from the new owner.
 	ARPGap time.Duration
 	// HTTP is whether requests were measured (they succeeded before the fault).
 	HTTP bool
-	// HTTPRecovered is whether a request succeeded within the limit after the fault;
-	// HTTPGap is from the fault to the first that did, and HTTPFailed counts the
-	// requests that failed in between.
+	// HTTPLastOK is from the end of the last successful request that started before
+	// the fault to the fault (negative: it ended after the fault, under way meanwhile).
+	HTTPLastOK time.Duration
+	// HTTPRecovered is whether a request started after the fault succeeded within the
+	// limit; HTTPGap is from the fault to the end of the first that did, and HTTPFailed
+	// counts the requests that failed after the last success before the fault.
 	HTTPRecovered bool
 	HTTPGap       time.Duration
 	HTTPFailed    int
@@ -44,15 +53,24 @@ type FailoverResult struct {
 
 // Print says what happened in a few lines.
 func (r FailoverResult) Print(w io.Writer) {
-	fmt.Fprintf(w, "%s: owner %s, fault %s\n", r.VIP, r.OldOwner, r.Fault)
-	fmt.Fprintf(w, "  new owner %s answered ARP %v after the fault\n", r.NewOwner, r.ARPGap.Round(time.Millisecond))
-	switch {
-	case r.HTTP && r.HTTPRecovered:
-		fmt.Fprintf(w, "  HTTP from the client: first success %v after the fault (%d requests failed meanwhile)\n", r.HTTPGap.Round(time.Millisecond), r.HTTPFailed)
-	case r.HTTP:
-		fmt.Fprintf(w, "  HTTP from the client: NO request succeeded within %v of the fault (%d failed)\n", httpRecoveryLimit, r.HTTPFailed)
-	default:
+	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+	fmt.Fprintf(w, "%s: owner %s, fault %s (in effect %v after it was started; times below from then)\n", r.VIP, r.OldOwner, r.Fault, ms(r.FaultTook))
+	fmt.Fprintf(w, "  ARP from the client: new owner %s answered %v after the fault\n", r.NewOwner, ms(r.ARPGap))
+	if !r.HTTP {
 		fmt.Fprintf(w, "  HTTP not measured: requests to http://%s/ did not succeed before the fault\n", r.VIP)
+		return
+	}
+	last := fmt.Sprintf("the last successful request ended %v before the fault", ms(r.HTTPLastOK))
+	if r.HTTPLastOK < 0 {
+		last = fmt.Sprintf("the last successful request started before the fault ended %v after it", ms(-r.HTTPLastOK))
+	}
+	if !r.HTTPRecovered {
+		fmt.Fprintf(w, "  HTTP from the client: %s; NO request started after it succeeded within %v (%d failed)\n", last, httpRecoveryLimit, r.HTTPFailed)
+		return
+	}
+	fmt.Fprintf(w, "  HTTP from the client: %s; the first request started after it succeeded %v after it; %d failed in between\n", last, ms(r.HTTPGap), r.HTTPFailed)
+	if r.HTTPGap < r.ARPGap {
+		fmt.Fprintf(w, "  (requests succeeded before the new owner answered ARP: the old owner's node still forwarded the traffic)\n")
 	}
 }
 
@@ -86,7 +104,7 @@ func (s *State) MeasureFailover(ctx context.Context, vip netip.Addr, fault strin
 	time.Sleep(500 * time.Millisecond)
 	res.HTTP = probe.succeededSince(time.Now().Add(-500 * time.Millisecond))
 
-	at := time.Now()
+	started := time.Now()
 	switch fault {
 	case FaultLinkDown:
 		err = s.LinkDown(ctx, owner.Name)
@@ -104,6 +122,8 @@ func (s *State) MeasureFailover(ctx context.Context, vip netip.Addr, fault strin
 	if err != nil {
 		return res, err
 	}
+	at := time.Now() // the fault is in effect: measure from here
+	res.FaultTook = at.Sub(started)
 	newMAC, err := watch.Settle(time.Second, 30*time.Second, mac)
 	if err != nil {
 		return res, fmt.Errorf("lab: after %s of %s: %w", fault, owner.Name, err)
@@ -116,14 +136,19 @@ func (s *State) MeasureFailover(ctx context.Context, vip netip.Addr, fault strin
 	first, _ := watch.FirstFrom(newMAC, at)
 	res.ARPGap = first.Sub(at)
 	if res.HTTP {
-		ok, failed, err := probe.firstSuccessAfter(ctx, at, httpRecoveryLimit)
+		ok, err := probe.firstSuccessAfter(ctx, at, httpRecoveryLimit)
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
-		res.HTTPRecovered, res.HTTPFailed = err == nil, failed
+		lastOK, lastStart := probe.lastSuccessBefore(at)
+		res.HTTPLastOK = at.Sub(lastOK)
+		res.HTTPRecovered = err == nil
+		end := time.Now()
 		if err == nil {
 			res.HTTPGap = ok.Sub(at)
+			end = ok
 		}
+		res.HTTPFailed = probe.failedBetween(lastStart, end)
 	}
 	return res, nil
 }
@@ -206,32 +231,53 @@ func (p *HTTPProbe) succeededSince(t time.Time) bool {
 	return false
 }
 
-// firstSuccessAfter waits for a request that started after t and succeeded, counting
-// the failures before it; it returns when that request ended. Requests already under
-// way at t do not count: they may have reached the old owner just in time.
-func (p *HTTPProbe) firstSuccessAfter(ctx context.Context, t time.Time, limit time.Duration) (time.Time, int, error) {
+// firstSuccessAfter waits for a request that started after t and succeeded, and
+// returns when it ended. Requests already under way at t do not count: they may have
+// reached the old owner just in time.
+func (p *HTTPProbe) firstSuccessAfter(ctx context.Context, t time.Time, limit time.Duration) (time.Time, error) {
 	deadline := time.Now().Add(limit)
 	for {
 		p.mu.Lock()
-		failed := 0
 		for _, r := range p.results {
-			if !r.start.After(t) {
-				continue
-			}
-			if r.ok {
+			if r.start.After(t) && r.ok {
 				p.mu.Unlock()
-				return r.end, failed, nil
+				return r.end, nil
 			}
-			failed++
 		}
 		p.mu.Unlock()
 		if time.Now().After(deadline) {
-			return time.Time{}, failed, fmt.Errorf("lab: no request succeeded within %v of the fault (%d failed)", limit, failed)
+			return time.Time{}, fmt.Errorf("lab: no request succeeded within %v of the fault", limit)
 		}
 		select {
 		case <-ctx.Done():
-			return time.Time{}, failed, ctx.Err()
+			return time.Time{}, ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// lastSuccessBefore returns when the last successful request that started before t
+// ended, and when it started.
+func (p *HTTPProbe) lastSuccessBefore(t time.Time) (end, start time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range p.results {
+		if r.start.Before(t) && r.ok && r.end.After(end) {
+			end, start = r.end, r.start
+		}
+	}
+	return end, start
+}
+
+// failedBetween counts the failed requests that started after from and ended by to.
+func (p *HTTPProbe) failedBetween(from, to time.Time) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, r := range p.results {
+		if !r.ok && r.start.After(from) && !r.end.After(to) {
+			n++
+		}
+	}
+	return n
 }

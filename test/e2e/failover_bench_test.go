@@ -48,10 +48,10 @@ func BenchmarkFailover(b *testing.B) {
 					b.Fatalf("%s: before the fault: %v", f.name, err)
 				}
 				owner := c.WorkerByMAC(mac)
-				at := time.Now()
 				if err := f.fault(owner); err != nil {
 					b.Fatal(err)
 				}
+				at := time.Now() // the fault is in effect: the clock starts here
 				// The interruption ends with the first answer of the MAC that took over.
 				next, err := watch.Settle(time.Second, 30*time.Second, mac)
 				if err != nil {
