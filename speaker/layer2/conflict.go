@@ -284,7 +284,14 @@ func (a *Announcer) claimed(c Claim) {
 	a.mu.Lock()
 	t := a.takeovers[c.IP]
 	a.mu.Unlock()
-	if t != nil && (!c.Peer || t.watchPeers.Load()) {
+	if c.Peer && t != nil && t.watchPeers.Load() {
+		// A peer answering while this node probes, quiet, before taking the IP: the
+		// wait WaitForPeers is for, not two nodes answering (no OnClaim, which the
+		// speaker counts as a split brain).
+		t.claim(c)
+		return
+	}
+	if t != nil && !c.Peer {
 		t.claim(c)
 	}
 	if a.cfg.OnClaim != nil {
