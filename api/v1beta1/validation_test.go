@@ -96,14 +96,14 @@ func TestAdmission(t *testing.T) {
 		p.Spec.AutoAssign = ptr.To(false)
 		p.Spec.AvoidBuggyIPs = true
 		p.Spec.AllocateTo = &heraldv1.ServiceAllocation{Priority: 50, Namespaces: []string{"ns1"},
-			NamespaceSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"team": "a"}}},
-			ServiceSelectors:   []metav1.LabelSelector{{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"web"}}}}}}
+			NamespaceSelectors: []heraldv1.LabelSelector{{MatchLabels: map[string]heraldv1.LabelValue{"team": "a"}}},
+			ServiceSelectors:   []heraldv1.LabelSelector{{MatchExpressions: []heraldv1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"web"}}}}}}
 		if err := env.Client.Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 		adv := &heraldv1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Name: "adv", Namespace: "herald-system"},
 			Spec: heraldv1.L2AdvertisementSpec{IPAddressPools: []string{"metallb"}, Interfaces: []string{"eth0"},
-				NodeSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"kubernetes.io/hostname": "worker"}}}}}
+				NodeSelectors: []heraldv1.LabelSelector{{MatchLabels: map[string]heraldv1.LabelValue{"kubernetes.io/hostname": "worker"}}}}}
 		if err := env.Client.Create(ctx, adv); err != nil {
 			t.Fatal(err)
 		}
