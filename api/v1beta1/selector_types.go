@@ -51,7 +51,6 @@ type LabelSelectorRequirement struct {
 
 	// Operator relates the key to the values: In, NotIn, Exists or
 	// DoesNotExist.
-	// +kubebuilder:validation:MaxLength=63
 	Operator metav1.LabelSelectorOperator `json:"operator"`
 
 	// Values: at least one for In and NotIn, none for Exists and DoesNotExist.
