@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -228,11 +227,11 @@ func TestServiceAllocation(t *testing.T) {
 	}, "10.0.9.0/30")
 	h.pool("team-a-high", func(p *heraldv1.IPAddressPool) {
 		p.Spec.AllocateTo = &heraldv1.ServiceAllocation{Priority: 10,
-			NamespaceSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"team": "team-a"}}}}
+			NamespaceSelectors: []heraldv1.LabelSelector{{MatchLabels: map[string]heraldv1.LabelValue{"team": "team-a"}}}}
 	}, "10.0.10.0/30")
 	h.pool("web-only", func(p *heraldv1.IPAddressPool) {
 		p.Spec.AllocateTo = &heraldv1.ServiceAllocation{
-			ServiceSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"tier": "web"}}}}
+			ServiceSelectors: []heraldv1.LabelSelector{{MatchLabels: map[string]heraldv1.LabelValue{"tier": "web"}}}}
 	}, "10.0.11.0/30")
 	h.startController(defaultOptions())
 	h.service("team-a/api", nil)

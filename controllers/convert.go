@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
@@ -44,10 +43,10 @@ func poolFromAPI(p *heraldv1.IPAddressPool) (ipam.Pool, error) {
 	return pool, nil
 }
 
-func selectors(in []metav1.LabelSelector) ([]labels.Selector, error) {
+func selectors(in []heraldv1.LabelSelector) ([]labels.Selector, error) {
 	out := make([]labels.Selector, 0, len(in))
 	for i := range in {
-		s, err := metav1.LabelSelectorAsSelector(&in[i])
+		s, err := in[i].AsSelector()
 		if err != nil {
 			return nil, fmt.Errorf("[%d]: %w", i, err)
 		}

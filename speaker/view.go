@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
@@ -112,10 +111,10 @@ func advertisementView(ad *heraldv1.L2Advertisement, pools []*heraldv1.IPAddress
 	return a, nil
 }
 
-func labelSelectors(in []metav1.LabelSelector, field string) ([]labels.Selector, error) {
+func labelSelectors(in []heraldv1.LabelSelector, field string) ([]labels.Selector, error) {
 	out := make([]labels.Selector, 0, len(in))
 	for i := range in {
-		s, err := metav1.LabelSelectorAsSelector(&in[i])
+		s, err := in[i].AsSelector()
 		if err != nil {
 			return nil, fmt.Errorf("%s[%d]: %w", field, i, err)
 		}

@@ -94,11 +94,11 @@ func TestBuildViewNodesAndAdvertisements(t *testing.T) {
 			{ObjectMeta: metav1.ObjectMeta{Name: "all"}},
 			{ObjectMeta: metav1.ObjectMeta{Name: "gold-by-label"}, Spec: heraldv1.L2AdvertisementSpec{
 				IPAddressPools:         []string{"bronze"},
-				IPAddressPoolSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"tier": "gold"}}},
+				IPAddressPoolSelectors: []heraldv1.LabelSelector{{MatchLabels: map[string]heraldv1.LabelValue{"tier": "gold"}}},
 				Interfaces:             []string{"eth1"},
 			}},
 			{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Spec: heraldv1.L2AdvertisementSpec{
-				NodeSelectors: []metav1.LabelSelector{{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "k", Operator: "Bogus"}}}},
+				NodeSelectors: []heraldv1.LabelSelector{{MatchExpressions: []heraldv1.LabelSelectorRequirement{{Key: "k", Operator: "Bogus"}}}},
 			}},
 		},
 	}

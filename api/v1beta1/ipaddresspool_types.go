@@ -74,14 +74,20 @@ type ServiceAllocation struct {
 
 	// NamespaceSelectors select, by label, namespaces whose Services may use the
 	// pool.
+	// At most 16 selectors (see LabelSelector for their own bounds).
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
 	// +optional
-	NamespaceSelectors []metav1.LabelSelector `json:"namespaceSelectors,omitempty"`
+	NamespaceSelectors []LabelSelector `json:"namespaceSelectors,omitempty"`
 
 	// ServiceSelectors select, by label, the Services that may use the pool (any
 	// one matching is enough). If namespaces are restricted too, a Service must
 	// match both.
+	// At most 16 selectors (see LabelSelector for their own bounds).
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
 	// +optional
-	ServiceSelectors []metav1.LabelSelector `json:"serviceSelectors,omitempty"`
+	ServiceSelectors []LabelSelector `json:"serviceSelectors,omitempty"`
 }
 
 // IPAddressPoolStatus is written by the controller.

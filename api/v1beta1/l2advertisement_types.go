@@ -14,13 +14,19 @@ type L2AdvertisementSpec struct {
 	IPAddressPools []string `json:"ipAddressPools,omitempty"`
 
 	// IPAddressPoolSelectors select, by label, further pools to announce.
+	// At most 16 selectors (see LabelSelector for their own bounds).
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
 	// +optional
-	IPAddressPoolSelectors []metav1.LabelSelector `json:"ipAddressPoolSelectors,omitempty"`
+	IPAddressPoolSelectors []LabelSelector `json:"ipAddressPoolSelectors,omitempty"`
 
 	// NodeSelectors limit the nodes that may announce the addresses (any one
 	// matching is enough). Empty: every node.
+	// At most 16 selectors (see LabelSelector for their own bounds).
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
 	// +optional
-	NodeSelectors []metav1.LabelSelector `json:"nodeSelectors,omitempty"`
+	NodeSelectors []LabelSelector `json:"nodeSelectors,omitempty"`
 
 	// Interfaces limit the network interfaces ARP and NDP are answered on.
 	// Empty: every eligible interface. The owner node is elected without regard
@@ -31,8 +37,11 @@ type L2AdvertisementSpec struct {
 
 	// ServiceSelectors limit the advertisement to Services with matching labels
 	// (any one matching is enough). Empty: every Service.
+	// At most 16 selectors (see LabelSelector for their own bounds).
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
 	// +optional
-	ServiceSelectors []metav1.LabelSelector `json:"serviceSelectors,omitempty"`
+	ServiceSelectors []LabelSelector `json:"serviceSelectors,omitempty"`
 }
 
 // L2AdvertisementStatus is empty; ownership is shown on Services (Events)

@@ -2,12 +2,14 @@ package v1beta1_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/testenv"
@@ -96,16 +98,118 @@ func TestAdmission(t *testing.T) {
 		p.Spec.AutoAssign = ptr.To(false)
 		p.Spec.AvoidBuggyIPs = true
 		p.Spec.AllocateTo = &heraldv1.ServiceAllocation{Priority: 50, Namespaces: []string{"ns1"},
-			NamespaceSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"team": "a"}}},
-			ServiceSelectors:   []metav1.LabelSelector{{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"web"}}}}}}
+			NamespaceSelectors: []heraldv1.LabelSelector{{MatchLabels: map[string]heraldv1.LabelValue{"team": "a"}}},
+			ServiceSelectors:   []heraldv1.LabelSelector{{MatchExpressions: []heraldv1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"web"}}}}}}
 		if err := env.Client.Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 		adv := &heraldv1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Name: "adv", Namespace: "herald-system"},
 			Spec: heraldv1.L2AdvertisementSpec{IPAddressPools: []string{"metallb"}, Interfaces: []string{"eth0"},
-				NodeSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"kubernetes.io/hostname": "worker"}}}}}
+				NodeSelectors: []heraldv1.LabelSelector{{MatchLabels: map[string]heraldv1.LabelValue{"kubernetes.io/hostname": "worker"}}}}}
 		if err := env.Client.Create(ctx, adv); err != nil {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestSelectorAdmission sends each of the five selector fields bad selectors and checks
+// that the API server refuses them with the field path and the bad value, and that
+// valid selectors (MetalLB's documented examples among them) are accepted.
+func TestSelectorAdmission(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "herald-system"}}); err != nil {
+		t.Fatal(err)
+	}
+	type req = heraldv1.LabelSelectorRequirement
+	exprs := func(r ...req) heraldv1.LabelSelector { return heraldv1.LabelSelector{MatchExpressions: r} }
+	labels := func(kv ...string) heraldv1.LabelSelector {
+		m := map[string]heraldv1.LabelValue{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = heraldv1.LabelValue(kv[i+1])
+		}
+		return heraldv1.LabelSelector{MatchLabels: m}
+	}
+	// Each field puts the selector under test second, after a valid one, so the
+	// paths show the index.
+	fields := []struct {
+		path   string
+		object func(name string, s heraldv1.LabelSelector) client.Object
+	}{
+		{"spec.nodeSelectors", func(n string, s heraldv1.LabelSelector) client.Object {
+			return &heraldv1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: "herald-system"},
+				Spec: heraldv1.L2AdvertisementSpec{NodeSelectors: []heraldv1.LabelSelector{labels("a", "b"), s}}}
+		}},
+		{"spec.ipAddressPoolSelectors", func(n string, s heraldv1.LabelSelector) client.Object {
+			return &heraldv1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: "herald-system"},
+				Spec: heraldv1.L2AdvertisementSpec{IPAddressPoolSelectors: []heraldv1.LabelSelector{labels("a", "b"), s}}}
+		}},
+		{"spec.serviceSelectors", func(n string, s heraldv1.LabelSelector) client.Object {
+			return &heraldv1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: "herald-system"},
+				Spec: heraldv1.L2AdvertisementSpec{ServiceSelectors: []heraldv1.LabelSelector{labels("a", "b"), s}}}
+		}},
+		{"spec.serviceAllocation.namespaceSelectors", func(n string, s heraldv1.LabelSelector) client.Object {
+			return &heraldv1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: "herald-system"},
+				Spec: heraldv1.IPAddressPoolSpec{Addresses: []heraldv1.AddressRange{"10.0.0.0/30"},
+					AllocateTo: &heraldv1.ServiceAllocation{NamespaceSelectors: []heraldv1.LabelSelector{labels("a", "b"), s}}}}
+		}},
+		{"spec.serviceAllocation.serviceSelectors", func(n string, s heraldv1.LabelSelector) client.Object {
+			return &heraldv1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: "herald-system"},
+				Spec: heraldv1.IPAddressPoolSpec{Addresses: []heraldv1.AddressRange{"10.0.0.0/30"},
+					AllocateTo: &heraldv1.ServiceAllocation{ServiceSelectors: []heraldv1.LabelSelector{labels("a", "b"), s}}}}
+		}},
+	}
+	cases := []struct {
+		name string
+		sel  heraldv1.LabelSelector
+		// want lists substrings of the error, "@" standing for the field's path;
+		// empty means the object must be accepted.
+		want []string
+	}{
+		{"metallb hostname", labels("kubernetes.io/hostname", "kind-worker"), nil},
+		{"metallb not control plane", exprs(req{Key: "node-role.kubernetes.io/control-plane", Operator: "DoesNotExist"}), nil},
+		{"in and exists", exprs(req{Key: "app", Operator: "In", Values: []string{"web", ""}}, req{Key: "tier", Operator: "Exists"}), nil},
+		{"empty label value", labels("team", ""), nil},
+		{"empty selector", heraldv1.LabelSelector{}, nil},
+		{"bad operator", exprs(req{Key: "a", Operator: "Bogus", Values: []string{"x"}}),
+			[]string{"@[1].matchExpressions[0].operator", `operator "Bogus" is not one of In, NotIn, Exists, DoesNotExist`}},
+		{"in without values", exprs(req{Key: "a", Operator: "In"}),
+			[]string{"@[1].matchExpressions[0].values", "operator In needs at least one value"}},
+		{"notin with empty values", exprs(req{Key: "a", Operator: "NotIn", Values: []string{}}),
+			[]string{"@[1].matchExpressions[0].values", "operator NotIn needs at least one value"}},
+		{"exists with values", exprs(req{Key: "a", Operator: "Exists", Values: []string{"x", "y"}}),
+			[]string{"@[1].matchExpressions[0].values", `operator Exists takes no values, got "x", "y"`}},
+		{"bad key in matchLabels", labels("bad key!", "x"),
+			[]string{"@[1].matchLabels", `key "bad key!" is not a qualified name`}},
+		{"bad key in matchExpressions", exprs(req{Key: "bad key!", Operator: "Exists"}),
+			[]string{"@[1].matchExpressions[0].key", `key "bad key!" is not a qualified name`}},
+		{"bad key prefix", exprs(req{Key: "Bad_Prefix/name", Operator: "Exists"}),
+			[]string{"@[1].matchExpressions[0].key", `key "Bad_Prefix/name" is not`}},
+		{"bad value in matchLabels", labels("team", "a b"),
+			[]string{"@[1].matchLabels[team]", `value "a b" is not a label value`}},
+		{"bad value in matchExpressions", exprs(req{Key: "a", Operator: "In", Values: []string{"ok", "-x"}}),
+			[]string{"@[1].matchExpressions[0].values[1]", `value "-x" is not a label value`}},
+	}
+	for fi, f := range fields {
+		for ci, tc := range cases {
+			t.Run(f.path+"/"+tc.name, func(t *testing.T) {
+				obj := f.object(fmt.Sprintf("s%d-%d", fi, ci), tc.sel)
+				err := env.Client.Create(ctx, obj)
+				if len(tc.want) == 0 {
+					if err != nil {
+						t.Fatalf("refused a valid selector: %v", err)
+					}
+					return
+				}
+				if err == nil {
+					t.Fatalf("accepted an invalid selector %+v", tc.sel)
+				}
+				for _, w := range tc.want {
+					if w = strings.ReplaceAll(w, "@", f.path); !strings.Contains(err.Error(), w) {
+						t.Errorf("error lacks %q:\n%v", w, err)
+					}
+				}
+			})
+		}
+	}
 }

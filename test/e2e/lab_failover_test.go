@@ -130,13 +130,13 @@ func TestLabL2AdvertisementNodeSelectors(t *testing.T) {
 	// selector can make it the owner.
 	first := netip.MustParseAddr("172.18.255.20")
 	order := election.Order(first, f.nodes)
-	hostname := func(nodes ...string) metav1.LabelSelector {
-		return metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+	hostname := func(nodes ...string) heraldv1.LabelSelector {
+		return heraldv1.LabelSelector{MatchExpressions: []heraldv1.LabelSelectorRequirement{
 			{Key: corev1.LabelHostname, Operator: metav1.LabelSelectorOpIn, Values: nodes}}}
 	}
 	ad := &heraldv1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Namespace: heraldNS, Name: "he-sel"},
 		Spec: heraldv1.L2AdvertisementSpec{IPAddressPools: []string{"he-sel"},
-			NodeSelectors: []metav1.LabelSelector{hostname(order[2])}}}
+			NodeSelectors: []heraldv1.LabelSelector{hostname(order[2])}}}
 	f.createObject(t, ad)
 	svc := f.createService(t, lbService("selected", annotate(heraldv1.AnnotationAddressPool, "he-sel")))
 	vip := f.waitIP(t, svc.Name)
@@ -148,11 +148,11 @@ func TestLabL2AdvertisementNodeSelectors(t *testing.T) {
 	f.expectOwner(t, vip, order[2], "nodeSelectors select "+order[2]+" only")
 	f.expectCurls(t, "http://"+vip.String()+"/", 20, "announced by "+order[2])
 
-	f.updateAd(t, ad, func() { ad.Spec.NodeSelectors = []metav1.LabelSelector{hostname(order[2]), hostname(order[1])} })
+	f.updateAd(t, ad, func() { ad.Spec.NodeSelectors = []heraldv1.LabelSelector{hostname(order[2]), hostname(order[1])} })
 	f.expectOwner(t, vip, order[1], "nodeSelectors select "+order[1]+" and "+order[2])
 
 	f.updateAd(t, ad, func() {
-		ad.Spec.NodeSelectors = []metav1.LabelSelector{{MatchLabels: map[string]string{"herald-e2e/announce": "yes"}}}
+		ad.Spec.NodeSelectors = []heraldv1.LabelSelector{{MatchLabels: map[string]heraldv1.LabelValue{"herald-e2e/announce": "yes"}}}
 	})
 	f.expectSilence(t, vip, "nodeSelectors select no node")
 	f.expectEvent(t, svc, corev1.EventTypeWarning, string(election.ReasonNotSelected),
