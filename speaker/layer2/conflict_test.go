@@ -422,7 +422,7 @@ func peerStillAnswers(t *testing.T, h *harness, c *fakeConn, wait time.Duration)
 	t.Helper()
 	arpProbe(t, c, vip4, mac0)
 	c.deliver(t, probeAnswer(vip4, peerMAC, mac0))
-	h.clk.waitTimerAt(t, wait) // the rest of the round, quiet
+	h.clk.waitTimerAt(t, wait)  // the rest of the round, quiet
 	answered(t, c, vip4, false) // the responder has handled the answer by now
 	// Not reported as a claim: this node does not answer for the IP yet, so the peer
 	// answering is no split brain.
