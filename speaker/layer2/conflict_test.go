@@ -367,20 +367,8 @@ func TestConflictProbeFindsOwner(t *testing.T) {
 // TestConflictProbeSilent: a probe nobody answers delays the first announcement by
 // ProbeWait, and only then are requests answered.
 func TestConflictProbeSilent(t *testing.T) {
-	h := newHarness(t, Schedule{Repeats: []time.Duration{time.Hour}}, iface("eth0", 2, mac0))
-	h.a.rescan()
-	c := h.conn("eth0/arp")
-	start := h.clk.Now()
-	if err := h.a.Set("svc", vip4, nil, Probe()); err != nil {
-		t.Fatal(err)
-	}
-	arpProbe(t, c, vip4, mac0)
-	answered(t, c, vip4, false)
-	h.clk.waitTimerAt(t, DefaultProbeWait/2)
-	h.clk.Advance(DefaultProbeWait / 2)
-	arpProbe(t, c, vip4, mac0)
-	h.clk.waitTimerAt(t, DefaultProbeWait/2)
-	h.clk.Advance(DefaultProbeWait / 2)
+	h, c, start := setWith(t, Probe())
+	unansweredRound(t, h, c, DefaultProbeWait)
 	garp(t, c, vip4, mac0)
 	if an := h.nextAnnouncement(); !an.At.Equal(start.Add(DefaultProbeWait)) {
 		t.Fatalf("announced at %v, want %v", an.At, start.Add(DefaultProbeWait))
@@ -399,20 +387,43 @@ func TestConflictProbeSilent(t *testing.T) {
 }
 
 // TestConflictProbePeerAnswers: a peer answering the probe is not reported as a
-// claim (this node does not answer yet), and the IP stays quiet until a whole round goes unanswered: the peer carries it meanwhile.
+// claim (this node does not answer yet), and the IP stays quiet until a whole round
+// goes unanswered: the peer carries it meanwhile.
 func TestConflictProbePeerAnswers(t *testing.T) {
-	h := newHarness(t, Schedule{Repeats: []time.Duration{time.Hour}}, iface("eth0", 2, mac0))
-	h.a.rescan()
-	c := h.conn("eth0/arp")
-	start := h.clk.Now()
-	if err := h.a.Set("svc", vip4, nil, Probe()); err != nil {
-		t.Fatal(err)
-	}
+	h, c, start := setWith(t, Probe())
 	peerStillAnswers(t, h, c, DefaultProbeWait)
 	if an := h.nextAnnouncement(); !an.At.Equal(start.Add(2 * DefaultProbeWait)) {
 		t.Fatalf("announced at %v, want %v (after a second, unanswered round)", an.At, start.Add(2*DefaultProbeWait))
 	}
 	h.noConflict()
+}
+
+// setWith makes vip4 owned with opt on a harness with one interface, eth0, and
+// returns the harness, eth0's ARP connection and when the Set was made.
+func setWith(t *testing.T, opt SetOption) (*harness, *fakeConn, time.Time) {
+	t.Helper()
+	h := newHarness(t, Schedule{Repeats: []time.Duration{time.Hour}}, iface("eth0", 2, mac0))
+	h.a.rescan()
+	c := h.conn("eth0/arp")
+	start := h.clk.Now()
+	if err := h.a.Set("svc", vip4, nil, opt); err != nil {
+		t.Fatal(err)
+	}
+	return h, c, start
+}
+
+// unansweredRound plays a probe round of length wait that nobody answers: two
+// probes wait/2 apart, the IP quiet all along, and the round's end.
+func unansweredRound(t *testing.T, h *harness, c *fakeConn, wait time.Duration) {
+	t.Helper()
+	arpProbe(t, c, vip4, mac0)
+	answered(t, c, vip4, false)
+	h.clk.waitTimerAt(t, wait/2)
+	h.clk.Advance(wait / 2)
+	arpProbe(t, c, vip4, mac0)
+	h.clk.waitTimerAt(t, wait/2)
+	answered(t, c, vip4, false)
+	h.clk.Advance(wait / 2)
 }
 
 // peerStillAnswers plays a peer answering the first probe round of a takeover and then
@@ -432,13 +443,7 @@ func peerStillAnswers(t *testing.T, h *harness, c *fakeConn, wait time.Duration)
 	default:
 	}
 	h.clk.Advance(wait)
-	arpProbe(t, c, vip4, mac0)
-	h.clk.waitTimerAt(t, wait/2)
-	h.clk.Advance(wait / 2)
-	arpProbe(t, c, vip4, mac0)
-	h.clk.waitTimerAt(t, wait/2)
-	answered(t, c, vip4, false)
-	h.clk.Advance(wait / 2)
+	unansweredRound(t, h, c, wait)
 	garp(t, c, vip4, mac0)
 	answered(t, c, vip4, true)
 	if got := value(h.a.metrics.TakeoversDeferred); got != 1 {
@@ -451,20 +456,8 @@ func peerStillAnswers(t *testing.T, h *harness, c *fakeConn, wait time.Duration)
 // answering is a conflict as with Probe.
 func TestWaitForPeers(t *testing.T) {
 	t.Run("previous owner dead", func(t *testing.T) {
-		h := newHarness(t, Schedule{Repeats: []time.Duration{time.Hour}}, iface("eth0", 2, mac0))
-		h.a.rescan()
-		c := h.conn("eth0/arp")
-		start := h.clk.Now()
-		if err := h.a.Set("svc", vip4, nil, WaitForPeers()); err != nil {
-			t.Fatal(err)
-		}
-		arpProbe(t, c, vip4, mac0)
-		answered(t, c, vip4, false)
-		h.clk.waitTimerAt(t, DefaultPeerProbeWait/2)
-		h.clk.Advance(DefaultPeerProbeWait / 2)
-		arpProbe(t, c, vip4, mac0)
-		h.clk.waitTimerAt(t, DefaultPeerProbeWait/2)
-		h.clk.Advance(DefaultPeerProbeWait / 2)
+		h, c, start := setWith(t, WaitForPeers())
+		unansweredRound(t, h, c, DefaultPeerProbeWait)
 		garp(t, c, vip4, mac0)
 		if an := h.nextAnnouncement(); !an.At.Equal(start.Add(DefaultPeerProbeWait)) {
 			t.Fatalf("announced at %v, want %v", an.At, start.Add(DefaultPeerProbeWait))
@@ -479,13 +472,7 @@ func TestWaitForPeers(t *testing.T) {
 		answered(t, c, vip4, true)
 	})
 	t.Run("previous owner still answers", func(t *testing.T) {
-		h := newHarness(t, Schedule{Repeats: []time.Duration{time.Hour}}, iface("eth0", 2, mac0))
-		h.a.rescan()
-		c := h.conn("eth0/arp")
-		start := h.clk.Now()
-		if err := h.a.Set("svc", vip4, nil, WaitForPeers()); err != nil {
-			t.Fatal(err)
-		}
+		h, c, start := setWith(t, WaitForPeers())
 		peerStillAnswers(t, h, c, DefaultPeerProbeWait)
 		if an := h.nextAnnouncement(); !an.At.Equal(start.Add(2 * DefaultPeerProbeWait)) {
 			t.Fatalf("announced at %v, want %v", an.At, start.Add(2*DefaultPeerProbeWait))
@@ -493,12 +480,7 @@ func TestWaitForPeers(t *testing.T) {
 		h.noConflict()
 	})
 	t.Run("foreign device answers", func(t *testing.T) {
-		h := newHarness(t, Schedule{Repeats: []time.Duration{time.Hour}}, iface("eth0", 2, mac0))
-		h.a.rescan()
-		c := h.conn("eth0/arp")
-		if err := h.a.Set("svc", vip4, nil, WaitForPeers()); err != nil {
-			t.Fatal(err)
-		}
+		h, c, _ := setWith(t, WaitForPeers())
 		arpProbe(t, c, vip4, mac0)
 		c.deliver(t, probeAnswer(vip4, otherMAC, mac0))
 		if cf := h.nextConflict(); !cf.BeforeAnnounce || !bytes.Equal(cf.MAC, otherMAC) {
