@@ -91,26 +91,27 @@ func (a *Announcer) probeFirst(t *takeover) phase {
 	for {
 		start := a.clock.Now()
 		res, c := a.probeRound(t, wait)
+		// A peer answered: sit out the rest of the round (and its further answers),
+		// then probe again.
+		peerAnswered := false
 		for res == claimed && c.Peer {
+			peerAnswered = true
 			if !waited {
 				waited = true
 				a.metrics.inc(takeoversDeferred)
 				a.log.Info("another speaker still answers for the IP; taking it once it stops", "ip", t.ip, "mac", c.MAC.String(), "interface", c.Interface)
 			}
 			res, c = a.waitUntil(t, start.Add(wait))
-			if res == fired || res == restarted {
-				res = restarted
-			}
 		}
-		switch res {
-		case stopped:
+		switch {
+		case res == stopped:
 			return phaseDone
-		case claimed:
+		case res == claimed: // a foreign device
 			if !a.yield(t, c, true) {
 				return phaseDone
 			}
 			return phaseYielded
-		case restarted:
+		case peerAnswered || res == restarted:
 			continue
 		}
 		break
