@@ -148,7 +148,9 @@ func (s *State) MeasureFailover(ctx context.Context, vip netip.Addr, fault strin
 			res.HTTPGap = ok.Sub(at)
 			end = ok
 		}
-		res.HTTPFailed = probe.failedBetween(lastStart, end)
+		// The probe sends one request at a time: those started in between ran in between.
+		_, failed := probe.Between(lastStart, end)
+		res.HTTPFailed = len(failed)
 	}
 	return res, nil
 }
@@ -267,17 +269,4 @@ func (p *HTTPProbe) lastSuccessBefore(t time.Time) (end, start time.Time) {
 		}
 	}
 	return end, start
-}
-
-// failedBetween counts the failed requests that started after from and ended by to.
-func (p *HTTPProbe) failedBetween(from, to time.Time) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := 0
-	for _, r := range p.results {
-		if !r.ok && r.start.After(from) && !r.end.After(to) {
-			n++
-		}
-	}
-	return n
 }

@@ -35,8 +35,8 @@ func TestFailoverRequestAccounting(t *testing.T) {
 	if err != nil || !ok.Equal(at(690)) {
 		t.Errorf("firstSuccessAfter = %v, %v; want +690ms", ok.Sub(t0), err)
 	}
-	if n := p.failedBetween(start, ok); n != 2 {
-		t.Errorf("failedBetween = %d, want 2", n)
+	if _, failed := p.Between(start, ok); len(failed) != 2 {
+		t.Errorf("Between gives %d failures, want 2", len(failed))
 	}
 
 	// A fault that stops nothing: nothing fails, and the print says why requests
