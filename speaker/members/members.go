@@ -127,12 +127,14 @@ func (m *Members) Live() []string {
 // receiver. The channel is never closed.
 func (m *Members) Events() <-chan struct{} { return m.events }
 
-// Leave announces this member's departure and waits up to timeout for it to be
-// gossiped, so that peers drop it at once instead of after failure detection. Call
-// it on SIGTERM before withdrawing announcements, then Shutdown.
+// Leave tells the peers this member is leaving, announces its departure and waits
+// for it to be gossiped, so that peers drop it at once instead of after failure
+// detection; all of it within timeout. Call it on SIGTERM before withdrawing
+// announcements, then Shutdown.
 func (m *Members) Leave(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
 	m.sayLeaving(timeout)
-	if err := m.ml.Leave(timeout); err != nil {
+	if err := m.ml.Leave(max(time.Until(deadline), time.Millisecond)); err != nil {
 		return fmt.Errorf("leaving memberlist: %w", err)
 	}
 	return nil
