@@ -1,6 +1,7 @@
 package speaker
 
 import (
+	"maps"
 	"net/netip"
 	"slices"
 
@@ -118,12 +119,7 @@ func (t *Tracker) Owned(ip netip.Addr) (election.Decision, bool) {
 
 // OwnedIPs returns the IPs this node announces, sorted.
 func (t *Tracker) OwnedIPs() []netip.Addr {
-	out := make([]netip.Addr, 0, len(t.owned))
-	for ip := range t.owned {
-		out = append(out, ip)
-	}
-	slices.SortFunc(out, netip.Addr.Compare)
-	return out
+	return slices.SortedFunc(maps.Keys(t.owned), netip.Addr.Compare)
 }
 
 // Silence releases every IP this node announces, for a speaker that must announce

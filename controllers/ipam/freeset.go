@@ -2,6 +2,7 @@ package ipam
 
 import (
 	"container/list"
+	"maps"
 	"net/netip"
 	"slices"
 
@@ -177,10 +178,5 @@ func (s *freeSet) unwithhold(a netip.Addr, seq uint64) bool {
 
 // withheldAddrs lists the withheld addresses in ascending order.
 func (s *freeSet) withheldAddrs() []netip.Addr {
-	out := make([]netip.Addr, 0, len(s.withheld))
-	for a := range s.withheld {
-		out = append(out, a)
-	}
-	slices.SortFunc(out, netip.Addr.Compare)
-	return out
+	return slices.SortedFunc(maps.Keys(s.withheld), netip.Addr.Compare)
 }
