@@ -117,7 +117,8 @@ type State struct {
 	Silent      bool
 	SilentSince time.Time
 	// JoiningSince is when this speaker left silence while hearing a majority; zero
-	// once every announcing peer's record lists it (see Decide).
+	// once every announcing peer's record lists it and it hears each of them, or
+	// JoinWait later (see Decide). It stays silent meanwhile.
 	JoiningSince time.Time
 }
 
@@ -230,28 +231,34 @@ func Decide(cfg Config, st State, in Input) (Verdict, State) {
 		v = Verdict{Mode: ModeRejoining, Expected: v.Expected, Unreachable: v.Unreachable, NeedRecords: true,
 			Reason: fmt.Sprintf("%s announced nothing and reads the speakers' records before it announces again", in.Self)}
 	}
-	// A speaker back from silence takes nothing until every announcing peer's record
-	// lists it: the peer that stood in for it releases its IPs once it hears it, and
-	// only then republishes. At most JoinWait, for a record that cannot change.
-	if v.Mode == ModeQuorum && st.Silent && !v.Mode.Silent() {
+	// A speaker back from silence stays silent until every announcing peer's record
+	// lists it and it hears each of them: the peer that stood in for it releases its
+	// IPs once it hears it, and only then republishes; and its own record, which peers
+	// read, must not publish a majority without a peer it simply has not heard yet.
+	// At most JoinWait, for a record that cannot change or a peer that died.
+	if v.Mode == ModeQuorum && st.Silent && st.JoiningSince.IsZero() {
 		st.JoiningSince = in.Now
 	}
 	if v.Mode != ModeQuorum {
 		st.JoiningSince = time.Time{}
 	}
 	if !st.JoiningSince.IsZero() {
-		var behind []string
+		var behind, unheard []string
 		for n, r := range fresh {
-			if n != in.Self && r.Mode.serving() && !r.lists(in.Self) {
+			if n == in.Self || !r.Mode.serving() {
+				continue
+			}
+			if !r.lists(in.Self) {
 				behind = append(behind, n)
 			}
+			if !slices.Contains(live, n) {
+				unheard = append(unheard, n)
+			}
 		}
-		if len(behind) == 0 || in.Now.Sub(st.JoiningSince) >= cfg.JoinWait {
+		if len(behind)+len(unheard) == 0 || in.Now.Sub(st.JoiningSince) >= cfg.JoinWait {
 			st.JoiningSince = time.Time{}
 		} else {
-			slices.Sort(behind)
-			v.Take = false
-			v.Reason = fmt.Sprintf("%s is back and takes no IP until %s hear it", in.Self, strings.Join(behind, ", "))
+			v = Verdict{Mode: ModeRejoining, Expected: v.Expected, Unreachable: v.Unreachable, Reason: joiningReason(in.Self, behind, unheard)}
 		}
 	}
 	// Hold keeps what it has: after silence that is nothing, so it stays silent.
@@ -265,6 +272,20 @@ func Decide(cfg Config, st State, in Input) (Verdict, State) {
 		st.Silent = false
 	}
 	return v, st
+}
+
+// joiningReason says what a speaker back from silence waits for.
+func joiningReason(self string, behind, unheard []string) string {
+	var waits []string
+	if len(behind) > 0 {
+		slices.Sort(behind)
+		waits = append(waits, strings.Join(behind, ", ")+" hear it")
+	}
+	if len(unheard) > 0 {
+		slices.Sort(unheard)
+		waits = append(waits, "it hears "+strings.Join(unheard, ", "))
+	}
+	return fmt.Sprintf("%s is back and announces nothing until %s", self, strings.Join(waits, " and "))
 }
 
 // deposers returns the writers of current, fresh records that publish a majority

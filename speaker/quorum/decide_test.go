@@ -337,14 +337,59 @@ func TestDecideStates(t *testing.T) {
 	halfway := []Record{rec("a", 10100*time.Millisecond, "a", "b", "c"), rec("b", 5*time.Second, "a", "b")}
 	back = heard("a@10s", "b@7s", "c")
 	step(Input{Members: back, Records: halfway, Now: at(10200 * time.Millisecond), RecordsReadAt: at(0)}, ModeRejoining)
-	if v := step(Input{Members: back, Records: halfway, Now: at(10210 * time.Millisecond), RecordsReadAt: at(10205 * time.Millisecond)}, ModeQuorum); v.Take {
-		t.Fatal("back from silence, c takes IPs before b hears it")
-	}
+	// Records read: c is back in a majority but stays silent until b hears it.
+	step(Input{Members: back, Records: halfway, Now: at(10210 * time.Millisecond), RecordsReadAt: at(10205 * time.Millisecond)}, ModeRejoining)
 	healed := []Record{rec("a", 10100*time.Millisecond, "a", "b", "c"), rec("b", 10300*time.Millisecond, "a", "b", "c")}
 	if v := step(Input{Members: back, Records: healed, Now: at(10400 * time.Millisecond), RecordsReadAt: at(10205 * time.Millisecond)}, ModeQuorum); !v.Take {
 		t.Fatalf("every peer hears c: it still takes nothing (%s)", v.Reason)
 	}
 	if st.Silent || !st.TroubleSince.IsZero() {
 		t.Fatalf("state after the heal: %+v", st)
+	}
+}
+
+// TestDecideJoining follows a node coming back after its cable was out: memberlist
+// reaches its peers one by one, and until it hears all of them its record says it
+// announces nothing, so the peer it does not hear yet is not deposed by it.
+func TestDecideJoining(t *testing.T) {
+	cfg := DefaultConfig()
+	st := State{Started: true, Silent: true, SilentSince: at(-10 * time.Second)}
+	step := func(self string, in Input, want Mode) Verdict {
+		t.Helper()
+		in.Self, in.APIUp, in.APIAt, in.RecordsReadAt = self, true, in.Now, in.Now
+		v, next := Decide(cfg, st, in)
+		if self == "c" {
+			st = next
+		}
+		if v.Mode != want {
+			t.Fatalf("%s at %v: mode %s (%s), want %s", self, in.Now.Sub(t0), v.Mode, v.Reason, want)
+		}
+		return v
+	}
+	// a and b served without c and both already hear it again; c hears only b so far.
+	peers := []Record{rec("a", -100*time.Millisecond, "a", "b", "c"), rec("b", -100*time.Millisecond, "a", "b", "c")}
+	v := step("c", Input{Members: heard("b@-50ms", "c"), Records: peers, Now: at(0)}, ModeRejoining)
+	if !strings.Contains(v.Reason, "hears a") {
+		t.Errorf("reason %q does not name the peer c waits to hear", v.Reason)
+	}
+	// What a reads meanwhile: c's record, written now, lists b and c, a majority
+	// without a, from a node a heard join 100 ms ago. It deposes nobody.
+	cRec := withMode(rec("c", 0, "b", "c"), v.Mode)
+	step("a", Input{Members: heard("a", "b", "c@-100ms"), Records: append(slices.Clone(peers), cRec), Now: at(10 * time.Millisecond)}, ModeQuorum)
+	// The same record published as announcing would have deposed a: that is the
+	// leader change the silent record avoids.
+	step("a", Input{Members: heard("a", "b", "c@-100ms"), Records: append(slices.Clone(peers), withMode(cRec, ModeQuorum)), Now: at(10 * time.Millisecond)}, ModeMinority)
+	// c hears a too: it announces.
+	if v := step("c", Input{Members: heard("a@200ms", "b@-50ms", "c"), Records: peers, Now: at(200 * time.Millisecond)}, ModeQuorum); !v.Take {
+		t.Fatalf("c hears every peer and every peer lists it, and takes nothing (%s)", v.Reason)
+	}
+
+	// A peer c never hears again (it died; its record is still fresh) holds c back
+	// no longer than JoinWait.
+	st = State{Started: true, Silent: true, SilentSince: at(-10 * time.Second)}
+	step("c", Input{Members: heard("b@-50ms", "c"), Records: peers, Now: at(0)}, ModeRejoining)
+	step("c", Input{Members: heard("b@-50ms", "c"), Records: peers, Now: at(cfg.JoinWait - time.Millisecond)}, ModeRejoining)
+	if v := step("c", Input{Members: heard("b@-50ms", "c"), Records: peers, Now: at(cfg.JoinWait)}, ModeQuorum); !v.Take {
+		t.Fatalf("after JoinWait c still takes nothing (%s)", v.Reason)
 	}
 }

@@ -52,9 +52,12 @@
 // A speaker that announced nothing (Isolated, Minority, or just started) serves again
 // only after it read the records straight from the API server, after it went silent
 // (Input.RecordsReadAt): a cache that lagged while the cable was out must not let it
-// take back IPs that its peers hold. Back in ModeQuorum, it takes no IP until every
-// announcing peer's record lists it (at most JoinWait): the peer that stood in for it
-// releases once it hears it, and republishes only then.
+// take back IPs that its peers hold. Back in a majority, it stays silent (ModeRejoining)
+// until every announcing peer's record lists it and it hears each of them, at most
+// JoinWait: the peer that stood in for it releases once it hears it, and republishes
+// only then; and its own record says it announces nothing until it hears everyone, so
+// that a peer it has not heard yet does not take the record for a majority deposing
+// it (memberlist reaches a returning node's peers one by one).
 //
 // # Guarantees
 //
