@@ -49,6 +49,10 @@ type Config struct {
 	Assets string
 	// SpeakerArgs are added to every speaker's command line.
 	SpeakerArgs []string
+	// WithoutHerald leaves herald's controller and speakers stopped (its CRDs, RBAC
+	// and ServiceAccounts installed all the same), as on a cluster where another load
+	// balancer ran until now: State.StartHerald starts them.
+	WithoutHerald bool
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 }

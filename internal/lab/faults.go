@@ -71,6 +71,28 @@ func (s *State) StartSpeaker(ctx context.Context, node string) error {
 	return s.startAgain(ctx, h, "speaker", speakerCmd(s, h), speakerProbe)
 }
 
+// StartHerald starts herald's controller and then every worker's speaker, as Up does,
+// and waits until each is ready: on a lab built WithoutHerald, the moment herald
+// replaces the load balancer that served the cluster until then.
+func (s *State) StartHerald(ctx context.Context) error {
+	h, err := s.Host(CPHost)
+	if err != nil {
+		return err
+	}
+	if p, err := s.proc(CPHost, "controller"); err == nil && p.Alive() {
+		return fmt.Errorf("lab: herald's controller runs already (pid %d)", p.Pid)
+	}
+	if err := s.startAgain(ctx, h, "controller", controllerCmd(s), controllerProbe); err != nil {
+		return err
+	}
+	for _, w := range s.Workers() {
+		if err := s.StartSpeaker(ctx, w.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // RestartController stops herald's controller with SIGTERM and starts it again.
 func (s *State) RestartController(ctx context.Context) error {
 	h, err := s.Host(CPHost)

@@ -28,7 +28,8 @@ type Lab struct {
 }
 
 // Up builds the lab: the bridge, the control plane at 172.18.0.2 with herald's
-// controller, cfg.Workers workers (a Node kept Ready by a lab agent, a herald speaker)
+// controller, cfg.Workers workers (a Node kept Ready by a lab agent, a herald speaker;
+// herald's controller and speakers are left stopped with cfg.WithoutHerald)
 // and the client at 172.18.0.100. herald's CRDs, namespace, ServiceAccounts and RBAC are
 // those of config/manifests/herald.yaml, and its controller and speakers run under
 // those ServiceAccounts (controller.kubeconfig, speaker.kubeconfig in the run
@@ -126,13 +127,11 @@ func Up(ctx context.Context, cfg Config) (l *Lab, err error) {
 		return l, err
 	}
 
-	say("herald controller in %s%s", cfg.Prefix, CPHost)
-	if err := l.start(ctx, CPHost, "controller", controllerCmd(s), controllerProbe); err != nil {
-		return l, err
-	}
-	say("herald speakers with the proxier (%v) on the workers", proxierArgs())
-	for _, w := range workers {
-		if err := l.start(ctx, w.Name, "speaker", speakerCmd(s, w), speakerProbe); err != nil {
+	if cfg.WithoutHerald {
+		say("herald's controller and speakers not started (StartHerald starts them)")
+	} else {
+		say("herald controller in %s%s, speakers with the proxier (%v) on the workers", cfg.Prefix, CPHost, proxierArgs())
+		if err := s.StartHerald(ctx); err != nil {
 			return l, err
 		}
 	}
@@ -155,17 +154,6 @@ func (l *Lab) addHost(name string, role Role, addr netip.Addr, cidr netip.Prefix
 	}
 	l.State.Hosts = append(l.State.Hosts, info)
 	return h, l.State.Save()
-}
-
-// start starts a herald component through netlab and waits for its /readyz.
-func (l *Lab) start(ctx context.Context, host, name string, cmd []string, probe string) error {
-	h := l.Net.Host(host)
-	np, err := h.Start(name, cmd...)
-	if err != nil {
-		return err
-	}
-	l.record(np.Proc)
-	return waitHealthy(ctx, h.Namespace(), probe, np.Proc, readyTimeout)
 }
 
 // record adds a process to the state, saved at once so that a failing Up leaves an

@@ -161,55 +161,69 @@ func (f *fullLab) newRefusals() []string {
 func upFullLab(prefix, runDir string, workers int) (*fullLab, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	l, err := labtest.UpLab(ctx, prefix, runDir, workers)
+	f, err := upLab(ctx, lab.Config{Prefix: prefix, RunDir: runDir, Workers: workers})
 	if err != nil {
 		return nil, err
 	}
-	f := &fullLab{Lab: l, s: l.State, macs: map[string]string{}, vips: map[string]netip.Addr{}}
-	if err := f.setUp(ctx); err != nil {
+	if err := f.setUpWalkthrough(ctx); err != nil {
 		return nil, err
 	}
 	return f, nil
 }
 
-func (f *fullLab) setUp(ctx context.Context) error {
-	var err error
+// upLab builds a lab as cfg says, with the walkthrough's pods running (webpod1 on
+// worker, webpod2 on worker2, when there are two workers), but no pool and no
+// Service. The caller removes it (lab.Down).
+func upLab(ctx context.Context, cfg lab.Config) (*fullLab, error) {
+	l, err := labtest.UpLab(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	f := &fullLab{Lab: l, s: l.State, macs: map[string]string{}, vips: map[string]netip.Addr{}}
 	if f.c, err = client.New(f.CP.Config, client.Options{Scheme: scheme.New()}); err != nil {
-		return err
+		return nil, err
 	}
 	cl, err := f.s.Host(lab.ClientHost)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	f.clientNS = cl.Namespace
 	for _, w := range f.s.Workers() {
 		f.nodes = append(f.nodes, w.Name)
 		f.macs[w.Name] = w.MAC
 	}
+	if err := f.apply(ctx, "hack/demo/webpods.yaml"); err != nil {
+		return nil, err
+	}
+	for _, pod := range []string{"webpod1", "webpod2"} {
+		if err := f.waitPodReady(ctx, "default", pod); err != nil {
+			return nil, err
+		}
+		if _, err := f.s.Kubectl(ctx, "label", "pod", pod, podLabel+"="+pod); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// apply runs kubectl apply with the files, paths in the repository.
+func (f *fullLab) apply(ctx context.Context, files ...string) error {
 	root, err := netlab.RepoRoot(ctx)
 	if err != nil {
 		return err
 	}
-	apply := func(files ...string) error {
-		args := []string{"apply"}
-		for _, file := range files {
-			args = append(args, "-f", filepath.Join(root, file))
-		}
-		_, err := f.s.Kubectl(ctx, args...)
-		return err
+	args := []string{"apply"}
+	for _, file := range files {
+		args = append(args, "-f", filepath.Join(root, file))
 	}
-	if err := apply("config/samples/ipaddresspool.yaml", "config/samples/l2advertisement.yaml", "hack/demo/webpods.yaml"); err != nil {
-		return err
-	}
-	for _, pod := range []string{"webpod1", "webpod2"} {
-		if err := f.waitPodReady(ctx, "default", pod); err != nil {
-			return err
-		}
-		if _, err := f.s.Kubectl(ctx, "label", "pod", pod, podLabel+"="+pod); err != nil {
-			return err
-		}
-	}
-	if err := apply("hack/demo/services.yaml"); err != nil {
+	_, err = f.s.Kubectl(ctx, args...)
+	return err
+}
+
+// setUpWalkthrough applies the walkthrough's pool, L2Advertisement and Services and
+// waits for their IPs.
+func (f *fullLab) setUpWalkthrough(ctx context.Context) error {
+	if err := f.apply(ctx, "config/samples/ipaddresspool.yaml", "config/samples/l2advertisement.yaml", "hack/demo/services.yaml"); err != nil {
 		return err
 	}
 	for _, name := range walkthrough {

@@ -265,7 +265,15 @@ func TestLabPartitionSplit(t *testing.T) {
 // test ends.
 func splitLab(t *testing.T, workers int) *fullLab {
 	t.Helper()
-	runDir := filepath.Join(os.TempDir(), "herald-e2e", fmt.Sprintf("%slab%d", splitPrefix, workers))
+	return ownLab(t, splitPrefix, fmt.Sprintf("lab%d", workers), lab.Config{Workers: workers}, true)
+}
+
+// ownLab builds a lab of the test's own as cfg says, with prefix and a run directory
+// named name, removed when the test ends: the walkthrough's cluster when walkthrough is
+// set, else the lab with its pods only (upLab).
+func ownLab(t *testing.T, prefix, name string, cfg lab.Config, walkthrough bool) *fullLab {
+	t.Helper()
+	cfg.Prefix, cfg.RunDir = prefix, filepath.Join(os.TempDir(), "herald-e2e", prefix+name)
 	var f *fullLab
 	t.Cleanup(func() {
 		if f != nil {
@@ -274,15 +282,20 @@ func splitLab(t *testing.T, workers int) *fullLab {
 			}
 		}
 		if t.Failed() {
-			t.Logf("logs of the lab are in %s", runDir)
+			t.Logf("logs of the lab are in %s", cfg.RunDir)
 		}
-		if err := lab.Down(runDir, splitPrefix); err != nil {
-			t.Errorf("removing the lab (%s): %v", splitPrefix, err)
+		if err := lab.Down(cfg.RunDir, prefix); err != nil {
+			t.Errorf("removing the lab (%s): %v", prefix, err)
 		}
 	})
-	f, err := upFullLab(splitPrefix, runDir, workers)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	var err error
+	if f, err = upLab(ctx, cfg); err == nil && walkthrough {
+		err = f.setUpWalkthrough(ctx)
+	}
 	if err != nil {
-		t.Fatalf("a lab of %d workers (prefix %s, logs in %s): %v", workers, splitPrefix, runDir, err)
+		t.Fatalf("a lab of %d workers (prefix %s, logs in %s): %v", cfg.Workers, prefix, cfg.RunDir, err)
 	}
 	return f
 }

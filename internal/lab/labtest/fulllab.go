@@ -9,11 +9,12 @@ import (
 	"herald.dev/herald/internal/lab/netlab"
 )
 
-// UpLab builds the full lab of `make demo` (lab.Up) with the given prefix and workers in
-// runDir, first removing what an earlier run left there. It takes no test: suites share
+// UpLab builds the full lab of `make demo` (lab.Up) as cfg says (its Prefix, RunDir,
+// Workers, SpeakerArgs, WithoutHerald), first removing what an earlier run left in
+// cfg.RunDir. It takes no test: suites share
 // one such lab across tests, and the caller removes it (lab.Down). Its error holds Up's
 // progress.
-func UpLab(ctx context.Context, prefix, runDir string, workers int) (*lab.Lab, error) {
+func UpLab(ctx context.Context, cfg lab.Config) (*lab.Lab, error) {
 	if err := netlab.Check(); err != nil {
 		return nil, fmt.Errorf("the full lab needs network namespaces: %w", err)
 	}
@@ -21,11 +22,12 @@ func UpLab(ctx context.Context, prefix, runDir string, workers int) (*lab.Lab, e
 	if err != nil {
 		return nil, err
 	}
-	if err := lab.Down(runDir, prefix); err != nil {
+	if err := lab.Down(cfg.RunDir, cfg.Prefix); err != nil {
 		return nil, fmt.Errorf("removing an earlier run's lab: %w", err)
 	}
 	var progress bytes.Buffer
-	l, err := lab.Up(ctx, lab.Config{Prefix: prefix, RunDir: runDir, Workers: workers, Assets: assets, Log: &progress})
+	cfg.Assets, cfg.Log = assets, &progress
+	l, err := lab.Up(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w\nprogress:\n%s", err, progress.String())
 	}
