@@ -28,8 +28,12 @@ manifests: $(CONTROLLER_GEN) ## Write CRDs (config/crd/bases) and RBAC (config/r
 	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=herald-controller paths=./controllers/... output:rbac:artifacts:config=config/rbac
 	$(CONTROLLER_GEN) rbac:roleName=herald-speaker paths=./speaker/... output:rbac:artifacts:config=config/rbac/speaker
+	@# The Helm chart renders copies of the CRDs and of the alert rules (charts/herald/files).
+	rm -f charts/herald/files/crds/*.yaml && cp config/crd/bases/*.yaml charts/herald/files/crds/
+	cp config/prometheus/rules.yaml charts/herald/files/prometheus/rules.yaml
 
-GENERATED = api/v1beta1/zz_generated.deepcopy.go config/crd/bases/*.yaml config/rbac/role.yaml config/rbac/speaker/role.yaml
+GENERATED = api/v1beta1/zz_generated.deepcopy.go config/crd/bases/*.yaml config/rbac/role.yaml config/rbac/speaker/role.yaml \
+            charts/herald/files/crds/*.yaml charts/herald/files/prometheus/rules.yaml
 
 .PHONY: verify-generated
 verify-generated: $(CONTROLLER_GEN) ## Fail when the generated files differ from what the markers produce.
@@ -38,7 +42,7 @@ verify-generated: $(CONTROLLER_GEN) ## Fail when the generated files differ from
 	after=$$(cat $(GENERATED) | sha256sum); \
 	if [ "$$before" != "$$after" ]; then \
 	  echo "generated files were stale (now regenerated): commit the result of 'make generate manifests'"; \
-	  git --no-pager diff --stat -- api config; exit 1; fi
+	  git --no-pager diff --stat -- api config charts; exit 1; fi
 
 RENDERED = config/manifests/herald.yaml
 
@@ -78,6 +82,10 @@ setup: ## Check this machine (root, Linux, Go 1.26) and install the Debian packa
 test-binaries: ## Build kube-apiserver, kube-controller-manager, kubectl and etcd into bin/k8s.
 	hack/setup-test-binaries.sh >/dev/null
 
+.PHONY: helm
+helm: ## Build the helm CLI into bin/helm (hack/setup-helm.sh), which the chart tests run.
+	hack/setup-helm.sh >/dev/null
+
 ##@ Test
 
 .PHONY: fmt-check
@@ -89,8 +97,8 @@ vet:
 	go vet $(GO_PACKAGES)
 
 .PHONY: test
-test: setup verify-generated fmt-check vet test-binaries verify-rendered ## Every test: unit, envtest (real kube-apiserver + etcd), lab e2e, kube-proxy oracle.
-	KUBEBUILDER_ASSETS=$$(hack/setup-test-binaries.sh) go test -count=1 -race $(GO_PACKAGES)
+test: setup verify-generated fmt-check vet test-binaries helm verify-rendered ## Every test: unit, envtest (real kube-apiserver + etcd), Helm chart, lab e2e, kube-proxy oracle.
+	KUBEBUILDER_ASSETS=$$(hack/setup-test-binaries.sh) HELM=$$(hack/setup-helm.sh) go test -count=1 -race $(GO_PACKAGES)
 	$(MAKE) --no-print-directory test-oracle
 
 .PHONY: test-oracle
