@@ -233,7 +233,9 @@ func StatusRows(svcs []corev1.Service, vips []heraldv1.VIPStatus, lbClass string
 	var out []sortable
 	for i := range svcs {
 		svc := &svcs[i]
-		pool, allocated := svc.Annotations[heraldv1.AnnotationAllocatedFromPool]
+		// herald's own record says herald allocated it; MetalLB's only names the pool.
+		_, allocated := svc.Annotations[heraldv1.AnnotationAllocatedFromPool]
+		pool := heraldv1.LookupAnnotation(svc.Annotations, heraldv1.AnnotationAllocatedFromPool).Value
 		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer ||
 			!(allocated || heraldv1.ServesClass(svc.Spec.LoadBalancerClass, lbClass)) {
 			continue
