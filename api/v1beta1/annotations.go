@@ -47,7 +47,9 @@ func MetalLBAliases(name string) []string {
 }
 
 // AnnotationValue is one of herald's Service annotations as read from a Service,
-// under whichever of its names set it.
+// under whichever of its names set it. It is no API object: no deepcopy.
+//
+// +kubebuilder:object:generate=false
 type AnnotationValue struct {
 	// Value is the value, without surrounding spaces; "" when no name sets it.
 	Value string
