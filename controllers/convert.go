@@ -64,10 +64,11 @@ func serviceFromAPI(svc *corev1.Service, nsLabels map[string]string) (ipam.Servi
 		Namespace:       svc.Namespace,
 		Labels:          svc.Labels,
 		NamespaceLabels: nsLabels,
-		Pool:            strings.TrimSpace(svc.Annotations[heraldv1.AnnotationAddressPool]),
-		SharingKey:      strings.TrimSpace(svc.Annotations[heraldv1.AnnotationAllowSharedIP]),
+		Pool:            heraldv1.LookupAnnotation(svc.Annotations, heraldv1.AnnotationAddressPool).Value,
 		Created:         svc.CreationTimestamp.Time,
 	}
+	sharing := heraldv1.LookupAnnotation(svc.Annotations, heraldv1.AnnotationAllowSharedIP)
+	out.SharingKey, out.SharingKeyFrom = sharing.Value, sharing.From
 	if svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal {
 		// Local traffic reaches only pods on the announcing node, so Services sharing
 		// an IP must select the same pods.
@@ -107,13 +108,15 @@ func serviceFromAPI(svc *corev1.Service, nsLabels map[string]string) (ipam.Servi
 	return out, nil
 }
 
-// requestedIPs reads herald.dev/loadBalancerIPs or spec.loadBalancerIP.
+// requestedIPs reads herald.dev/loadBalancerIPs (or MetalLB's name for it) or
+// spec.loadBalancerIP. Errors name the annotation the Service set.
 func requestedIPs(svc *corev1.Service) ([]netip.Addr, error) {
-	ann := strings.TrimSpace(svc.Annotations[heraldv1.AnnotationLoadBalancerIPs])
+	found := heraldv1.LookupAnnotation(svc.Annotations, heraldv1.AnnotationLoadBalancerIPs)
+	ann, name := found.Value, found.From
 	spec := strings.TrimSpace(svc.Spec.LoadBalancerIP)
 	switch {
 	case ann != "" && spec != "":
-		return nil, fmt.Errorf("both annotation %s and spec.loadBalancerIP are set; use one", heraldv1.AnnotationLoadBalancerIPs)
+		return nil, fmt.Errorf("both annotation %s and spec.loadBalancerIP are set; use one", name)
 	case spec != "":
 		ip, err := netip.ParseAddr(spec)
 		if err != nil {
@@ -125,18 +128,18 @@ func requestedIPs(svc *corev1.Service) ([]netip.Addr, error) {
 	}
 	parts := strings.Split(ann, ",")
 	if len(parts) > 2 {
-		return nil, fmt.Errorf("annotation %s=%q: at most two IPs, one per family", heraldv1.AnnotationLoadBalancerIPs, ann)
+		return nil, fmt.Errorf("annotation %s=%q: at most two IPs, one per family", name, ann)
 	}
 	var ips []netip.Addr
 	for _, p := range parts {
 		ip, err := netip.ParseAddr(strings.TrimSpace(p))
 		if err != nil {
-			return nil, fmt.Errorf("annotation %s=%q: %q is not an IP address", heraldv1.AnnotationLoadBalancerIPs, ann, strings.TrimSpace(p))
+			return nil, fmt.Errorf("annotation %s=%q: %q is not an IP address", name, ann, strings.TrimSpace(p))
 		}
 		ips = append(ips, ip.Unmap())
 	}
 	if len(ips) == 2 && ips[0].Is4() == ips[1].Is4() {
-		return nil, fmt.Errorf("annotation %s=%q: two IPs must be of different families", heraldv1.AnnotationLoadBalancerIPs, ann)
+		return nil, fmt.Errorf("annotation %s=%q: two IPs must be of different families", name, ann)
 	}
 	return ips, nil
 }

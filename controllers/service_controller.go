@@ -80,6 +80,7 @@ func (r *ServiceReconciler) forget(key types.NamespacedName) []netip.Addr {
 	released := s.alloc.Release(key.String())
 	delete(s.pending, key)
 	delete(s.duplicates, key)
+	delete(s.annotationConflicts, key)
 	s.mu.Unlock()
 	if len(released) > 0 {
 		allocationsTotal.WithLabelValues("released").Add(float64(len(released)))
@@ -91,6 +92,7 @@ func (r *ServiceReconciler) forget(key types.NamespacedName) []netip.Addr {
 
 func (r *ServiceReconciler) allocate(ctx context.Context, svc *corev1.Service) error {
 	key := types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
+	r.warnAnnotationConflicts(svc)
 	view, parseErr := serviceFromAPI(svc, namespaceLabelsFunc(ctx, r.Client)(svc.Namespace))
 
 	s := r.State

@@ -32,6 +32,9 @@ type Allocations struct {
 	pending map[types.NamespacedName]bool
 	// duplicates are Services whose status IP another, older Service holds (found at load).
 	duplicates map[types.NamespacedName]string
+	// annotationConflicts is the last Warning about conflicting annotation names given
+	// to each Service, so that it is given once (see warnAnnotationConflicts).
+	annotationConflicts map[types.NamespacedName]string
 
 	// retryServices and refreshPools feed the reconcilers through source.Channel.
 	retryServices chan event.GenericEvent
@@ -42,13 +45,14 @@ type Allocations struct {
 // NewAllocations returns an empty state for pools in namespace.
 func NewAllocations(namespace string) *Allocations {
 	return &Allocations{
-		alloc:         ipam.New(),
-		problems:      map[string]string{},
-		pending:       map[types.NamespacedName]bool{},
-		duplicates:    map[types.NamespacedName]string{},
-		retryServices: make(chan event.GenericEvent, 4096),
-		refreshPools:  make(chan event.GenericEvent, 1024),
-		namespace:     namespace,
+		alloc:               ipam.New(),
+		problems:            map[string]string{},
+		pending:             map[types.NamespacedName]bool{},
+		duplicates:          map[types.NamespacedName]string{},
+		annotationConflicts: map[types.NamespacedName]string{},
+		retryServices:       make(chan event.GenericEvent, 4096),
+		refreshPools:        make(chan event.GenericEvent, 1024),
+		namespace:           namespace,
 	}
 }
 
@@ -89,12 +93,23 @@ func (a *Allocations) ensureLoaded(ctx context.Context, c client.Reader, served 
 			// A bad annotation does not void the IP the Service already holds.
 			view.RequestedIPs = nil
 		}
-		if err := a.alloc.Restore(view, ingressIPs(s), s.Annotations[heraldv1.AnnotationAllocatedFromPool]); err != nil {
+		if err := a.alloc.Restore(view, ingressIPs(s), restoredPoolHint(s, view)); err != nil {
 			a.duplicates[key] = err.Error()
 		}
 	}
 	a.loaded = true
 	return nil
+}
+
+// restoredPoolHint names the pool a Service's IPs were recorded in: the
+// ip-allocated-from-pool annotation herald wrote, or MetalLB's when herald has not yet
+// (a Service MetalLB served), else the pool the Service asks for. Restore keeps it only
+// if that pool contains the IPs; it decides between overlapping pools.
+func restoredPoolHint(svc *corev1.Service, view ipam.Service) string {
+	if p := heraldv1.LookupAnnotation(svc.Annotations, heraldv1.AnnotationAllocatedFromPool).Value; p != "" {
+		return p
+	}
+	return view.Pool
 }
 
 // olderThan orders Services by creation, then by namespace/name, so every controller

@@ -125,11 +125,12 @@ func labelSelectors(in []heraldv1.LabelSelector, field string) ([]labels.Selecto
 
 // serviceView reads the IPs the controller wrote into status.loadBalancer.ingress and
 // the pool it took them from (its annotation: the controller is the one place that
-// decides which pool an IP belongs to).
+// decides which pool an IP belongs to; until it has written it on a Service MetalLB
+// served, MetalLB's record of the pool stands in).
 func serviceView(svc *corev1.Service, eps []election.Endpoint) (election.Service, error) {
 	s := election.Service{
 		Key:       svc.Namespace + "/" + svc.Name,
-		Pool:      svc.Annotations[heraldv1.AnnotationAllocatedFromPool],
+		Pool:      heraldv1.LookupAnnotation(svc.Annotations, heraldv1.AnnotationAllocatedFromPool).Value,
 		Labels:    svc.Labels,
 		Local:     svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal,
 		Endpoints: eps,

@@ -1,7 +1,12 @@
 package v1beta1
 
+import (
+	"fmt"
+	"strings"
+)
+
 // Service annotations herald reads and writes. The names follow MetalLB's with the
-// herald.dev/ prefix.
+// herald.dev/ prefix, and MetalLB's own names are read too (see MetalLBAliases).
 const (
 	// AnnotationLoadBalancerIPs asks for specific IPs: one, or one per family ("a,b").
 	AnnotationLoadBalancerIPs = "herald.dev/loadBalancerIPs"
@@ -21,3 +26,63 @@ const (
 	// ConditionReady is the pool condition that says whether it gives out addresses.
 	ConditionReady = "Ready"
 )
+
+// MetalLB's prefixes of the same annotations: metallb.io/ since MetalLB 0.14.9, and
+// metallb.universe.tf/ before (MetalLB still reads both).
+const (
+	MetalLBPrefix       = "metallb.io/"
+	MetalLBLegacyPrefix = "metallb.universe.tf/"
+)
+
+// MetalLBAliases returns the names under which herald also reads one of its own
+// annotations (name is one of the Annotation constants), in the order they are
+// preferred: metallb.io/ before metallb.universe.tf/. Services that MetalLB served keep
+// working unchanged.
+func MetalLBAliases(name string) []string {
+	suffix, ok := strings.CutPrefix(name, GroupVersion.Group+"/")
+	if !ok {
+		return nil
+	}
+	return []string{MetalLBPrefix + suffix, MetalLBLegacyPrefix + suffix}
+}
+
+// AnnotationValue is one of herald's Service annotations as read from a Service,
+// under whichever of its names set it. It is no API object: no deepcopy.
+//
+// +kubebuilder:object:generate=false
+type AnnotationValue struct {
+	// Value is the value, without surrounding spaces; "" when no name sets it.
+	Value string
+	// From is the annotation Value came from: herald's name or a MetalLB alias.
+	From string
+	// Overridden lists the other names set to a different value, which lose to From,
+	// as name="value".
+	Overridden []string
+}
+
+// LookupAnnotation reads herald's annotation name (one of the Annotation constants)
+// from a Service's annotations: herald's own name wins, then MetalLB's names in the
+// order of MetalLBAliases. An empty value counts as not set.
+func LookupAnnotation(annotations map[string]string, name string) AnnotationValue {
+	var v AnnotationValue
+	for _, n := range append([]string{name}, MetalLBAliases(name)...) {
+		val := strings.TrimSpace(annotations[n])
+		switch {
+		case val == "":
+		case v.From == "":
+			v.Value, v.From = val, n
+		case val != v.Value:
+			v.Overridden = append(v.Overridden, fmt.Sprintf("%s=%q", n, val))
+		}
+	}
+	return v
+}
+
+// Conflict says, for a Warning, which name is used and which are ignored when the
+// annotation is set under several names to different values; "" when it is not.
+func (v AnnotationValue) Conflict() string {
+	if len(v.Overridden) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("annotation %s=%q is used; ignored: %s", v.From, v.Value, strings.Join(v.Overridden, ", "))
+}

@@ -20,8 +20,14 @@ type ipState struct {
 	indexed bool
 }
 
-// sharingAnnotation is named in errors so the user knows what to change.
-const sharingAnnotation = "herald.dev/allow-shared-ip"
+// sharingAnnotation is named in errors so the user knows what to change: the
+// annotation the Service set its key with, or herald's when it set none.
+func sharingAnnotation(svc Service) string {
+	if svc.SharingKeyFrom != "" {
+		return svc.SharingKeyFrom
+	}
+	return "herald.dev/allow-shared-ip"
+}
 
 // canShare reports why svc may not hold st's IP alongside its other holders (nil when
 // it may). svc's own holding does not count: a sole holder may change its keys.
@@ -38,7 +44,7 @@ func canShare(st *ipState, svc Service) error {
 	}
 	if svc.SharingKey == "" || svc.SharingKey != st.sharingKey {
 		return newError(ErrIPInUse, "IP %s is in use by %s with sharing key %q (need the same non-empty %s key)",
-			st.addr, other.key, st.sharingKey, sharingAnnotation)
+			st.addr, other.key, st.sharingKey, sharingAnnotation(svc))
 	}
 	if svc.BackendKey != st.backendKey {
 		return newError(ErrIPInUse, "IP %s is in use by %s with %s, this Service has %s (Services sharing an IP need the same externalTrafficPolicy, and for Local the same selector)",

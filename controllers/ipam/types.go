@@ -86,6 +86,9 @@ type Service struct {
 	Pool string
 	// SharingKey from herald.dev/allow-shared-ip ("" = no sharing).
 	SharingKey string
+	// SharingKeyFrom is the annotation SharingKey was read from (herald's or a MetalLB
+	// alias), named in errors; "" means herald.dev/allow-shared-ip.
+	SharingKeyFrom string
 	// BackendKey is "" for externalTrafficPolicy Cluster and the selector string for Local:
 	// Services sharing an IP must have the same one.
 	BackendKey string

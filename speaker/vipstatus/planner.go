@@ -190,7 +190,7 @@ func (p *Planner) Plan(e Election) []Key {
 			for _, r := range refs {
 				t.Services = append(t.Services, ServiceRef{Name: r.Name, UID: r.UID})
 				if t.Pool == "" {
-					t.Pool = r.Annotations[heraldv1.AnnotationAllocatedFromPool]
+					t.Pool = heraldv1.LookupAnnotation(r.Annotations, heraldv1.AnnotationAllocatedFromPool).Value
 				}
 			}
 			prev := p.tasks[key]

@@ -17,6 +17,7 @@ func NewRootCommand() *cobra.Command {
 		newControllerCommand(),
 		newSpeakerCommand(),
 		newStatusCommand(),
+		newMigrateCommand(),
 		newVersionCommand(),
 	)
 	return root

@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -137,26 +136,9 @@ func RunStatus(ctx context.Context, o StatusOptions, out, errOut io.Writer) erro
 	return PrintStatusTable(out, rows, time.Now(), o.Output == "wide", ns == "")
 }
 
-// statusRESTConfig loads the kubeconfig as kubectl does: --kubeconfig, else
-// $KUBECONFIG, else ~/.kube/config, else the in-cluster config; --context picks the
-// context.
+// statusRESTConfig loads the kubeconfig as kubectl does (see loadRESTConfig).
 func statusRESTConfig(o StatusOptions) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.Kubeconfig
-	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.Context})
-	cfg, err := cc.ClientConfig()
-	switch {
-	case clientcmd.IsEmptyConfig(err):
-		return nil, errors.New("no kubeconfig found: pass --kubeconfig, set $KUBECONFIG or create ~/.kube/config")
-	case err != nil:
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	cfg = rest.CopyConfig(cfg)
-	cfg.UserAgent = "herald-status"
-	if o.Timeout > 0 {
-		cfg.Timeout = o.Timeout
-	}
-	return cfg, nil
+	return loadRESTConfig(o.Kubeconfig, o.Context, "herald-status", o.Timeout)
 }
 
 // statusClient reads Services and VIPStatus objects. Its REST mapping is fixed, so
@@ -233,7 +215,9 @@ func StatusRows(svcs []corev1.Service, vips []heraldv1.VIPStatus, lbClass string
 	var out []sortable
 	for i := range svcs {
 		svc := &svcs[i]
-		pool, allocated := svc.Annotations[heraldv1.AnnotationAllocatedFromPool]
+		// herald's own record says herald allocated it; MetalLB's only names the pool.
+		_, allocated := svc.Annotations[heraldv1.AnnotationAllocatedFromPool]
+		pool := heraldv1.LookupAnnotation(svc.Annotations, heraldv1.AnnotationAllocatedFromPool).Value
 		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer ||
 			!(allocated || heraldv1.ServesClass(svc.Spec.LoadBalancerClass, lbClass)) {
 			continue
