@@ -10,7 +10,8 @@ import (
 // Allocate decides the IPs of svc. A Service keeps what it holds as long as that still
 // satisfies what it asks for, even if its pool changed, was deleted or no longer
 // selects it. It gets a new allocation when it holds nothing, or when it asks for
-// something else: other requested IPs, another pool annotation, no longer any of the
+// something else: other requested IPs, another pool annotation (of a pool that exists:
+// one that does not yet leaves it what it holds, with an ErrNoUsablePool error), no longer any of the
 // families it holds, or sharing settings that no longer fit the other holders of its
 // IP. Then the old IPs are released first, and stay released if the new allocation
 // fails.
@@ -27,8 +28,18 @@ func (a *Allocator) Allocate(svc Service) (Result, error) {
 		return Result{}, err
 	}
 	if cur != nil {
-		if res, ok := a.keepExisting(cur, svc); ok {
+		if res, ok := a.keepExisting(cur, svc, true); ok {
 			return res, nil
+		}
+		// A pool that does not exist is no request the allocator can meet: moving would
+		// lose the IP for nothing. It may come later (pools applied after the Services,
+		// a pool renamed while switching from MetalLB): keep what it holds until then.
+		if svc.Pool != "" && a.pools[svc.Pool] == nil {
+			anyPool := svc
+			anyPool.Pool = ""
+			if res, ok := a.keepExisting(cur, anyPool, false); ok {
+				return res, newError(ErrNoUsablePool, "pool %q does not exist; the Service keeps %s until it does", svc.Pool, JoinIPs(res.IPs))
+			}
 		}
 		before := a.Release(svc.Key)
 		res, err := a.allocateNew(svc, before)
@@ -42,9 +53,9 @@ func (a *Allocator) Allocate(svc Service) (Result, error) {
 
 // keepExisting keeps cur when it still satisfies svc, adjusting it in place: it drops
 // IPs of families svc no longer wants, records new sharing keys and ports, and adds the
-// missing family of a dual-stack Service from the same pool when it can. It reports
-// false, without changing anything, when svc needs a new allocation.
-func (a *Allocator) keepExisting(cur *allocation, svc Service) (Result, bool) {
+// missing family of a dual-stack Service from the same pool when it can and grow is
+// set. It reports false, without changing anything, when svc needs a new allocation.
+func (a *Allocator) keepExisting(cur *allocation, svc Service, grow bool) (Result, bool) {
 	if len(svc.RequestedIPs) > 0 && !sameAddrSet(svc.RequestedIPs, cur.ips) {
 		return Result{}, false
 	}
@@ -69,7 +80,7 @@ func (a *Allocator) keepExisting(cur *allocation, svc Service) (Result, bool) {
 		}
 	}
 	var added netip.Addr
-	if len(wanted) == 2 && len(kept) == 1 && len(svc.RequestedIPs) == 0 {
+	if grow && len(wanted) == 2 && len(kept) == 1 && len(svc.RequestedIPs) == 0 {
 		added = a.pickMissingFamily(cur, svc, otherFamily(wanted, FamilyOf(kept[0])))
 		if !added.IsValid() && svc.Policy == RequireDualStack {
 			return Result{}, false

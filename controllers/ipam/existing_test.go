@@ -93,6 +93,18 @@ func TestExistingAllocation(t *testing.T) {
 			{alloc: alloc(mkSvc("ns/2", sharing("k"), ports("TCP/81"))), want: []string{"10.0.0.0"}, wantPool: "p"},
 			{alloc: alloc(mkSvc("ns/2", sharing("k"), ports("TCP/81"), backend("app=y"))), want: []string{"10.0.0.1"}, wantPool: "p", wantChanged: yes()},
 		}},
+		{name: "a Service asking for a pool that does not exist keeps its IP until it does", pools: dual, steps: []step{
+			{alloc: alloc(mkSvc("ns/1")), want: []string{"10.0.1.0"}, wantPool: "a-dual"},
+			{alloc: alloc(mkSvc("ns/1", inPool("later"))), want: []string{"10.0.1.0"}, wantPool: "a-dual", wantChanged: no(),
+				wantErr: ErrNoUsablePool, errText: `pool "later" does not exist; the Service keeps 10.0.1.0 until it does`},
+			{setPools: []Pool{p("a-dual", []string{"10.0.1.0/24", "fc00:1::/120"}), p("later", []string{"10.0.3.0/24"}, noAutoAssign)}},
+			{alloc: alloc(mkSvc("ns/1", inPool("later"))), want: []string{"10.0.3.0"}, wantPool: "later", wantChanged: yes()},
+		}},
+		{name: "a restored Service naming a missing pool keeps an IP in no pool", pools: dual, steps: []step{
+			{restore: alloc(mkSvc("ns/1", inPool("gone"))), ips: []string{"192.0.2.7"}, pool: "gone"},
+			{alloc: alloc(mkSvc("ns/1", inPool("gone"))), want: []string{"192.0.2.7"}, wantPool: "", wantChanged: no(),
+				wantErr: ErrNoUsablePool, errText: `pool "gone" does not exist`},
+		}},
 		{name: "a Service asking for another pool that is full loses its IP", pools: dual, steps: []step{
 			{alloc: alloc(mkSvc("ns/1")), want: []string{"10.0.1.0"}, wantPool: "a-dual"},
 			{setPools: []Pool{p("a-dual", []string{"10.0.1.0/24", "fc00:1::/120"}), p("b-full", []string{"10.0.2.0/32"}, noAutoAssign)}},

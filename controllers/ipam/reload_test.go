@@ -32,10 +32,10 @@ func TestConfigReload(t *testing.T) {
 			{alloc: alloc(mkSvc("ns/1")), want: []string{"10.0.0.0"}, wantPool: "b", wantChanged: no()},
 			{alloc: alloc(mkSvc("ns/2")), want: []string{"10.0.0.1"}, wantPool: "b"},
 		}},
-		{name: "a pool annotation on a renamed pool reallocates", pools: onePool("a", []string{"10.0.0.0/30"}), steps: []step{
+		{name: "a pool annotation on a renamed pool keeps the IP, with an error", pools: onePool("a", []string{"10.0.0.0/30"}), steps: []step{
 			{alloc: alloc(mkSvc("ns/1", inPool("a"))), want: []string{"10.0.0.0"}, wantPool: "a"},
 			{setPools: []Pool{p("b", []string{"10.0.0.0/29"})}},
-			{alloc: alloc(mkSvc("ns/1", inPool("a"))), wantErr: ErrNoUsablePool, wantChanged: yes()},
+			{alloc: alloc(mkSvc("ns/1", inPool("a"))), want: []string{"10.0.0.0"}, wantPool: "b", wantErr: ErrNoUsablePool, wantChanged: no()},
 			{alloc: alloc(mkSvc("ns/2")), want: []string{"10.0.0.1"}, wantPool: "b"},
 		}},
 		{name: "a new pool overlapping an old one gives out nothing", pools: onePool("old", []string{"10.0.0.0/30"}, createdAt(1)), steps: []step{
