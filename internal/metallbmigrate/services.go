@@ -30,8 +30,8 @@ var readAliases = []string{
 
 // SummarizeServices lists the Services with MetalLB annotations, sorted, and what
 // would go wrong for them once herald serves them with the given pools: a pool they
-// ask for that herald will not have (the Service would lose its IP at herald's start),
-// a MetalLB annotation herald does not read.
+// ask for that herald will not have (the Service keeps its IP, with a Warning, but
+// gets no other until such a pool exists), a MetalLB annotation herald does not read.
 func SummarizeServices(svcs []corev1.Service, pools []string) []ServiceNote {
 	known := map[string]bool{}
 	for _, a := range readAliases {
@@ -62,7 +62,7 @@ func SummarizeServices(svcs []corev1.Service, pools []string) []ServiceNote {
 		}
 		pool := heraldv1.LookupAnnotation(s.Annotations, heraldv1.AnnotationAddressPool)
 		if pool.Value != "" && !slices.Contains(pools, pool.Value) {
-			n.Problems = append(n.Problems, fmt.Sprintf("%s asks for pool %q, which herald will not have: create it before herald's controller starts, or the Service loses its IP", pool.From, pool.Value))
+			n.Problems = append(n.Problems, fmt.Sprintf("%s asks for pool %q, which herald will not have: the Service keeps its IP with an AllocationFailed Warning until a pool of that name exists", pool.From, pool.Value))
 		}
 		slices.Sort(n.Annotations)
 		slices.Sort(n.Problems)

@@ -45,7 +45,8 @@ printed or applied and the command fails, unless --skip-unsupported: then the re
 converted and the command succeeds.
 
 On stderr it also lists the Services that carry MetalLB annotations, and warns of those
-that would lose their IP under herald (one asking for a pool herald will not have).
+asking for a pool herald will not have (they keep their IP, with a Warning Event, until
+a pool of that name exists).
 
 Without -f it reads the cluster of --kubeconfig (MetalLB's objects in
 --metallb-namespace, Services in every namespace). With -f it reads only the files,
