@@ -206,20 +206,3 @@ func (c *Config) parse(node bool) (settings, error) {
 	}
 	return s, errors.Join(errs...)
 }
-
-// families are the IP families of the node IPs, IPv4 first.
-func (c *Config) families() []iptables.Family {
-	var v4, v6 bool
-	for _, ip := range c.NodeIPs {
-		ip = ip.Unmap()
-		v4, v6 = v4 || ip.Is4(), v6 || ip.Is6()
-	}
-	var out []iptables.Family
-	if v4 {
-		out = append(out, iptables.IPv4)
-	}
-	if v6 {
-		out = append(out, iptables.IPv6)
-	}
-	return out
-}

@@ -39,9 +39,6 @@ func TestConfigFlags(t *testing.T) {
 			t.Errorf("nodeport address %d = %s, want %s", i, p, want[i])
 		}
 	}
-	if f := c.families(); len(f) != 2 {
-		t.Errorf("families %v", f)
-	}
 	if err := fs.Parse([]string{"--proxy=ipvs"}); err == nil {
 		t.Error("--proxy=ipvs accepted")
 	}

@@ -56,6 +56,10 @@ type Status struct {
 	LastSync time.Time
 	// LastError is the last sync error, cleared by a successful sync.
 	LastError string
+	// MissingFamilies says, one sentence each, which families of the node IPs are not
+	// programmed because the host lacks their tools or kernel support (a dual-stack
+	// node without ip6tables, say). Empty when every family of the node is programmed.
+	MissingFamilies []string
 }
 
 // Reasons in herald_proxy_disabled{reason}.
@@ -86,12 +90,27 @@ func New(cfg Config) (*Proxier, error) {
 		p.disable(disabledFlag, "--proxy=none: the service proxy is off")
 		return p, nil
 	}
-	for _, f := range cfg.families() {
+	host, err := probeHost(cfg.Backend, cfg.InNetNS)
+	if err != nil {
+		return nil, fmt.Errorf("proxier: %w", err)
+	}
+	plan, err := planFamilies(cfg.NodeIPs, cfg.Backend, host)
+	if err != nil {
+		return nil, fmt.Errorf("proxier: %w", err)
+	}
+	for _, f := range plan.program {
 		r, err := runner.New(f, cfg.InNetNS, cfg.Backend)
 		if err != nil {
 			return nil, fmt.Errorf("proxier: %w", err)
 		}
 		p.families = append(p.families, &family{family: f, run: r})
+		m.families.WithLabelValues(f.String()).Set(1)
+	}
+	msg, kv := plan.summary()
+	p.log.Info(msg, kv...)
+	for _, f := range plan.degraded {
+		p.status.MissingFamilies = append(p.status.MissingFamilies,
+			fmt.Sprintf("the node has an %s address but its Services get no %s rules: %s", f, f, plan.skipped[f]))
 	}
 	if p.conntrck, err = runner.NewConntrack(cfg.InNetNS); err != nil {
 		p.log.Info("stale UDP flows will not be deleted after endpoint changes", "reason", err.Error())
@@ -157,6 +176,10 @@ func (p *Proxier) disable(reason, msg string) {
 	p.status.Disabled = msg
 	p.mu.Unlock()
 	p.metrics.disabled.WithLabelValues(reason).Set(1)
+	p.metrics.families.Reset()
+	for _, f := range []iptables.Family{iptables.IPv4, iptables.IPv6} {
+		p.metrics.families.WithLabelValues(f.String()).Set(0)
+	}
 	p.log.Info("service proxy disabled: "+msg, "reason", reason)
 	if p.health != nil {
 		p.health.closeAll()

@@ -16,6 +16,10 @@ import (
 	"herald.dev/herald/proxy"
 )
 
+// ReasonProxyFamilyMissing is the Warning Event on the Node when the proxier programs
+// only one family of a dual-stack node (ip6tables missing, IPv6 off in the kernel).
+const ReasonProxyFamilyMissing = "ProxyFamilyMissing"
+
 // newProxier builds the embedded proxier for this node. Its IPs (one per family, which
 // selects iptables and/or ip6tables) are the Node's InternalIPs, the memberlist bind
 // address first; its zone is the Node's topology label.
@@ -70,6 +74,9 @@ func nodeIPs(node *corev1.Node, bindAddr string) []netip.Addr {
 func (s *Speaker) feedProxier(ctx context.Context, c cache.Cache) {
 	if !c.WaitForCacheSync(ctx) {
 		return
+	}
+	for _, note := range s.proxier.Status().MissingFamilies {
+		s.nodeEvent(corev1.EventTypeWarning, ReasonProxyFamilyMissing, note)
 	}
 	for {
 		var svcs corev1.ServiceList
