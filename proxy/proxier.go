@@ -26,6 +26,7 @@ type Proxier struct {
 	metrics  *metrics
 	families []*family
 	conntrck *runner.Conntrack // nil without the conntrack binary
+	nft      *runner.NFT       // nil without the nft binary
 	health   *healthServers
 	now      func() time.Time
 	// checked: kube-proxy's canary was looked for (Run's goroutine only).
@@ -115,6 +116,9 @@ func New(cfg Config) (*Proxier, error) {
 	if p.conntrck, err = runner.NewConntrack(cfg.InNetNS); err != nil {
 		p.log.Info("stale UDP flows will not be deleted after endpoint changes", "reason", err.Error())
 	}
+	if p.nft, err = runner.NewNFT(cfg.InNetNS); err != nil {
+		p.log.Info("cannot tell whether kube-proxy runs here in nftables mode", "reason", err.Error())
+	}
 	p.health = newHealthServers(cfg.InNetNS, p.log.WithName("healthcheck"), p.healthy)
 	return p, nil
 }
@@ -199,8 +203,8 @@ const syncBurst = 2
 // MinSyncPeriod on average while changes come (two back to back after a quiet spell),
 // a full one after an error (retried with backoff), when a canary disappears, and
 // every SyncPeriod. Before writing anything it
-// looks for kube-proxy's canary; if that is found, at start or later, the proxier turns
-// off and Run just waits. Run returns nil when ctx ends (its signature fits
+// looks for kube-proxy (its canary chain, its nftables tables); if that is found, at
+// start or later, the proxier turns off and Run just waits. Run returns nil when ctx ends (its signature fits
 // controller-runtime's manager.RunnableFunc).
 func (p *Proxier) Run(ctx context.Context) error {
 	if p.disabled() {
@@ -208,7 +212,7 @@ func (p *Proxier) Run(ctx context.Context) error {
 		return nil
 	}
 	defer p.health.closeAll()
-	if err := p.checkKubeProxy(); err != nil && !errors.Is(err, errDisabled) {
+	if err := p.checkKubeProxy(ctx); err != nil && !errors.Is(err, errDisabled) {
 		p.log.Error(err, "cannot tell whether kube-proxy programs this node; asking again before the first sync")
 	}
 
@@ -269,22 +273,23 @@ func (p *Proxier) Run(ctx context.Context) error {
 // errDisabled: the proxier turned off.
 var errDisabled = errors.New("service proxy disabled")
 
-// checkKubeProxy looks for kube-proxy's canary until one look succeeded, and turns the
-// proxier off if it is there. It returns errDisabled when off.
-func (p *Proxier) checkKubeProxy() error {
+// checkKubeProxy looks for kube-proxy (its canary chain, its nftables tables) until
+// one look succeeded, and turns the proxier off if it is there. It returns errDisabled
+// when off.
+func (p *Proxier) checkKubeProxy(ctx context.Context) error {
 	if p.disabled() {
 		return errDisabled
 	}
 	if p.checked {
 		return nil
 	}
-	found, err := p.kubeProxyPresent()
+	why, err := p.kubeProxyPresent(ctx)
 	if err != nil {
-		return fmt.Errorf("looking for kube-proxy's canary: %w", err)
+		return fmt.Errorf("looking for kube-proxy: %w", err)
 	}
 	p.checked = true
-	if found {
-		p.disable(disabledKubeProxy, kubeProxyMessage)
+	if why != "" {
+		p.disable(disabledKubeProxy, why)
 		return errDisabled
 	}
 	return nil

@@ -41,7 +41,7 @@ var errNoState = errors.New("no Services handed over yet")
 // syncAll syncs every family to the latest state, then the health check servers, and
 // records the outcome. A family that fails does not stop the others.
 func (p *Proxier) syncAll(ctx context.Context) error {
-	if err := p.checkKubeProxy(); err != nil {
+	if err := p.checkKubeProxy(ctx); err != nil {
 		return err
 	}
 	p.mu.Lock()
