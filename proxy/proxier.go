@@ -28,6 +28,7 @@ type Proxier struct {
 	conntrck *runner.Conntrack // nil without the conntrack binary
 	nft      *runner.NFT       // nil without the nft binary
 	health   *healthServers
+	healthz  *healthzServer // nil with --healthz-bind-address off
 	now      func() time.Time
 	// checked: kube-proxy's canary was looked for (Run's goroutine only).
 	checked bool
@@ -40,9 +41,12 @@ type Proxier struct {
 	current *state // latest converted state; nil before the first Update
 	// triggers are the change times of EndpointSlices not yet programmed.
 	triggers map[iptables.ServiceName][]time.Time
-	// pendingSince is when the oldest change not yet programmed arrived (zero: none).
-	pendingSince time.Time
-	status       Status
+	// pending holds, per family, when the oldest change it has not programmed arrived
+	// (absent: none); lastUpdated, when its last sync succeeded or Run started. They
+	// are the proxier's health (proxyhealth.go).
+	pending     map[iptables.Family]time.Time
+	lastUpdated map[iptables.Family]time.Time
+	status      Status
 }
 
 // Status is the proxier's state for readiness details and logs.
@@ -85,7 +89,8 @@ func New(cfg Config) (*Proxier, error) {
 		wake:     make(chan struct{}, 1),
 		tracker:  newTracker(),
 		triggers: map[iptables.ServiceName][]time.Time{},
-		status:   Status{Mode: cfg.Mode},
+		pending:  map[iptables.Family]time.Time{}, lastUpdated: map[iptables.Family]time.Time{},
+		status: Status{Mode: cfg.Mode},
 	}
 	if cfg.Mode == ModeNone {
 		p.disable(disabledFlag, "--proxy=none: the service proxy is off")
@@ -120,6 +125,9 @@ func New(cfg Config) (*Proxier, error) {
 		p.log.Info("cannot tell whether kube-proxy runs here in nftables mode", "reason", err.Error())
 	}
 	p.health = newHealthServers(cfg.InNetNS, p.log.WithName("healthcheck"), p.healthy)
+	if s.healthzAddr != "" {
+		p.healthz = newHealthzServer(s.healthzAddr, cfg.InNetNS, p.log.WithName("healthz"), p.healthzMux())
+	}
 	return p, nil
 }
 
@@ -143,8 +151,10 @@ func (p *Proxier) Update(services []*corev1.Service, slices []*discoveryv1.Endpo
 	for name, ts := range ch.triggers {
 		p.triggers[name] = append(p.triggers[name], ts...)
 	}
-	if p.pendingSince.IsZero() {
-		p.pendingSince = now
+	for _, f := range p.families {
+		if _, ok := p.pending[f.family]; !ok {
+			p.pending[f.family] = now
+		}
 	}
 	p.mu.Unlock()
 	for _, pr := range ch.problems {
@@ -166,12 +176,18 @@ func (p *Proxier) Status() Status {
 // healthy is serviceProxyHealthy of the health check servers, kube-proxy's rule: on,
 // and no change waiting for its sync longer than HealthTimeout.
 func (p *Proxier) healthy() bool {
+	return !p.disabled() && p.proxyHealth().Healthy
+}
+
+// proxyHealth is the proxier's health now (assessHealth).
+func (p *Proxier) proxyHealth() proxyHealth {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.status.Disabled != "" {
-		return false
+	times := make(map[iptables.Family]familyTimes, len(p.lastUpdated))
+	for f, t := range p.lastUpdated {
+		times[f] = familyTimes{lastUpdated: t, pendingSince: p.pending[f]}
 	}
-	return p.pendingSince.IsZero() || p.now().Sub(p.pendingSince) < p.cfg.HealthTimeout
+	p.mu.Unlock()
+	return assessHealth(p.now(), p.cfg.HealthTimeout, times)
 }
 
 // disable turns the proxier off for good and says so once.
@@ -187,6 +203,9 @@ func (p *Proxier) disable(reason, msg string) {
 	p.log.Info("service proxy disabled: "+msg, "reason", reason)
 	if p.health != nil {
 		p.health.closeAll()
+	}
+	if p.healthz != nil {
+		p.healthz.close() // the port is kube-proxy's where kube-proxy runs
 	}
 }
 
@@ -214,6 +233,17 @@ func (p *Proxier) Run(ctx context.Context) error {
 	defer p.health.closeAll()
 	if err := p.checkKubeProxy(ctx); err != nil && !errors.Is(err, errDisabled) {
 		p.log.Error(err, "cannot tell whether kube-proxy programs this node; asking again before the first sync")
+	}
+	// Healthy from the start, so that a proxier whose syncs never succeed still
+	// reports when it began (kube-proxy's SyncLoop does the same).
+	p.mu.Lock()
+	for _, f := range p.families {
+		p.lastUpdated[f.family] = p.now()
+	}
+	p.mu.Unlock()
+	if p.healthz != nil && !p.disabled() {
+		go p.healthz.run()
+		defer p.healthz.close()
 	}
 
 	sched := schedule{minInterval: p.cfg.MinSyncPeriod, burst: syncBurst}

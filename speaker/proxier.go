@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -22,12 +23,23 @@ const ReasonProxyFamilyMissing = "ProxyFamilyMissing"
 
 // newProxier builds the embedded proxier for this node. Its IPs (one per family, which
 // selects iptables and/or ip6tables) are the Node's InternalIPs, the memberlist bind
-// address first; its zone is the Node's topology label.
-func newProxier(ctx context.Context, api client.Reader, cfg Config, log logr.Logger) (*proxy.Proxier, error) {
+// address first; its zone is the Node's topology label. Its /healthz reads the Node
+// from the informers (cached).
+func newProxier(ctx context.Context, api, cached client.Reader, cfg Config, log logr.Logger) (*proxy.Proxier, error) {
 	pc := cfg.Proxy
 	pc.NodeName = cfg.NodeName
 	pc.Registerer = crmetrics.Registry
 	pc.Log = log
+	pc.Node = func(ctx context.Context) *corev1.Node {
+		// Before the informers synced, Get waits for them: not longer than a probe.
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		var n corev1.Node
+		if err := cached.Get(ctx, types.NamespacedName{Name: cfg.NodeName}, &n); err != nil {
+			return nil
+		}
+		return &n
+	}
 	var node corev1.Node
 	err := api.Get(ctx, types.NamespacedName{Name: cfg.NodeName}, &node)
 	if err != nil {
