@@ -8,12 +8,13 @@
 #
 # controller: distroless static, non-root (65532). It needs nothing but the binary and CA
 #   certificates: no shell, no package manager, nothing to exploit or patch.
-# speaker: Debian slim with iptables and conntrack, run as root with NET_RAW and
+# speaker: Debian slim with iptables, conntrack and nft, run as root with NET_RAW and
 #   NET_ADMIN only (see config/speaker/daemonset.yaml). The proxier runs
 #   iptables-restore, iptables-save, iptables (through coreos/go-iptables) and conntrack,
 #   exactly as kube-proxy does; those are dynamically linked userland tools that a
 #   distroless image does not have. Both backends (nft and legacy) are installed and
-#   hack/image/iptables-wrapper picks the node's, as kube-proxy's image does.
+#   hack/image/iptables-wrapper picks the node's, as kube-proxy's image does. nft only
+#   lists the node's nftables tables: kube-proxy's nftables mode shows itself by them.
 # One image for both would have made the controller carry a shell and iptables for
 # nothing; a single debian-slim image run as non-root for the controller was the other
 # choice, rejected for that reason.
@@ -40,7 +41,7 @@ RUN if [ "$TARGETARCH" = "$(go env GOHOSTARCH)" ]; then /out/herald version; fi
 # The speaker: root (uid 0), NET_RAW and NET_ADMIN are granted by the DaemonSet.
 FROM debian:bookworm-slim AS speaker
 RUN apt-get update && \
-    apt-get install -y --no-install-recommends iptables conntrack && \
+    apt-get install -y --no-install-recommends iptables conntrack nftables && \
     rm -rf /var/lib/apt/lists/*
 COPY --chmod=0755 hack/image/iptables-wrapper /usr/local/sbin/iptables-wrapper
 RUN for n in iptables iptables-save iptables-restore ip6tables ip6tables-save ip6tables-restore; do \

@@ -26,20 +26,25 @@ const kubeProxyMessage = "kube-proxy programs this node (chain KUBE-PROXY-CANARY
 	"to avoid two writers of the same KUBE-* chains; if kube-proxy is gone for good, delete the chain " +
 	"(iptables -t mangle -X KUBE-PROXY-CANARY; also -t nat and -t filter) and restart the speaker"
 
-// kubeProxyPresent looks for kube-proxy's canary in every table of every family.
-func (p *Proxier) kubeProxyPresent() (bool, error) {
+// kubeProxyPresent looks for kube-proxy's canary in every table of every family, and
+// for its nftables tables. It returns why the proxier must stay off, or "".
+func (p *Proxier) kubeProxyPresent(ctx context.Context) (string, error) {
 	for _, f := range p.families {
 		for _, table := range canaryTables {
 			found, err := f.run.ChainExists(table, kubeProxyCanary)
 			if err != nil {
-				return false, err
+				return "", err
 			}
 			if found {
-				return true, nil
+				return kubeProxyMessage, nil
 			}
 		}
 	}
-	return false, nil
+	found, err := p.kubeProxyNFT(ctx)
+	if err != nil || len(found) == 0 {
+		return "", err
+	}
+	return kubeProxyNFTMessage(found), nil
 }
 
 // ensureCanaries creates herald's canaries; part of every full sync. saved holds the
@@ -57,10 +62,15 @@ func (f *family) ensureCanaries(saved map[string][]byte) error {
 }
 
 // checkCanaries runs every CanaryPeriod. It turns the proxier off when kube-proxy's
-// canary has appeared in mangle (kube-proxy started after herald), and otherwise marks
+// canary has appeared in mangle or its nftables tables have appeared (kube-proxy
+// started after herald), and otherwise marks
 // for a full resync every family one of whose canaries is gone; it reports whether a
 // sync is needed. A failing check is not a reason to resync: the next one will tell.
 func (p *Proxier) checkCanaries(ctx context.Context) bool {
+	if found, err := p.kubeProxyNFT(ctx); err == nil && len(found) > 0 {
+		p.disable(disabledKubeProxy, kubeProxyNFTMessage(found))
+		return false
+	}
 	resync := false
 	for _, f := range p.families {
 		if found, err := f.run.ChainExists("mangle", kubeProxyCanary); err == nil && found {

@@ -1,14 +1,18 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
+	"strconv"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
 
 	"herald.dev/herald/proxy/iptables"
 	"herald.dev/herald/proxy/runner"
@@ -54,6 +58,11 @@ type Config struct {
 	// often, which repairs anything changed behind the proxier's back that the canary
 	// did not reveal.
 	SyncPeriod time.Duration
+	// HealthzBindAddress is --healthz-bind-address, kube-proxy's flag of the same name:
+	// where the proxier answers /healthz and /livez (default 0.0.0.0:10256, kube-proxy's
+	// port, so that load balancers and probes set up for kube-proxy work unchanged).
+	// "" or "0" turns the server off; an IP without port gets 10256.
+	HealthzBindAddress string
 
 	// NodeName is this node's Node name: endpoints with this nodeName are local.
 	NodeName string
@@ -76,6 +85,10 @@ type Config struct {
 	// node ports report serviceProxyHealthy false (default 60 s, kube-proxy's 2 × its
 	// default sync period).
 	HealthTimeout time.Duration
+	// Node returns this node's Node as the caller's cache holds it (nil: not known),
+	// for /healthz, which answers 503 while the Node is being deleted. nil skips that
+	// check (every node eligible).
+	Node func(context.Context) *corev1.Node
 	// Registerer receives the herald_proxy_* metrics; nil registers nothing.
 	Registerer prometheus.Registerer
 	// Log is the proxier's logger; quiet at level 0 except for what needs a human.
@@ -96,6 +109,8 @@ func DefaultConfig() Config {
 		SyncPeriod:    time.Hour,
 		CanaryPeriod:  30 * time.Second,
 		HealthTimeout: 60 * time.Second,
+
+		HealthzBindAddress: "0.0.0.0:" + strconv.Itoa(HealthzPort),
 	}
 }
 
@@ -107,6 +122,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&c.NodePortAddresses, "nodeport-addresses", c.NodePortAddresses, `CIDRs (or "primary" for the node IPs) of the local addresses NodePorts answer on (empty: all)`)
 	fs.DurationVar(&c.MinSyncPeriod, "iptables-min-sync-period", c.MinSyncPeriod, "minimum time between two iptables syncs; changes in between are batched")
 	fs.DurationVar(&c.SyncPeriod, "iptables-sync-period", c.SyncPeriod, "maximum time between two full iptables resyncs")
+	fs.StringVar(&c.HealthzBindAddress, "healthz-bind-address", c.HealthzBindAddress,
+		`ip:port of the proxier's /healthz and /livez, as kube-proxy's ("" or "0" turns them off; served only while the proxier is on)`)
 }
 
 type modeValue Mode
@@ -126,7 +143,11 @@ func (m *modeValue) Set(s string) error {
 type settings struct {
 	podCIDRs          []netip.Prefix
 	nodePortAddresses []netip.Prefix
+	healthzAddr       string // "": off
 }
+
+// HealthzPort is kube-proxy's health port, the default of --healthz-bind-address.
+const HealthzPort = 10256
 
 // Validate reports every invalid flag, joined. It does not look at the fields the
 // caller fills in later (node name and IPs): New checks those too.
@@ -174,6 +195,11 @@ func (c *Config) parse(node bool) (settings, error) {
 		}
 		s.nodePortAddresses = append(s.nodePortAddresses, p)
 	}
+	if addr, err := healthzAddr(c.HealthzBindAddress); err != nil {
+		bad("--healthz-bind-address %q: %v", c.HealthzBindAddress, err)
+	} else {
+		s.healthzAddr = addr
+	}
 	if c.MasqueradeBit < 0 || c.MasqueradeBit > 31 {
 		bad("--masquerade-bit %d: want 0-31", c.MasqueradeBit)
 	}
@@ -207,19 +233,26 @@ func (c *Config) parse(node bool) (settings, error) {
 	return s, errors.Join(errs...)
 }
 
-// families are the IP families of the node IPs, IPv4 first.
-func (c *Config) families() []iptables.Family {
-	var v4, v6 bool
-	for _, ip := range c.NodeIPs {
-		ip = ip.Unmap()
-		v4, v6 = v4 || ip.Is4(), v6 || ip.Is6()
+// healthzAddr checks --healthz-bind-address and returns the address to listen on ("":
+// off).
+func healthzAddr(flag string) (string, error) {
+	if flag == "" || flag == "0" {
+		return "", nil
 	}
-	var out []iptables.Family
-	if v4 {
-		out = append(out, iptables.IPv4)
+	if ip, err := netip.ParseAddr(flag); err == nil {
+		return netip.AddrPortFrom(ip, HealthzPort).String(), nil
 	}
-	if v6 {
-		out = append(out, iptables.IPv6)
+	host, port, err := net.SplitHostPort(flag)
+	if err != nil {
+		return "", fmt.Errorf("want ip:port, an IP, or \"\" to turn it off: %w", err)
 	}
-	return out
+	if host != "" {
+		if _, err := netip.ParseAddr(host); err != nil {
+			return "", fmt.Errorf("%q is not an IP address", host)
+		}
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "", fmt.Errorf("port %q: want 1-65535", port)
+	}
+	return flag, nil
 }

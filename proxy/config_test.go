@@ -15,7 +15,7 @@ func TestConfigFlags(t *testing.T) {
 	c.AddFlags(fs)
 	err := fs.Parse([]string{"--proxy=iptables", "--cluster-cidr=10.244.0.0/16,fd00:10:244::/56",
 		"--masquerade-bit=12", "--nodeport-addresses=192.168.0.0/24,primary",
-		"--iptables-min-sync-period=250ms", "--iptables-sync-period=10m"})
+		"--iptables-min-sync-period=250ms", "--iptables-sync-period=10m", "--healthz-bind-address=127.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,6 +26,9 @@ func TestConfigFlags(t *testing.T) {
 	}
 	if c.MasqueradeBit != 12 || c.MinSyncPeriod != 250*time.Millisecond || c.SyncPeriod != 10*time.Minute {
 		t.Errorf("config %+v", c)
+	}
+	if s.healthzAddr != "127.0.0.1:10256" {
+		t.Errorf("healthz address %q", s.healthzAddr)
 	}
 	if got := len(s.podCIDRs); got != 2 {
 		t.Errorf("pod CIDRs %v", s.podCIDRs)
@@ -38,9 +41,6 @@ func TestConfigFlags(t *testing.T) {
 		if p.String() != want[i] {
 			t.Errorf("nodeport address %d = %s, want %s", i, p, want[i])
 		}
-	}
-	if f := c.families(); len(f) != 2 {
-		t.Errorf("families %v", f)
 	}
 	if err := fs.Parse([]string{"--proxy=ipvs"}); err == nil {
 		t.Error("--proxy=ipvs accepted")
@@ -67,6 +67,8 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.NodeIPs = nil }, "no node IPs"},
 		{func(c *Config) { c.NodeName = "" }, "node name"},
 		{func(c *Config) { c.Mode = "ipvs" }, "--proxy"},
+		{func(c *Config) { c.HealthzBindAddress = "localhost:10256" }, "--healthz-bind-address"},
+		{func(c *Config) { c.HealthzBindAddress = "0" }, ""},
 	} {
 		c := base()
 		tc.edit(&c)

@@ -16,13 +16,23 @@
 //	        ──▶ conntrack -D for stale UDP flows, health check node ports, metrics
 //
 // Coexistence: herald keeps its own canary chain (HERALD-PROXY-CANARY) and never
-// creates kube-proxy's, so a KUBE-PROXY-CANARY means kube-proxy programs the node; the
-// proxier then stays off (Status.Disabled, herald_proxy_disabled{reason="kube-proxy"})
-// and the speaker goes on announcing.
+// creates kube-proxy's, so a KUBE-PROXY-CANARY means kube-proxy programs the node, and
+// so do the nftables tables ip/ip6 kube-proxy of its nftables mode; the proxier then
+// stays off (Status.Disabled, herald_proxy_disabled{reason="kube-proxy"}), frees
+// kube-proxy's health port, and the speaker goes on announcing.
+//
+// Families: those of the node IPs whose tools (and, for IPv6, kernel support) the host
+// has; a dual-stack node without ip6tables is programmed for IPv4 only
+// (Status.MissingFamilies), a node without iptables is an error.
+//
+// Health: kube-proxy's /healthz and /livez on --healthz-bind-address, and the same
+// verdict as serviceProxyHealthy of the health check node ports.
 //
 // Files: config.go (Config, flags), convert.go (API objects), tracker.go (conversion
 // cache and change times), proxier.go (Proxier, Update, Run), schedule.go (rate
-// limit), sync.go (one sync), canary.go (flush detection, kube-proxy detection),
+// limit), sync.go (one sync), families.go (which families), canary.go (flush
+// detection, kube-proxy detection), nftables.go (kube-proxy's nftables mode),
 // staleflows.go (UDP conntrack cleanup), healthcheck.go (health check node ports),
-// metrics.go. The commands themselves run in proxy/runner.
+// proxyhealth.go and healthz.go (the proxier's own health), metrics.go. The commands
+// themselves run in proxy/runner.
 package proxy

@@ -41,9 +41,13 @@ func TestMain(m *testing.M) {
 var counters = regexp.MustCompile(`\[\d+:\d+\]`)
 
 // rootRules is the root namespace's iptables and ip6tables rules without comments and
-// counters ("" where the commands are missing or not allowed).
+// counters, and its nftables table names ("" where the commands are missing or not
+// allowed).
 func rootRules() string {
 	var b strings.Builder
+	if out, err := exec.Command("nft", "list", "tables").Output(); err == nil {
+		b.Write(out)
+	}
 	for _, cmd := range []string{"iptables-save", "ip6tables-save"} {
 		out, err := exec.Command(cmd).Output()
 		if err != nil {

@@ -15,6 +15,8 @@ type metrics struct {
 	programmingSeconds prometheus.Histogram
 	skipped            prometheus.Gauge
 	disabled           *prometheus.GaugeVec
+	families           *prometheus.GaugeVec
+	healthz, livez     *prometheus.CounterVec
 }
 
 // Sync durations: kube-proxy's buckets (1 ms × 2^k, 15 buckets, up to ~16 s).
@@ -50,17 +52,32 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "herald_proxy_disabled",
 			Help: `1 while the proxier is off, with why: "flag" (--proxy=none) or "kube-proxy" (kube-proxy programs this node).`,
 		}, []string{"reason"}),
+		families: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "herald_proxy_family_programmed",
+			Help: "1 for an IP family whose iptables (IPv4) or ip6tables (IPv6) rules the proxier programs, 0 for one it does not (no node IP of the family, its tools or kernel support missing, or the proxier off).",
+		}, []string{"family"}),
+		healthz: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_proxy_healthz_total",
+			Help: "Answers of the proxier's /healthz (--healthz-bind-address), by HTTP status code, as kube-proxy's kubeproxy_proxy_healthz_total.",
+		}, []string{"code"}),
+		livez: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_proxy_livez_total",
+			Help: "Answers of the proxier's /livez (--healthz-bind-address), by HTTP status code, as kube-proxy's kubeproxy_proxy_livez_total.",
+		}, []string{"code"}),
 	}
 	// Every reason is exported from the start (at 0), so dashboards and alerts see the
 	// series before the proxier ever turns off.
 	for _, r := range []string{disabledFlag, disabledKubeProxy} {
 		m.disabled.WithLabelValues(r)
 	}
+	for _, f := range []string{"IPv4", "IPv6"} {
+		m.families.WithLabelValues(f)
+	}
 	if reg == nil {
 		return m, nil
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.syncSeconds, m.rules, m.syncErrors, m.programmingSeconds, m.skipped, m.disabled} {
+	for _, c := range []prometheus.Collector{m.syncSeconds, m.rules, m.syncErrors, m.programmingSeconds, m.skipped, m.disabled, m.families, m.healthz, m.livez} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}

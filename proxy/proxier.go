@@ -26,7 +26,9 @@ type Proxier struct {
 	metrics  *metrics
 	families []*family
 	conntrck *runner.Conntrack // nil without the conntrack binary
+	nft      *runner.NFT       // nil without the nft binary
 	health   *healthServers
+	healthz  *healthzServer // nil with --healthz-bind-address off
 	now      func() time.Time
 	// checked: kube-proxy's canary was looked for (Run's goroutine only).
 	checked bool
@@ -39,9 +41,12 @@ type Proxier struct {
 	current *state // latest converted state; nil before the first Update
 	// triggers are the change times of EndpointSlices not yet programmed.
 	triggers map[iptables.ServiceName][]time.Time
-	// pendingSince is when the oldest change not yet programmed arrived (zero: none).
-	pendingSince time.Time
-	status       Status
+	// pending holds, per family, when the oldest change it has not programmed arrived
+	// (absent: none); lastUpdated, when its last sync succeeded or Run started. They
+	// are the proxier's health (proxyhealth.go).
+	pending     map[iptables.Family]time.Time
+	lastUpdated map[iptables.Family]time.Time
+	status      Status
 }
 
 // Status is the proxier's state for readiness details and logs.
@@ -56,6 +61,10 @@ type Status struct {
 	LastSync time.Time
 	// LastError is the last sync error, cleared by a successful sync.
 	LastError string
+	// MissingFamilies says, one sentence each, which families of the node IPs are not
+	// programmed because the host lacks their tools or kernel support (a dual-stack
+	// node without ip6tables, say). Empty when every family of the node is programmed.
+	MissingFamilies []string
 }
 
 // Reasons in herald_proxy_disabled{reason}.
@@ -80,23 +89,45 @@ func New(cfg Config) (*Proxier, error) {
 		wake:     make(chan struct{}, 1),
 		tracker:  newTracker(),
 		triggers: map[iptables.ServiceName][]time.Time{},
-		status:   Status{Mode: cfg.Mode},
+		pending:  map[iptables.Family]time.Time{}, lastUpdated: map[iptables.Family]time.Time{},
+		status: Status{Mode: cfg.Mode},
 	}
 	if cfg.Mode == ModeNone {
 		p.disable(disabledFlag, "--proxy=none: the service proxy is off")
 		return p, nil
 	}
-	for _, f := range cfg.families() {
+	host, err := probeHost(cfg.Backend, cfg.InNetNS)
+	if err != nil {
+		return nil, fmt.Errorf("proxier: %w", err)
+	}
+	plan, err := planFamilies(cfg.NodeIPs, cfg.Backend, host)
+	if err != nil {
+		return nil, fmt.Errorf("proxier: %w", err)
+	}
+	for _, f := range plan.program {
 		r, err := runner.New(f, cfg.InNetNS, cfg.Backend)
 		if err != nil {
 			return nil, fmt.Errorf("proxier: %w", err)
 		}
 		p.families = append(p.families, &family{family: f, run: r})
+		m.families.WithLabelValues(f.String()).Set(1)
+	}
+	msg, kv := plan.summary()
+	p.log.Info(msg, kv...)
+	for _, f := range plan.degraded {
+		p.status.MissingFamilies = append(p.status.MissingFamilies,
+			fmt.Sprintf("the node has an %s address but its Services get no %s rules: %s", f, f, plan.skipped[f]))
 	}
 	if p.conntrck, err = runner.NewConntrack(cfg.InNetNS); err != nil {
 		p.log.Info("stale UDP flows will not be deleted after endpoint changes", "reason", err.Error())
 	}
+	if p.nft, err = runner.NewNFT(cfg.InNetNS); err != nil {
+		p.log.Info("cannot tell whether kube-proxy runs here in nftables mode", "reason", err.Error())
+	}
 	p.health = newHealthServers(cfg.InNetNS, p.log.WithName("healthcheck"), p.healthy)
+	if s.healthzAddr != "" {
+		p.healthz = newHealthzServer(s.healthzAddr, cfg.InNetNS, p.log.WithName("healthz"), p.healthzMux())
+	}
 	return p, nil
 }
 
@@ -120,8 +151,10 @@ func (p *Proxier) Update(services []*corev1.Service, slices []*discoveryv1.Endpo
 	for name, ts := range ch.triggers {
 		p.triggers[name] = append(p.triggers[name], ts...)
 	}
-	if p.pendingSince.IsZero() {
-		p.pendingSince = now
+	for _, f := range p.families {
+		if _, ok := p.pending[f.family]; !ok {
+			p.pending[f.family] = now
+		}
 	}
 	p.mu.Unlock()
 	for _, pr := range ch.problems {
@@ -143,12 +176,18 @@ func (p *Proxier) Status() Status {
 // healthy is serviceProxyHealthy of the health check servers, kube-proxy's rule: on,
 // and no change waiting for its sync longer than HealthTimeout.
 func (p *Proxier) healthy() bool {
+	return !p.disabled() && p.proxyHealth().Healthy
+}
+
+// proxyHealth is the proxier's health now (assessHealth).
+func (p *Proxier) proxyHealth() proxyHealth {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.status.Disabled != "" {
-		return false
+	times := make(map[iptables.Family]familyTimes, len(p.lastUpdated))
+	for f, t := range p.lastUpdated {
+		times[f] = familyTimes{lastUpdated: t, pendingSince: p.pending[f]}
 	}
-	return p.pendingSince.IsZero() || p.now().Sub(p.pendingSince) < p.cfg.HealthTimeout
+	p.mu.Unlock()
+	return assessHealth(p.now(), p.cfg.HealthTimeout, times)
 }
 
 // disable turns the proxier off for good and says so once.
@@ -157,9 +196,16 @@ func (p *Proxier) disable(reason, msg string) {
 	p.status.Disabled = msg
 	p.mu.Unlock()
 	p.metrics.disabled.WithLabelValues(reason).Set(1)
+	p.metrics.families.Reset()
+	for _, f := range []iptables.Family{iptables.IPv4, iptables.IPv6} {
+		p.metrics.families.WithLabelValues(f.String()).Set(0)
+	}
 	p.log.Info("service proxy disabled: "+msg, "reason", reason)
 	if p.health != nil {
 		p.health.closeAll()
+	}
+	if p.healthz != nil {
+		p.healthz.close() // the port is kube-proxy's where kube-proxy runs
 	}
 }
 
@@ -176,8 +222,8 @@ const syncBurst = 2
 // MinSyncPeriod on average while changes come (two back to back after a quiet spell),
 // a full one after an error (retried with backoff), when a canary disappears, and
 // every SyncPeriod. Before writing anything it
-// looks for kube-proxy's canary; if that is found, at start or later, the proxier turns
-// off and Run just waits. Run returns nil when ctx ends (its signature fits
+// looks for kube-proxy (its canary chain, its nftables tables); if that is found, at
+// start or later, the proxier turns off and Run just waits. Run returns nil when ctx ends (its signature fits
 // controller-runtime's manager.RunnableFunc).
 func (p *Proxier) Run(ctx context.Context) error {
 	if p.disabled() {
@@ -185,8 +231,19 @@ func (p *Proxier) Run(ctx context.Context) error {
 		return nil
 	}
 	defer p.health.closeAll()
-	if err := p.checkKubeProxy(); err != nil && !errors.Is(err, errDisabled) {
+	if err := p.checkKubeProxy(ctx); err != nil && !errors.Is(err, errDisabled) {
 		p.log.Error(err, "cannot tell whether kube-proxy programs this node; asking again before the first sync")
+	}
+	// Healthy from the start, so that a proxier whose syncs never succeed still
+	// reports when it began (kube-proxy's SyncLoop does the same).
+	p.mu.Lock()
+	for _, f := range p.families {
+		p.lastUpdated[f.family] = p.now()
+	}
+	p.mu.Unlock()
+	if p.healthz != nil && !p.disabled() {
+		go p.healthz.run()
+		defer p.healthz.close()
 	}
 
 	sched := schedule{minInterval: p.cfg.MinSyncPeriod, burst: syncBurst}
@@ -246,22 +303,23 @@ func (p *Proxier) Run(ctx context.Context) error {
 // errDisabled: the proxier turned off.
 var errDisabled = errors.New("service proxy disabled")
 
-// checkKubeProxy looks for kube-proxy's canary until one look succeeded, and turns the
-// proxier off if it is there. It returns errDisabled when off.
-func (p *Proxier) checkKubeProxy() error {
+// checkKubeProxy looks for kube-proxy (its canary chain, its nftables tables) until
+// one look succeeded, and turns the proxier off if it is there. It returns errDisabled
+// when off.
+func (p *Proxier) checkKubeProxy(ctx context.Context) error {
 	if p.disabled() {
 		return errDisabled
 	}
 	if p.checked {
 		return nil
 	}
-	found, err := p.kubeProxyPresent()
+	why, err := p.kubeProxyPresent(ctx)
 	if err != nil {
-		return fmt.Errorf("looking for kube-proxy's canary: %w", err)
+		return fmt.Errorf("looking for kube-proxy: %w", err)
 	}
 	p.checked = true
-	if found {
-		p.disable(disabledKubeProxy, kubeProxyMessage)
+	if why != "" {
+		p.disable(disabledKubeProxy, why)
 		return errDisabled
 	}
 	return nil

@@ -41,12 +41,12 @@ var errNoState = errors.New("no Services handed over yet")
 // syncAll syncs every family to the latest state, then the health check servers, and
 // records the outcome. A family that fails does not stop the others.
 func (p *Proxier) syncAll(ctx context.Context) error {
-	if err := p.checkKubeProxy(); err != nil {
+	if err := p.checkKubeProxy(ctx); err != nil {
 		return err
 	}
 	p.mu.Lock()
-	st, triggers, pending := p.current, p.triggers, p.pendingSince
-	p.triggers, p.pendingSince = map[iptables.ServiceName][]time.Time{}, time.Time{}
+	st, triggers, pending := p.current, p.triggers, p.pending
+	p.triggers, p.pending = map[iptables.ServiceName][]time.Time{}, map[iptables.Family]time.Time{}
 	p.mu.Unlock()
 	if st == nil {
 		return errNoState
@@ -54,14 +54,19 @@ func (p *Proxier) syncAll(ctx context.Context) error {
 
 	addrs, err := p.nodeAddrs()
 	var errs []error
+	failed := map[iptables.Family]bool{}
 	if err != nil {
 		errs = append(errs, err)
+		for _, f := range p.families {
+			failed[f.family] = true
+		}
 	} else {
 		problems := map[string]bool{}
 		for _, f := range p.families {
 			if err := p.syncFamily(ctx, f, st, addrs, problems); err != nil {
 				p.metrics.syncErrors.Inc()
 				f.needFull = true
+				failed[f.family] = true
 				errs = append(errs, fmt.Errorf("%s: %w", f.family, err))
 			}
 		}
@@ -73,13 +78,20 @@ func (p *Proxier) syncAll(ctx context.Context) error {
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	for _, f := range p.families {
+		if !failed[f.family] {
+			p.lastUpdated[f.family] = end
+		}
+	}
+	// The changes a failed family did not program stay pending for the retry.
+	for f, since := range pending {
+		if cur, ok := p.pending[f]; failed[f] && (!ok || since.Before(cur)) {
+			p.pending[f] = since
+		}
+	}
 	if err != nil {
-		// The changes are not programmed yet: they stay pending for the retry.
 		for name, ts := range triggers {
 			p.triggers[name] = append(ts, p.triggers[name]...)
-		}
-		if !pending.IsZero() && (p.pendingSince.IsZero() || pending.Before(p.pendingSince)) {
-			p.pendingSince = pending
 		}
 		p.status.LastError = err.Error()
 		return err

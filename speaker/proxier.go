@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -16,14 +17,29 @@ import (
 	"herald.dev/herald/proxy"
 )
 
+// ReasonProxyFamilyMissing is the Warning Event on the Node when the proxier programs
+// only one family of a dual-stack node (ip6tables missing, IPv6 off in the kernel).
+const ReasonProxyFamilyMissing = "ProxyFamilyMissing"
+
 // newProxier builds the embedded proxier for this node. Its IPs (one per family, which
 // selects iptables and/or ip6tables) are the Node's InternalIPs, the memberlist bind
-// address first; its zone is the Node's topology label.
-func newProxier(ctx context.Context, api client.Reader, cfg Config, log logr.Logger) (*proxy.Proxier, error) {
+// address first; its zone is the Node's topology label. Its /healthz reads the Node
+// from the informers (cached).
+func newProxier(ctx context.Context, api, cached client.Reader, cfg Config, log logr.Logger) (*proxy.Proxier, error) {
 	pc := cfg.Proxy
 	pc.NodeName = cfg.NodeName
 	pc.Registerer = crmetrics.Registry
 	pc.Log = log
+	pc.Node = func(ctx context.Context) *corev1.Node {
+		// Before the informers synced, Get waits for them: not longer than a probe.
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		var n corev1.Node
+		if err := cached.Get(ctx, types.NamespacedName{Name: cfg.NodeName}, &n); err != nil {
+			return nil
+		}
+		return &n
+	}
 	var node corev1.Node
 	err := api.Get(ctx, types.NamespacedName{Name: cfg.NodeName}, &node)
 	if err != nil {
@@ -70,6 +86,9 @@ func nodeIPs(node *corev1.Node, bindAddr string) []netip.Addr {
 func (s *Speaker) feedProxier(ctx context.Context, c cache.Cache) {
 	if !c.WaitForCacheSync(ctx) {
 		return
+	}
+	for _, note := range s.proxier.Status().MissingFamilies {
+		s.nodeEvent(corev1.EventTypeWarning, ReasonProxyFamilyMissing, note)
 	}
 	for {
 		var svcs corev1.ServiceList

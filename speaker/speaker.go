@@ -186,7 +186,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	if err := mgr.AddReadyzCheck("speaker", s.readyz); err != nil {
 		return err
 	}
-	if s.proxier, err = newProxier(ctx, mgr.GetAPIReader(), cfg, log.WithName("proxy")); err != nil {
+	if s.proxier, err = newProxier(ctx, mgr.GetAPIReader(), mgr.GetCache(), cfg, log.WithName("proxy")); err != nil {
 		return err
 	}
 

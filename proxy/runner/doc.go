@@ -1,7 +1,8 @@
 // Package runner runs the host side of the proxier: the iptables binaries
 // (iptables-restore, iptables-save and, through coreos/go-iptables, iptables itself),
-// conntrack, and the few host facts the rules depend on (a sysctl, interface
-// addresses).
+// conntrack, nft (only to list tables: kube-proxy's nftables mode shows itself by
+// them), and the few host facts the rules depend on (a sysctl, interface addresses,
+// whether the kernel has IPv6).
 //
 // Every command and every file or socket a Runner opens goes through one function,
 // Do, which runs its argument in the node's network namespace. The speaker runs in

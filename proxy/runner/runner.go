@@ -49,29 +49,53 @@ type Runner struct {
 	save    string // iptables-save or ip6tables-save
 }
 
-// New finds the family's binaries of the backend. do may be nil (the process's own
-// namespace).
-func New(family iptables.Family, do Do, backend Backend) (*Runner, error) {
-	if do == nil {
-		do = direct
-	}
+// Commands are one family's iptables binaries: the command itself (run through
+// go-iptables), its -restore and its -save.
+type Commands struct {
+	IPTables, Restore, Save string
+}
+
+// All lists the three names.
+func (c Commands) All() []string { return []string{c.IPTables, c.Restore, c.Save} }
+
+// CommandsFor names the binaries of a family and backend, as Debian's iptables
+// package installs them: iptables, iptables-restore, iptables-save for IPv4,
+// ip6tables… for IPv6, with -legacy or -nft after the base name for those backends.
+func CommandsFor(family iptables.Family, backend Backend) (Commands, error) {
 	base := "iptables"
-	proto := goiptables.ProtocolIPv4
 	switch family {
 	case iptables.IPv4:
 	case iptables.IPv6:
-		base, proto = "ip6tables", goiptables.ProtocolIPv6
+		base = "ip6tables"
 	default:
-		return nil, fmt.Errorf("runner for %s: unknown family", family)
+		return Commands{}, fmt.Errorf("%s: unknown family", family)
 	}
 	switch backend {
 	case BackendDefault:
 	case BackendLegacy, BackendNFT:
 		base += "-" + string(backend)
 	default:
-		return nil, fmt.Errorf("runner for %s: unknown iptables backend %q", family, backend)
+		return Commands{}, fmt.Errorf("unknown iptables backend %q", backend)
 	}
-	r := &Runner{family: family, do: do, restore: base + "-restore", save: base + "-save"}
+	return Commands{IPTables: base, Restore: base + "-restore", Save: base + "-save"}, nil
+}
+
+// New finds the family's binaries of the backend. do may be nil (the process's own
+// namespace).
+func New(family iptables.Family, do Do, backend Backend) (*Runner, error) {
+	if do == nil {
+		do = direct
+	}
+	cmds, err := CommandsFor(family, backend)
+	if err != nil {
+		return nil, fmt.Errorf("runner for %s: %w", family, err)
+	}
+	proto := goiptables.ProtocolIPv4
+	if family == iptables.IPv6 {
+		proto = goiptables.ProtocolIPv6
+	}
+	base := cmds.IPTables
+	r := &Runner{family: family, do: do, restore: cmds.Restore, save: cmds.Save}
 	for _, bin := range []*string{&r.restore, &r.save} {
 		path, err := exec.LookPath(*bin)
 		if err != nil {
@@ -80,7 +104,7 @@ func New(family iptables.Family, do Do, backend Backend) (*Runner, error) {
 		*bin = path
 	}
 	// go-iptables runs `iptables --version` here; inside the namespace like the rest.
-	err := do(func() error {
+	err = do(func() error {
 		var err error
 		r.ipt, err = goiptables.New(goiptables.IPFamily(proto), goiptables.Path(base), goiptables.Timeout(waitSeconds))
 		return err
