@@ -29,9 +29,9 @@ import (
 
 // Config is what an agent is told by the lab.
 type Config struct {
-	Node       string       // the Node's name
-	NodeIP     netip.Addr   // its InternalIP, the node namespace's eth0 address
-	PodCIDR    netip.Prefix // the node's pod addresses
+	Node    string       // the Node's name
+	NodeIP  netip.Addr   // its InternalIP, the node namespace's eth0 address
+	PodCIDR netip.Prefix // the node's pod addresses
 	// NodeIP6 and PodCIDR6 make a dual-stack node, as in kind's dual-stack clusters: its
 	// IPv6 InternalIP (on eth0 too) and IPv6 pod CIDR; both zero for an IPv4-only node.
 	NodeIP6    netip.Addr
@@ -105,7 +105,7 @@ type Agent struct {
 	ipam *ipam
 	// ipam6 hands out the pods' IPv6 addresses on a dual-stack node, else it is nil.
 	ipam6 *ipam
-	pods map[string]*podNet // by namespace/name; touched only by the sync worker
+	pods  map[string]*podNet // by namespace/name; touched only by the sync worker
 }
 
 // Run registers the node and serves its pods until ctx ends.
