@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -51,7 +52,13 @@ func WatchNDP(ns string, ip netip.Addr, interval time.Duration) (*NDPWatch, erro
 			return err
 		}
 		w.mac = ifi.HardwareAddr
-		if w.c, _, err = ndp.Listen(ifi, ndp.LinkLocal); err != nil {
+		// ndp binds to the link-local address with the interface's name as its zone,
+		// which Go resolves through a process-wide cache of names: in a test that
+		// visits several namespaces, "eth0" may be another namespace's eth0 there. A
+		// numeric zone is the index itself.
+		byIndex := *ifi
+		byIndex.Name = strconv.Itoa(ifi.Index)
+		if w.c, _, err = ndp.Listen(&byIndex, ndp.LinkLocal); err != nil {
 			return err
 		}
 		var only ipv6.ICMPFilter
