@@ -34,10 +34,12 @@ func main() {
 	assets := flag.String("assets", os.Getenv("KUBEBUILDER_ASSETS"), "directory with etcd, kube-apiserver and kube-controller-manager")
 	bind := flag.String("bind-address", "", "address kube-apiserver serves on and advertises (default: loopback)")
 	port := flag.Uint("secure-port", 0, "kube-apiserver's port with --bind-address (default: a free one)")
+	// The walkthrough's kind cluster uses serviceSubnet 10.200.1.0/24.
+	serviceCIDRs := flag.String("service-cluster-ip-range", "10.200.1.0/24", "kube-apiserver's ClusterIP ranges, one per family, comma-separated (dual-stack: 10.200.1.0/24,fd00:10:96::/112)")
 	flag.Parse()
 	opts, err := serveOn(*bind, *port)
 	if err == nil {
-		err = run(*dir, *assets, opts...)
+		err = run(*dir, *assets, *serviceCIDRs, opts...)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "controlplane:", err)
@@ -71,15 +73,14 @@ func serveOn(bind string, port uint) ([]testenv.Option, error) {
 	return []testenv.Option{testenv.ServeOn(netip.AddrPortFrom(addr, uint16(port)))}, nil
 }
 
-func run(dir, assets string, opts ...testenv.Option) error {
+func run(dir, assets, serviceCIDRs string, opts ...testenv.Option) error {
 	if assets == "" {
 		return fmt.Errorf("no binaries: pass --assets or set KUBEBUILDER_ASSETS (hack/setup-test-binaries.sh prints the directory)")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	// The walkthrough's kind cluster uses serviceSubnet 10.200.1.0/24.
-	env := testenv.Environment(assets, "10.200.1.0/24", append(opts, testenv.NoCRDs())...)
+	env := testenv.Environment(assets, serviceCIDRs, append(opts, testenv.NoCRDs())...)
 	if _, err := env.Start(); err != nil {
 		_ = env.Stop() // Start may fail after launching the processes
 		return fmt.Errorf("starting etcd and kube-apiserver: %w", err)

@@ -12,7 +12,7 @@ import (
 // agentCmd is the kubelet stand-in `lab up` starts in each worker's namespace.
 func agentCmd() *cobra.Command {
 	var cfg agent.Config
-	var nodeIP, podCIDR string
+	var nodeIP, podCIDR, nodeIP6, podCIDR6 string
 	cmd := &cobra.Command{
 		Use:    "agent",
 		Short:  "The lab's kubelet stand-in for one node (started by `lab up`)",
@@ -26,6 +26,16 @@ func agentCmd() *cobra.Command {
 			if cfg.PodCIDR, err = netip.ParsePrefix(podCIDR); err != nil {
 				return err
 			}
+			if nodeIP6 != "" {
+				if cfg.NodeIP6, err = netip.ParseAddr(nodeIP6); err != nil {
+					return err
+				}
+			}
+			if podCIDR6 != "" {
+				if cfg.PodCIDR6, err = netip.ParsePrefix(podCIDR6); err != nil {
+					return err
+				}
+			}
 			return agent.Run(cmd.Context(), cfg)
 		},
 	}
@@ -33,6 +43,8 @@ func agentCmd() *cobra.Command {
 	f.StringVar(&cfg.Node, "node", "", "the Node's name")
 	f.StringVar(&nodeIP, "node-ip", "", "the Node's InternalIP")
 	f.StringVar(&podCIDR, "pod-cidr", "", "the Node's pod CIDR")
+	f.StringVar(&nodeIP6, "node-ip6", "", "the Node's IPv6 InternalIP, on a dual-stack node")
+	f.StringVar(&podCIDR6, "pod-cidr6", "", "the Node's IPv6 pod CIDR, on a dual-stack node")
 	f.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig of the lab's API server")
 	f.StringVar(&cfg.NetnsPrefix, "netns-prefix", "", "the lab's namespace prefix, which pod namespaces share")
 	f.StringVar(&cfg.Dir, "dir", "", "directory for the agent's pod records")

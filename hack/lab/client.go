@@ -57,7 +57,7 @@ func whoHasCmd(o *opts) *cobra.Command {
 	var wait time.Duration
 	cmd := &cobra.Command{
 		Use:   "who-has IP",
-		Short: "Ask by ARP from a lab host (default the client) who has IP, and name the nodes that answer",
+		Short: "Ask by ARP (NDP for IPv6) from a lab host (default the client) who has IP, and name the nodes that answer",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ip, err := netip.ParseAddr(args[0])
@@ -77,7 +77,7 @@ func whoHasCmd(o *opts) *cobra.Command {
 				return err
 			}
 			if len(macs) == 0 {
-				return fmt.Errorf("nobody answers ARP for %s", ip)
+				return fmt.Errorf("nobody answers ARP/NDP for %s", ip)
 			}
 			for _, m := range macs {
 				owner := "not a lab host"

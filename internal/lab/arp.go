@@ -162,10 +162,20 @@ func (w *ARPWatch) Settle(window, limit time.Duration, except ...string) (string
 	return "", fmt.Errorf("after %v the MACs answering for %s over the last %v were %v, want exactly one (not %v)", limit, w.ip, window, macs, except)
 }
 
-// WhoHas asks from the host's eth0 who has ip for the duration and returns the distinct
-// MACs that answered, sorted. More than one means two nodes claim the IP.
+// WhoHas asks from the host's eth0 who has ip for the duration, by ARP or, for an IPv6
+// address, by NDP, and returns the distinct MACs that answered, sorted. More than one
+// means two nodes claim the IP.
 func WhoHas(ns string, ip netip.Addr, wait time.Duration) ([]string, error) {
 	start := time.Now()
+	if ip.Is6() && !ip.Is4In6() {
+		w, err := WatchNDP(ns, ip, 100*time.Millisecond)
+		if err != nil {
+			return nil, err
+		}
+		time.Sleep(wait)
+		w.Close()
+		return w.MACsSince(start), nil
+	}
 	w, err := WatchARP(ns, ip, 100*time.Millisecond)
 	if err != nil {
 		return nil, err

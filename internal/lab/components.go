@@ -29,12 +29,17 @@ func speakerCmd(s *State, h HostInfo) []string {
 	cmd := []string{s.Herald, "speaker", "--kubeconfig", s.SpeakerKubeconfig, "--node-name", h.Name,
 		"--ml-bind-addr", h.Addr.String(), "--namespace", HeraldNamespace,
 		"--metrics-bind-address", speakerMetrics, "--metrics-secure=false", "--health-probe-bind-address", speakerProbe}
-	return append(append(cmd, proxierArgs()...), s.SpeakerArgs...)
+	return append(append(cmd, proxierArgs(s)...), s.SpeakerArgs...)
 }
 
-// proxierArgs turn on the speaker's iptables proxier for the lab's pod network.
-func proxierArgs() []string {
-	return []string{"--proxy=iptables", "--cluster-cidr=" + ClusterCIDR.String()}
+// proxierArgs turn on the speaker's iptables proxier for the lab's pod network, both
+// families of it in a dual-stack lab.
+func proxierArgs(s *State) []string {
+	cidrs := ClusterCIDR.String()
+	if s.DualStack {
+		cidrs += "," + ClusterCIDR6.String()
+	}
+	return []string{"--proxy=iptables", "--cluster-cidr=" + cidrs}
 }
 
 // agentCmd runs `hack/lab agent` for worker h. It creates pod namespaces with `ip netns
@@ -49,6 +54,9 @@ func agentCmd(s *State, h HostInfo) (wrapper, cmd []string) {
 		"--pod-cidr", h.PodCIDR.String(), "--kubeconfig", s.Kubeconfig,
 		"--netns-prefix", s.Prefix, "--dir", agentDir(s.RunDir, h.Name),
 		"--heartbeat", agentHeartbeat.String()}
+	if h.Addr6.IsValid() {
+		cmd = append(cmd, "--node-ip6", h.Addr6.String(), "--pod-cidr6", h.PodCIDR6.String())
+	}
 	wrapper = []string{"nsenter", "--mount=/proc/" + strconv.Itoa(os.Getpid()) + "/ns/mnt", "--"}
 	return wrapper, cmd
 }

@@ -18,6 +18,19 @@ var (
 	clientAddr  = netip.MustParseAddr("172.18.0.100")
 )
 
+// A dual-stack lab (Config.DualStack) adds kind's IPv6 network, kind's IPv6 pod subnet
+// (a /64 per node) and an IPv6 ClusterIP range next to the walkthrough's
+// 10.200.1.0/24, and numbers the hosts alike in both families: the control plane at
+// ::2, the workers from ::3, the client at ::100.
+var (
+	Subnet6      = netip.MustParsePrefix("fc00:f853:ccd:e793::/64")
+	ClusterCIDR6 = netip.MustParsePrefix("fd00:10:244::/56")
+	ServiceCIDR  = netip.MustParsePrefix("10.200.1.0/24")
+	ServiceCIDR6 = netip.MustParsePrefix("fd00:10:96::/112")
+	cpAddr6      = netip.MustParseAddr("fc00:f853:ccd:e793::2")
+	clientAddr6  = netip.MustParseAddr("fc00:f853:ccd:e793::100")
+)
+
 const (
 	// DefaultPrefix names the namespaces of the lab the CLI runs; tests use others.
 	DefaultPrefix = "hl-"
@@ -53,6 +66,11 @@ type Config struct {
 	// and ServiceAccounts installed all the same), as on a cluster where another load
 	// balancer ran until now: State.StartHerald starts them.
 	WithoutHerald bool
+	// DualStack makes the lab dual-stack as kind's network is: every host gets an IPv6
+	// address in Subnet6 too, Nodes both InternalIPs and pod CIDRs, pods both
+	// addresses, kube-apiserver ClusterIP ranges in both families and the proxier
+	// both cluster CIDRs. IPv4 stays the primary family.
+	DualStack bool
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 }
@@ -96,4 +114,19 @@ func workerAddr(i int) netip.Addr {
 // control-plane node, which is no Node here).
 func podCIDR(i int) netip.Prefix {
 	return netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 244, byte(i + 1), 0}), 24)
+}
+
+// workerAddr6 is the i-th worker's IPv6 address: fc00:f853:ccd:e793::3 onwards.
+func workerAddr6(i int) netip.Addr {
+	a := Subnet6.Addr().As16()
+	a[15] = byte(3 + i)
+	return netip.AddrFrom16(a)
+}
+
+// podCIDR6 is the i-th worker's IPv6 pod CIDR: fd00:10:244:1::/64 onwards, as kind
+// numbers them.
+func podCIDR6(i int) netip.Prefix {
+	a := ClusterCIDR6.Addr().As16()
+	a[7] = byte(i + 1)
+	return netip.PrefixFrom(netip.AddrFrom16(a), 64)
 }

@@ -91,7 +91,7 @@ func getHostname(ctx context.Context, hc *http.Client, url string) (string, erro
 
 // ephemeral matches the client's address and port in socket errors, which differ with
 // every connection and would split one failure into a hundred counts.
-var ephemeral = regexp.MustCompile(`\d+\.\d+\.\d+\.\d+:\d+->`)
+var ephemeral = regexp.MustCompile(`(\d+\.\d+\.\d+\.\d+|\[[0-9a-fA-F:.]+\]):\d+->`)
 
 func normalizeError(err error) string {
 	return ephemeral.ReplaceAllString(err.Error(), "")

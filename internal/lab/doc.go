@@ -14,6 +14,13 @@
 // Workers forward and route each other's pod CIDRs; pods get namespaces of their own,
 // <prefix>pod<name><hash>, made by the agents.
 //
+// Dual-stack (Config.DualStack, `hack/lab up --dual-stack`), as kind's network is: every
+// host has an IPv6 address too in fc00:f853:ccd:e793::/64 (::2 the control plane, ::3
+// onwards the workers, ::100 the client), Nodes both InternalIPs and pod CIDRs
+// (fd00:10:244:N::/64), pods both addresses, kube-apiserver the ClusterIP ranges
+// 10.200.1.0/24 and fd00:10:96::/112, the speakers' proxier both cluster CIDRs. NDPWatch
+// is how the client sees who answers for an IPv6 VIP, as ARPWatch is for IPv4.
+//
 // Identities. herald's CRDs, namespace, ServiceAccounts and RBAC come from
 // config/manifests/herald.yaml (InstallManifest, server-side apply; not its workloads),
 // and the controller and speakers run under the manifest's ServiceAccounts, with

@@ -12,12 +12,20 @@ import (
 
 // routeWorker makes worker h a router for pods: it forwards (a new namespace does not;
 // the proxier's DNAT and pod traffic need it) and reaches every other worker's pod CIDR
-// through that worker's address on the bridge, as kind's kindnet installs routes. The
+// through that worker's address on the bridge, as kind's kindnet installs routes, in
+// both families in a dual-stack lab. The
 // client gets no such routes: like the walkthrough's netshoot, it reaches pods only
 // through the LoadBalancer IPs.
 func routeWorker(ctx context.Context, h HostInfo, all []HostInfo) error {
 	err := netns.Do(h.Namespace, func() error {
-		return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0)
+		if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0); err != nil {
+			return err
+		}
+		if !h.Addr6.IsValid() {
+			return nil
+		}
+		// "all" sets every interface's and the default, so pods' veths inherit it.
+		return os.WriteFile("/proc/sys/net/ipv6/conf/all/forwarding", []byte("1"), 0)
 	})
 	if err != nil {
 		return fmt.Errorf("lab: forwarding on %s: %w", h.Name, err)
@@ -26,8 +34,14 @@ func routeWorker(ctx context.Context, h HostInfo, all []HostInfo) error {
 		if o.Name == h.Name {
 			continue
 		}
-		if _, err := netlab.Run(ctx, "ip", "-n", h.Namespace, "route", "add", o.PodCIDR.String(), "via", o.Addr.String(), "dev", "eth0"); err != nil {
-			return fmt.Errorf("lab: route on %s to %s's pods: %w", h.Name, o.Name, err)
+		routes := [][2]string{{o.PodCIDR.String(), o.Addr.String()}}
+		if h.Addr6.IsValid() && o.PodCIDR6.IsValid() {
+			routes = append(routes, [2]string{o.PodCIDR6.String(), o.Addr6.String()})
+		}
+		for _, r := range routes {
+			if _, err := netlab.Run(ctx, "ip", "-n", h.Namespace, "route", "add", r[0], "via", r[1], "dev", "eth0"); err != nil {
+				return fmt.Errorf("lab: route on %s to %s's pods: %w", h.Name, o.Name, err)
+			}
 		}
 	}
 	return nil

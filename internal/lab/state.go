@@ -35,6 +35,7 @@ type State struct {
 	ControllerKubeconfig string                 `json:"controllerKubeconfig"`
 	SpeakerKubeconfig    string                 `json:"speakerKubeconfig"`
 	SpeakerArgs          []string               `json:"speakerArgs,omitempty"` // extra speaker flags
+	DualStack            bool                   `json:"dualStack,omitempty"`   // Config.DualStack
 	Hosts                []HostInfo             `json:"hosts"`
 	Procs                map[string]netlab.Proc `json:"procs"` // by Proc.Key
 }
@@ -56,6 +57,10 @@ type HostInfo struct {
 	Addr      netip.Addr   `json:"addr"`
 	MAC       string       `json:"mac"`
 	PodCIDR   netip.Prefix `json:"podCIDR,omitzero"`
+	// Addr6 and PodCIDR6 are the host's IPv6 address and a worker's IPv6 pod CIDR in a
+	// dual-stack lab.
+	Addr6    netip.Addr   `json:"addr6,omitzero"`
+	PodCIDR6 netip.Prefix `json:"podCIDR6,omitzero"`
 }
 
 // Host returns the host called name.

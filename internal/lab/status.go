@@ -32,7 +32,7 @@ func Status(ctx context.Context, w io.Writer, runDir, prefix string) error {
 	fmt.Fprintf(w, "kubeconfig:    %s (cluster admin, reachable inside the lab: hack/lab kubectl ...)\n", s.Kubeconfig)
 	fmt.Fprintf(w, "herald runs as: ServiceAccounts %s (%s), %s (%s), with the RBAC of %s\n",
 		ControllerAccount.Name, s.ControllerKubeconfig, SpeakerAccount.Name, s.SpeakerKubeconfig, Manifest)
-	fmt.Fprintf(w, "speakers:      %s\n\n", strings.Join(append(proxierArgs(), s.SpeakerArgs...), " "))
+	fmt.Fprintf(w, "speakers:      %s\n\n", strings.Join(append(proxierArgs(s), s.SpeakerArgs...), " "))
 
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOST\tROLE\tNAMESPACE\tADDRESS\tMAC\tPOD CIDR\tLINK")
@@ -43,11 +43,17 @@ func Status(ctx context.Context, w io.Writer, runDir, prefix string) error {
 		} else if !slices.Contains(labNamespaces(s.Prefix), h.Namespace) {
 			link = "namespace gone"
 		}
-		cidr := "-"
+		cidr, addr := "-", h.Addr.String()
 		if h.PodCIDR.IsValid() {
 			cidr = h.PodCIDR.String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Name, h.Role, h.Namespace, h.Addr, h.MAC, cidr, link)
+		if h.Addr6.IsValid() {
+			addr += "," + h.Addr6.String()
+		}
+		if h.PodCIDR6.IsValid() {
+			cidr += "," + h.PodCIDR6.String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", h.Name, h.Role, h.Namespace, addr, h.MAC, cidr, link)
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "PROCESS\tPID\tSTATE\tLOG")

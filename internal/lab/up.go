@@ -33,8 +33,8 @@ type Lab struct {
 // and the client at 172.18.0.100. herald's CRDs, namespace, ServiceAccounts and RBAC are
 // those of config/manifests/herald.yaml, and its controller and speakers run under
 // those ServiceAccounts (controller.kubeconfig, speaker.kubeconfig in the run
-// directory). It returns once every component is ready. On error it removes whatever
-// it made.
+// directory). With cfg.DualStack every host, Node and pod has an IPv6 address too. It
+// returns once every component is ready. On error it removes whatever it made.
 func Up(ctx context.Context, cfg Config) (l *Lab, err error) {
 	if err := cfg.normalize(); err != nil {
 		return nil, err
@@ -62,7 +62,7 @@ func Up(ctx context.Context, cfg Config) (l *Lab, err error) {
 		return nil, err
 	}
 	l = &Lab{Net: nl, State: &State{Prefix: cfg.Prefix, RunDir: cfg.RunDir, Started: time.Now(), Assets: assets,
-		KubectlBin: filepath.Join(assets, "kubectl"), Procs: map[string]netlab.Proc{}}}
+		KubectlBin: filepath.Join(assets, "kubectl"), Procs: map[string]netlab.Proc{}, DualStack: cfg.DualStack}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, l.Down())
@@ -70,6 +70,22 @@ func Up(ctx context.Context, cfg Config) (l *Lab, err error) {
 		}
 	}()
 	s := l.State
+	var serviceCIDRs []netip.Prefix // hack/controlplane's default: the walkthrough's
+	if cfg.DualStack {
+		say("dual-stack: %s and %s on the bridge, pods in %s and %s, ClusterIPs in %s and %s",
+			Subnet, Subnet6, ClusterCIDR, ClusterCIDR6, ServiceCIDR, ServiceCIDR6)
+		if err := nl.AddSubnet(Subnet6); err != nil {
+			return l, err
+		}
+		serviceCIDRs = []netip.Prefix{ServiceCIDR, ServiceCIDR6}
+	}
+	// v6 is a host's IPv6 address in a dual-stack lab, else the zero Addr.
+	v6 := func(a netip.Addr) netip.Addr {
+		if cfg.DualStack {
+			return a
+		}
+		return netip.Addr{}
+	}
 
 	say("building herald and hack/lab into %s", cfg.RunDir)
 	if s.Herald, err = nl.Build(ctx, "herald.dev/herald/cmd/herald"); err != nil {
@@ -81,11 +97,11 @@ func Up(ctx context.Context, cfg Config) (l *Lab, err error) {
 	s.SpeakerArgs = cfg.SpeakerArgs
 
 	say("control plane: etcd, kube-apiserver, kube-controller-manager in %s%s at %s", cfg.Prefix, CPHost, cpAddr)
-	cpHost, err := l.addHost(CPHost, RoleControlPlane, cpAddr, netip.Prefix{})
+	cpHost, err := l.addHost(HostInfo{Name: CPHost, Role: RoleControlPlane, Addr: cpAddr, Addr6: v6(cpAddr6)})
 	if err != nil {
 		return l, err
 	}
-	if l.CP, err = netlab.StartControlPlane(ctx, cpHost, assets); err != nil {
+	if l.CP, err = netlab.StartControlPlane(ctx, cpHost, assets, serviceCIDRs...); err != nil {
 		return l, err
 	}
 	s.Kubeconfig = l.CP.Kubeconfig
@@ -100,7 +116,11 @@ func Up(ctx context.Context, cfg Config) (l *Lab, err error) {
 
 	var workers []HostInfo
 	for i := range cfg.Workers {
-		if _, err := l.addHost(WorkerName(i), RoleWorker, workerAddr(i), podCIDR(i)); err != nil {
+		w := HostInfo{Name: WorkerName(i), Role: RoleWorker, Addr: workerAddr(i), PodCIDR: podCIDR(i), Addr6: v6(workerAddr6(i))}
+		if cfg.DualStack {
+			w.PodCIDR6 = podCIDR6(i)
+		}
+		if _, err := l.addHost(w); err != nil {
 			return l, err
 		}
 		workers = append(workers, s.Hosts[len(s.Hosts)-1])
@@ -110,7 +130,7 @@ func Up(ctx context.Context, cfg Config) (l *Lab, err error) {
 			return l, err
 		}
 	}
-	if _, err := l.addHost(ClientHost, RoleClient, clientAddr, netip.Prefix{}); err != nil {
+	if _, err := l.addHost(HostInfo{Name: ClientHost, Role: RoleClient, Addr: clientAddr, Addr6: v6(clientAddr6)}); err != nil {
 		return l, err
 	}
 
@@ -130,7 +150,7 @@ func Up(ctx context.Context, cfg Config) (l *Lab, err error) {
 	if cfg.WithoutHerald {
 		say("herald's controller and speakers not started (StartHerald starts them)")
 	} else {
-		say("herald controller in %s%s, speakers with the proxier (%v) on the workers", cfg.Prefix, CPHost, proxierArgs())
+		say("herald controller in %s%s, speakers with the proxier (%v) on the workers", cfg.Prefix, CPHost, proxierArgs(s))
 		if err := s.StartHerald(ctx); err != nil {
 			return l, err
 		}
@@ -142,16 +162,19 @@ func Up(ctx context.Context, cfg Config) (l *Lab, err error) {
 	return l, nil
 }
 
-// addHost adds a host to the lab and the state.
-func (l *Lab) addHost(name string, role Role, addr netip.Addr, cidr netip.Prefix) (*netlab.Host, error) {
-	h, err := l.Net.AddHost(name, addr)
+// addHost adds the host info describes (its name, role, addresses and pod CIDRs) to
+// the lab and the state, which records its namespace and MAC too.
+func (l *Lab) addHost(info HostInfo) (*netlab.Host, error) {
+	h, err := l.Net.AddHost(info.Name, info.Addr)
 	if err != nil {
 		return nil, err
 	}
-	info := HostInfo{Name: name, Role: role, Namespace: h.Namespace(), Addr: addr, MAC: h.MAC().String()}
-	if role == RoleWorker {
-		info.PodCIDR = cidr
+	if info.Addr6.IsValid() {
+		if err := h.AddAddr(info.Addr6); err != nil {
+			return nil, fmt.Errorf("lab host %s: %w", info.Name, err)
+		}
 	}
+	info.Namespace, info.MAC = h.Namespace(), h.MAC().String()
 	l.State.Hosts = append(l.State.Hosts, info)
 	return h, l.State.Save()
 }

@@ -29,9 +29,13 @@ import (
 
 // Config is what an agent is told by the lab.
 type Config struct {
-	Node       string       // the Node's name
-	NodeIP     netip.Addr   // its InternalIP, the node namespace's eth0 address
-	PodCIDR    netip.Prefix // the node's pod addresses
+	Node    string       // the Node's name
+	NodeIP  netip.Addr   // its InternalIP, the node namespace's eth0 address
+	PodCIDR netip.Prefix // the node's pod addresses
+	// NodeIP6 and PodCIDR6 make a dual-stack node, as in kind's dual-stack clusters: its
+	// IPv6 InternalIP (on eth0 too) and IPv6 pod CIDR; both zero for an IPv4-only node.
+	NodeIP6    netip.Addr
+	PodCIDR6   netip.Prefix
 	Kubeconfig string
 	// NetnsPrefix starts the names of pod namespaces: the lab's prefix, so that tearing
 	// down the lab removes them too.
@@ -52,6 +56,14 @@ func (c Config) validate() error {
 	if !c.PodCIDR.IsValid() {
 		errs = append(errs, errors.New("no pod CIDR"))
 	}
+	if c.NodeIP.IsValid() && !c.NodeIP.Is4() || c.PodCIDR.IsValid() && !c.PodCIDR.Addr().Is4() {
+		errs = append(errs, fmt.Errorf("node IP %s and pod CIDR %s: want IPv4 (IPv6 ones are NodeIP6 and PodCIDR6)", c.NodeIP, c.PodCIDR))
+	}
+	if c.NodeIP6.IsValid() != c.PodCIDR6.IsValid() {
+		errs = append(errs, fmt.Errorf("IPv6 node IP %q and pod CIDR %q: want both or neither", c.NodeIP6, c.PodCIDR6))
+	} else if c.NodeIP6.IsValid() && (!c.NodeIP6.Is6() || !c.PodCIDR6.Addr().Is6()) {
+		errs = append(errs, fmt.Errorf("IPv6 node IP %s and pod CIDR %s: want IPv6", c.NodeIP6, c.PodCIDR6))
+	}
 	if c.Kubeconfig == "" {
 		errs = append(errs, errors.New("no kubeconfig"))
 	}
@@ -67,13 +79,33 @@ func (c Config) validate() error {
 	return errors.Join(errs...)
 }
 
+// nodeIPs are the node's InternalIPs, IPv4 first.
+func (c Config) nodeIPs() []string {
+	ips := []string{c.NodeIP.String()}
+	if c.NodeIP6.IsValid() {
+		ips = append(ips, c.NodeIP6.String())
+	}
+	return ips
+}
+
+// podCIDRs are the node's pod CIDRs, IPv4 first, as spec.podCIDRs lists them.
+func (c Config) podCIDRs() []string {
+	cidrs := []string{c.PodCIDR.String()}
+	if c.PodCIDR6.IsValid() {
+		cidrs = append(cidrs, c.PodCIDR6.String())
+	}
+	return cidrs
+}
+
 // Agent is one node's kubelet stand-in.
 type Agent struct {
 	cfg  Config
 	cs   kubernetes.Interface
 	log  *log.Logger
 	ipam *ipam
-	pods map[string]*podNet // by namespace/name; touched only by the sync worker
+	// ipam6 hands out the pods' IPv6 addresses on a dual-stack node, else it is nil.
+	ipam6 *ipam
+	pods  map[string]*podNet // by namespace/name; touched only by the sync worker
 }
 
 // Run registers the node and serves its pods until ctx ends.
@@ -96,6 +128,11 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	a := &Agent{cfg: cfg, cs: cs, ipam: pool, pods: map[string]*podNet{},
 		log: log.New(os.Stderr, "agent "+cfg.Node+": ", log.LstdFlags|log.Lmicroseconds)}
+	if cfg.PodCIDR6.IsValid() {
+		if a.ipam6, err = newIPAM(cfg.PodCIDR6); err != nil {
+			return fmt.Errorf("lab agent: %w", err)
+		}
+	}
 	if err := a.prepareNode(ctx); err != nil {
 		return err
 	}
@@ -105,7 +142,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := a.registerUntilDone(ctx); err != nil {
 		return err
 	}
-	a.log.Printf("node %s registered (InternalIP %s, pod CIDR %s)", cfg.Node, cfg.NodeIP, cfg.PodCIDR)
+	a.log.Printf("node %s registered (InternalIPs %v, pod CIDRs %v)", cfg.Node, cfg.nodeIPs(), cfg.podCIDRs())
 	go a.heartbeat(ctx, cfg.Heartbeat)
 	return a.servePods(ctx)
 }

@@ -71,8 +71,17 @@ func TestIPAM(t *testing.T) {
 	if ip, err := a.allocate(); err != nil || ip.String() != "10.244.1.4" {
 		t.Errorf("after a release got %v, %v; want 10.244.1.4", ip, err)
 	}
-	if _, err := newIPAM(netip.MustParsePrefix("fd00::/64")); err == nil {
-		t.Error("an IPv6 pod CIDR was accepted")
+	v6, err := newIPAM(netip.MustParsePrefix("fd00:10:244:1::/64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ip, err := v6.allocate(); err != nil || ip.String() != "fd00:10:244:1::2" {
+		t.Errorf("first IPv6 pod address %v, %v; want fd00:10:244:1::2", ip, err)
+	}
+	for _, bad := range []string{"10.244.1.0/31", "fd00::/127", "10.244.1.1/24"} {
+		if _, err := newIPAM(netip.MustParsePrefix(bad)); err == nil {
+			t.Errorf("pod CIDR %s was accepted", bad)
+		}
 	}
 }
 
@@ -86,7 +95,7 @@ func TestRunningStatusIsWhatEndpointSlicesNeed(t *testing.T) {
 	if reported(pod, rec) {
 		t.Fatal("a Pending pod counts as reported")
 	}
-	runningStatus(pod, rec, "172.18.0.3", metav1.Now())
+	runningStatus(pod, rec, []string{"172.18.0.3"}, metav1.Now())
 	st := pod.Status
 	if st.Phase != corev1.PodRunning || st.PodIP != "10.244.1.2" || st.PodIPs[0].IP != "10.244.1.2" || st.HostIP != "172.18.0.3" ||
 		st.QOSClass != corev1.PodQOSBestEffort || !st.ContainerStatuses[0].Ready || st.ContainerStatuses[0].State.Running == nil {
@@ -94,5 +103,26 @@ func TestRunningStatusIsWhatEndpointSlicesNeed(t *testing.T) {
 	}
 	if !reported(pod, rec) {
 		t.Error("the status written does not count as reported: the agent would write it forever")
+	}
+}
+
+func TestRunningStatusOfADualStackPodListsBothFamilies(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "webpod1", UID: "u1"},
+		Spec:       corev1.PodSpec{NodeName: "worker", Containers: []corev1.Container{{Name: "c", Image: "traefik/whoami"}}},
+	}
+	rec := Record{UID: "u1", IP: netip.MustParseAddr("10.244.1.2"), IP6: netip.MustParseAddr("fd00:10:244:1::2")}
+	runningStatus(pod, rec, []string{"172.18.0.3", "fc00:f853:ccd:e793::3"}, metav1.Now())
+	st := pod.Status
+	if st.PodIP != "10.244.1.2" || len(st.PodIPs) != 2 || st.PodIPs[1].IP != "fd00:10:244:1::2" ||
+		st.HostIP != "172.18.0.3" || len(st.HostIPs) != 2 || st.HostIPs[1].IP != "fc00:f853:ccd:e793::3" {
+		t.Errorf("pod IPs %v, host IPs %v: want both families, IPv4 first", st.PodIPs, st.HostIPs)
+	}
+	if !reported(pod, rec) {
+		t.Error("the status written does not count as reported")
+	}
+	pod.Status.PodIPs = pod.Status.PodIPs[:1]
+	if reported(pod, rec) {
+		t.Error("a status without the IPv6 address counts as reported")
 	}
 }

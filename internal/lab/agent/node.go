@@ -29,8 +29,8 @@ func (a *Agent) register(ctx context.Context) error {
 			corev1.LabelArchStable: runtime.GOARCH,
 		}},
 		// kube-controller-manager's node IPAM is off in the lab; pod CIDRs are the lab's
-		// choice, like kind's 10.244.N.0/24.
-		Spec: corev1.NodeSpec{PodCIDR: a.cfg.PodCIDR.String(), PodCIDRs: []string{a.cfg.PodCIDR.String()}},
+		// choice, like kind's 10.244.N.0/24 (and fd00:10:244:N::/64 when dual-stack).
+		Spec: corev1.NodeSpec{PodCIDR: a.cfg.PodCIDR.String(), PodCIDRs: a.cfg.podCIDRs()},
 	}
 	_, err := a.cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
 	switch {
@@ -69,10 +69,11 @@ func (a *Agent) postStatus(ctx context.Context) error {
 
 func (a *Agent) nodeStatus(st *corev1.NodeStatus) {
 	now := metav1.Now()
-	st.Addresses = []corev1.NodeAddress{
-		{Type: corev1.NodeInternalIP, Address: a.cfg.NodeIP.String()},
-		{Type: corev1.NodeHostName, Address: a.cfg.Node},
+	st.Addresses = nil
+	for _, ip := range a.cfg.nodeIPs() {
+		st.Addresses = append(st.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})
 	}
+	st.Addresses = append(st.Addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: a.cfg.Node})
 	conds := []corev1.NodeCondition{
 		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "lab agent is posting ready status"},
 		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory"},

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +23,10 @@ type podNet struct {
 	servers []*http.Server
 }
 
+// podGateway6 is the IPv6 pods' gateway: a link-local address on the node's end of each
+// pod's veth pair.
+const podGateway6 = "fe80::1"
+
 // setUpPod creates rec's namespace and veth pair and starts a whoami server on each of
 // its ports. The agent runs in the node's namespace, so plain `ip` commands act on the
 // node and `ip -n` on the pod. On error whatever was made is removed again.
@@ -29,7 +34,8 @@ type podNet struct {
 // Addressing is that of point-to-point CNI plugins: the pod has its address as a /32 on
 // eth0 and a default route through the node's gateway address (on the node's lo), which
 // the node answers ARP for on every interface; the node reaches the pod by a /32 route
-// through the veth.
+// through the veth. On a dual-stack node the pod also has its IPv6 address as a /128,
+// routed alike, with podGateway6 as its gateway.
 func setUpPod(ctx context.Context, rec Record, gateway netip.Addr, hostname string) (*podNet, error) {
 	if netns.Exists(rec.NetNS) {
 		// Left by an agent that died between creating it and recording it.
@@ -49,8 +55,19 @@ func setUpPod(ctx context.Context, rec Record, gateway netip.Addr, hostname stri
 
 func (p *podNet) plumb(ctx context.Context, gateway netip.Addr) error {
 	ns, veth, addr, gw := p.rec.NetNS, p.rec.Veth, p.rec.IP.String(), gateway.String()
+	if _, err := ip(ctx, "netns", "add", ns); err != nil {
+		return fmt.Errorf("pod %s/%s network: %w", p.rec.Namespace, p.rec.Name, err)
+	}
+	if p.rec.IP6.IsValid() {
+		// eth0 inherits it when it arrives, so its link-local address, which neighbour
+		// discovery with the node needs, works at once instead of after ~1 s of DAD.
+		if err := netns.Do(ns, func() error {
+			return os.WriteFile("/proc/sys/net/ipv6/conf/default/accept_dad", []byte("0"), 0)
+		}); err != nil {
+			return fmt.Errorf("pod %s/%s network: no DAD: %w", p.rec.Namespace, p.rec.Name, err)
+		}
+	}
 	steps := [][]string{
-		{"netns", "add", ns},
 		{"-n", ns, "link", "set", "lo", "up"},
 		// Made in the node's namespace with the pod's end sent straight into the pod's.
 		{"link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns},
@@ -60,6 +77,18 @@ func (p *podNet) plumb(ctx context.Context, gateway netip.Addr) error {
 		{"-n", ns, "route", "add", "default", "via", gw, "dev", "eth0"},
 		{"link", "set", veth, "up"},
 		{"route", "replace", addr + "/32", "dev", veth},
+	}
+	if p.rec.IP6.IsValid() {
+		// IPv6 the way Calico does it: Linux answers neighbour solicitations only for
+		// addresses of the interface asked on, so the pods' gateway is a link-local
+		// address on each node-side veth rather than one on lo.
+		addr6 := p.rec.IP6.String()
+		steps = append(steps,
+			[]string{"-n", ns, "addr", "add", addr6 + "/128", "dev", "eth0", "nodad"},
+			[]string{"addr", "add", podGateway6 + "/64", "dev", veth, "nodad"},
+			[]string{"-n", ns, "-6", "route", "add", "default", "via", podGateway6, "dev", "eth0"},
+			[]string{"-6", "route", "replace", addr6 + "/128", "dev", veth},
+		)
 	}
 	for _, args := range steps {
 		if _, err := ip(ctx, args...); err != nil {

@@ -119,21 +119,35 @@ func (a *Agent) start(ctx context.Context, pod *corev1.Pod) (*podNet, error) {
 		NetNS: NamespaceFor(a.cfg.NetnsPrefix, pod.Namespace, pod.Name),
 		Veth:  vethFor(string(pod.UID)), IP: addr, Ports: tcpPorts(pod),
 	}
+	if a.ipam6 != nil {
+		if rec.IP6, err = a.ipam6.allocate(); err != nil {
+			a.ipam.release(addr)
+			return nil, err
+		}
+	}
 	hostname := pod.Name
 	if pod.Spec.Hostname != "" {
 		hostname = pod.Spec.Hostname
 	}
 	p, err := setUpPod(ctx, rec, a.ipam.gateway(), hostname)
 	if err != nil {
-		a.ipam.release(addr)
+		a.release(rec)
 		return nil, err
 	}
 	if err := rec.save(a.cfg.Dir); err != nil {
-		a.ipam.release(addr)
+		a.release(rec)
 		return nil, errors.Join(err, p.tearDown(ctx))
 	}
-	a.log.Printf("pod %s/%s: running at %s in %s, serving on TCP %v", pod.Namespace, pod.Name, addr, rec.NetNS, rec.Ports)
+	a.log.Printf("pod %s/%s: running at %v in %s, serving on TCP %v", pod.Namespace, pod.Name, rec.ips(), rec.NetNS, rec.Ports)
 	return p, nil
+}
+
+// release gives the pod's addresses back to the pools.
+func (a *Agent) release(rec Record) {
+	a.ipam.release(rec.IP)
+	if a.ipam6 != nil && rec.IP6.IsValid() {
+		a.ipam6.release(rec.IP6)
+	}
 }
 
 // stop removes the pod's namespace and record, if the agent runs it.
@@ -146,7 +160,7 @@ func (a *Agent) stop(ctx context.Context, key string) error {
 		return err
 	}
 	delete(a.pods, key)
-	a.ipam.release(p.rec.IP)
+	a.release(p.rec)
 	a.log.Printf("pod %s: stopped, %s removed", key, p.rec.NetNS)
 	return p.rec.remove(a.cfg.Dir)
 }

@@ -17,7 +17,7 @@ const imageID = "lab://whoami"
 // at rec's address. Writing only then keeps the agent's own updates from looping.
 func reported(pod *corev1.Pod, rec Record) bool {
 	st := pod.Status
-	return st.Phase == corev1.PodRunning && st.PodIP == rec.IP.String() &&
+	return st.Phase == corev1.PodRunning && st.PodIP == rec.IP.String() && len(st.PodIPs) == len(rec.ips()) &&
 		conditionTrue(st.Conditions, corev1.PodReady) &&
 		len(st.ContainerStatuses) == len(pod.Spec.Containers)
 }
@@ -45,7 +45,7 @@ func (a *Agent) reportRunning(ctx context.Context, pod *corev1.Pod, rec Record) 
 		if string(cur.UID) != rec.UID {
 			return nil // replaced meanwhile; its own sync follows
 		}
-		runningStatus(cur, rec, a.cfg.NodeIP.String(), metav1.Now())
+		runningStatus(cur, rec, a.cfg.nodeIPs(), metav1.Now())
 		_, err = pods.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
 		return err
 	})
@@ -55,17 +55,24 @@ func (a *Agent) reportRunning(ctx context.Context, pod *corev1.Pod, rec Record) 
 	return nil
 }
 
-// runningStatus fills in pod's status as Running and Ready at rec's address, keeping
-// what the API server set (QoS class) and the times already reported.
-func runningStatus(pod *corev1.Pod, rec Record, hostIP string, now metav1.Time) {
+// runningStatus fills in pod's status as Running and Ready at rec's addresses (IPv4
+// first, as a kubelet lists them) on a node with hostIPs, keeping what the API server
+// set (QoS class) and the times already reported.
+func runningStatus(pod *corev1.Pod, rec Record, hostIPs []string, now metav1.Time) {
 	st := &pod.Status
 	started := now
 	if st.StartTime != nil {
 		started = *st.StartTime
 	}
 	st.Phase = corev1.PodRunning
-	st.HostIP, st.HostIPs = hostIP, []corev1.HostIP{{IP: hostIP}}
-	st.PodIP, st.PodIPs = rec.IP.String(), []corev1.PodIP{{IP: rec.IP.String()}}
+	st.HostIP, st.HostIPs = hostIPs[0], nil
+	for _, ip := range hostIPs {
+		st.HostIPs = append(st.HostIPs, corev1.HostIP{IP: ip})
+	}
+	st.PodIP, st.PodIPs = rec.IP.String(), nil
+	for _, ip := range rec.ips() {
+		st.PodIPs = append(st.PodIPs, corev1.PodIP{IP: ip.String()})
+	}
 	st.StartTime = &started
 	st.Reason, st.Message = "", ""
 	var conds []corev1.PodCondition

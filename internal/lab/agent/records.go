@@ -22,7 +22,16 @@ type Record struct {
 	NetNS     string     `json:"netns"`
 	Veth      string     `json:"veth"` // node-side end, in the node's namespace
 	IP        netip.Addr `json:"ip"`
+	IP6       netip.Addr `json:"ip6,omitzero"` // on a dual-stack node
 	Ports     []int32    `json:"ports"`
+}
+
+// ips are the pod's addresses, IPv4 first.
+func (r Record) ips() []netip.Addr {
+	if r.IP6.IsValid() {
+		return []netip.Addr{r.IP, r.IP6}
+	}
+	return []netip.Addr{r.IP}
 }
 
 // recordsDir is where an agent with state directory dir keeps its records.

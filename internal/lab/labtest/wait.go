@@ -68,6 +68,19 @@ func WatchARP(tb testing.TB, ns string, ip netip.Addr, interval time.Duration) *
 	return w
 }
 
+// WatchNDP solicits ip from eth0 of the namespace ns every interval, recording every
+// advertisement (lab.NDPWatch: how a LAN host sees an IPv6 VIP move), until the test
+// ends.
+func WatchNDP(tb testing.TB, ns string, ip netip.Addr, interval time.Duration) *lab.NDPWatch {
+	tb.Helper()
+	w, err := lab.WatchNDP(ns, ip, interval)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(w.Close)
+	return w
+}
+
 // ARPWant is what WaitARP waits for: a test of the MACs answering over a window, and
 // its description for the failure.
 type ARPWant struct {
@@ -85,11 +98,11 @@ func Silence() ARPWant {
 	return ARPWant{What: "none", OK: func(m []string) bool { return len(m) == 0 }}
 }
 
-// WaitARP waits until the MACs answering w's requests over a whole window are as want
-// says, failing the test after limit with those answering last; name, when not nil,
-// names the host of each MAC in that message. Each window starts afresh, so a MAC that
-// answered only before it does not count.
-func WaitARP(tb testing.TB, w *lab.ARPWatch, window, limit time.Duration, when string, want ARPWant, name func(mac string) string) {
+// WaitARP waits until the MACs answering w's requests (ARP, or NDP for an IPv6 address)
+// over a whole window are as want says, failing the test after limit with those
+// answering last; name, when not nil, names the host of each MAC in that message. Each
+// window starts afresh, so a MAC that answered only before it does not count.
+func WaitARP(tb testing.TB, w lab.NeighbourWatch, window, limit time.Duration, when string, want ARPWant, name func(mac string) string) {
 	tb.Helper()
 	deadline := time.Now().Add(limit)
 	for {
@@ -111,8 +124,12 @@ func WaitARP(tb testing.TB, w *lab.ARPWatch, window, limit time.Duration, when s
 				}
 				seen += "]"
 			}
-			tb.Fatalf("%s: after %v the MACs answering ARP for %s over the last %v were %s; want %s",
-				when, limit, w.IP(), window, seen, want.What)
+			protocol := "ARP"
+			if w.IP().Is6() {
+				protocol = "NDP"
+			}
+			tb.Fatalf("%s: after %v the MACs answering %s for %s over the last %v were %s; want %s",
+				when, limit, protocol, w.IP(), window, seen, want.What)
 		}
 	}
 }

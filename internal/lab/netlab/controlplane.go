@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -36,11 +37,13 @@ type ControlPlane struct {
 // starts it in host's namespace serving on host.Addr():6443 with the binaries in
 // assetsDir (KUBEBUILDER_ASSETS), and waits until it is ready. The repository is found
 // with `go env GOMOD` from the working directory, which works from any package's test.
-// Lab.Close stops it.
+// Lab.Close stops it. serviceCIDRs are kube-apiserver's --service-cluster-ip-range (one
+// per family, the primary first); none means hack/controlplane's default, the
+// walkthrough's 10.200.1.0/24.
 //
 // Inside the lab the kubeconfig works as it is (the nodes reach the host over the
 // bridge); Config serves a go test in the root namespace, which cannot route there.
-func StartControlPlane(ctx context.Context, host *Host, assetsDir string) (*ControlPlane, error) {
+func StartControlPlane(ctx context.Context, host *Host, assetsDir string, serviceCIDRs ...netip.Prefix) (*ControlPlane, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, controlPlaneTimeout)
@@ -61,8 +64,16 @@ func StartControlPlane(ctx context.Context, host *Host, assetsDir string) (*Cont
 	if err := os.Remove(ready); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("netlab control plane: stale ready file: %w", err)
 	}
-	p, err := host.Start("controlplane", bin, "--dir", dir, "--assets", assetsDir,
-		"--bind-address", host.addr.String(), "--secure-port", strconv.Itoa(APIServerPort))
+	args := []string{"--dir", dir, "--assets", assetsDir,
+		"--bind-address", host.addr.String(), "--secure-port", strconv.Itoa(APIServerPort)}
+	if len(serviceCIDRs) > 0 {
+		cidrs := make([]string, len(serviceCIDRs))
+		for i, c := range serviceCIDRs {
+			cidrs[i] = c.String()
+		}
+		args = append(args, "--service-cluster-ip-range", strings.Join(cidrs, ","))
+	}
+	p, err := host.Start("controlplane", append([]string{bin}, args...)...)
 	if err != nil {
 		return nil, err
 	}
