@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,26 +32,65 @@ func TestLabControllerRestartKeepsIPs(t *testing.T) {
 	f.waitIP(t, "keep-b")
 
 	ctx := t.Context()
-	list, err := f.Kube.CoreV1().Services("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := map[string]string{}
-	for _, s := range list.Items {
-		if s.Spec.Type == corev1.ServiceTypeLoadBalancer {
-			before[s.Namespace+"/"+s.Name] = ingressOf(&s)
-		}
-	}
+	before, from := f.lbIngresses(t)
 	for _, name := range append(slices.Clone(walkthrough), "keep-a", "keep-b") {
 		if before["default/"+name] == "" {
 			t.Fatalf("Service %s has no IP before the restart: %v", name, before)
 		}
 	}
-	w, err := f.Kube.CoreV1().Services("").Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
-	if err != nil {
+	stopWatch := f.watchIngress(t, before, from)
+
+	if err := f.s.RestartController(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
+	// The restarted controller has read every allocation once it gives out a new IP.
+	f.createService(t, lbService("after-restart"))
+	probe := f.waitIP(t, "after-restart")
+	changes := stopWatch()
+	for k, ip := range before {
+		if slices.Contains(strings.Split(ip, ","), probe.String()) {
+			t.Errorf("the restarted controller gave %s, held by %s, to Service after-restart", probe, k)
+		}
+	}
+	if len(changes) > 0 {
+		t.Errorf("Services' IPs changed across the controller restart:\n%s", strings.Join(changes, "\n"))
+	}
+	after, _ := f.lbIngresses(t)
+	maps.DeleteFunc(after, func(k, _ string) bool { _, held := before[k]; return !held })
+	if !maps.Equal(before, after) {
+		t.Errorf("Services' IPs before the controller restart %v, after %v", before, after)
+	}
+	for _, name := range walkthrough {
+		f.expectCurls(t, "http://"+f.vips[name].String()+"/", 20, name+" after the controller restart")
+	}
+}
+
+// lbIngresses returns the external IPs of every LoadBalancer Service by
+// namespace/name, and the resourceVersion of that list.
+func (f *fullLab) lbIngresses(tb testing.TB) (map[string]string, string) {
+	tb.Helper()
+	list, err := f.Kube.CoreV1().Services("").List(tb.Context(), metav1.ListOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, s := range list.Items {
+		if s.Spec.Type == corev1.ServiceTypeLoadBalancer {
+			out[s.Namespace+"/"+s.Name] = ingressOf(&s)
+		}
+	}
+	return out, list.ResourceVersion
+}
+
+// watchIngress watches Services from resourceVersion from on and records every change
+// of the external IPs of those in held (by namespace/name), and their deletion. stop
+// ends the watch and returns what it saw.
+func (f *fullLab) watchIngress(tb testing.TB, held map[string]string, from string) (stop func() []string) {
+	tb.Helper()
+	w, err := f.Kube.CoreV1().Services("").Watch(tb.Context(), metav1.ListOptions{ResourceVersion: from})
+	if err != nil {
+		tb.Fatal(err)
+	}
 	var changes []string
 	done := make(chan struct{})
 	go func() {
@@ -63,46 +101,16 @@ func TestLabControllerRestartKeepsIPs(t *testing.T) {
 				continue
 			}
 			k := s.Namespace + "/" + s.Name
-			was, known := before[k]
+			was, known := held[k]
 			if known && (ev.Type == watch.Modified && ingressOf(s) != was || ev.Type == watch.Deleted) {
-				mu.Lock()
 				changes = append(changes, fmt.Sprintf("%s %s: ingress %q, was %q", ev.Type, k, ingressOf(s), was))
-				mu.Unlock()
 			}
 		}
 	}()
-
-	if err := f.s.RestartController(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// The restarted controller has read every allocation once it gives out a new IP.
-	f.createService(t, lbService("after-restart"))
-	probe := f.waitIP(t, "after-restart")
-	w.Stop()
-	<-done
-	for k, ip := range before {
-		if slices.Contains(strings.Split(ip, ","), probe.String()) {
-			t.Errorf("the restarted controller gave %s, held by %s, to Service after-restart", probe, k)
-		}
-	}
-	if len(changes) > 0 {
-		t.Errorf("Services' IPs changed across the controller restart:\n%s", strings.Join(changes, "\n"))
-	}
-	list, err = f.Kube.CoreV1().Services("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	after := map[string]string{}
-	for _, s := range list.Items {
-		if _, ok := before[s.Namespace+"/"+s.Name]; ok {
-			after[s.Namespace+"/"+s.Name] = ingressOf(&s)
-		}
-	}
-	if !maps.Equal(before, after) {
-		t.Errorf("Services' IPs before the controller restart %v, after %v", before, after)
-	}
-	for _, name := range walkthrough {
-		f.expectCurls(t, "http://"+f.vips[name].String()+"/", 20, name+" after the controller restart")
+	return func() []string {
+		w.Stop()
+		<-done
+		return changes
 	}
 }
 

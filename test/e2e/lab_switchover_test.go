@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -83,35 +82,15 @@ func TestLabSwitchFromMetalLB(t *testing.T) {
 	}
 
 	// Every ingress change from now on, until herald has settled.
-	list, err := f.Kube.CoreV1().Services("default").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := f.Kube.CoreV1().Services("default").Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
-	if err != nil {
-		t.Fatal(err)
-	}
+	held, from := f.lbIngresses(t)
 	want := map[string]string{}
 	for _, m := range services {
-		want[m.name] = m.ip.String()
+		want["default/"+m.name] = m.ip.String()
 	}
-	var mu sync.Mutex
-	var changes []string
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range w.ResultChan() {
-			s, ok := ev.Object.(*corev1.Service)
-			if !ok {
-				continue
-			}
-			if was, known := want[s.Name]; known && ingressOf(s) != was {
-				mu.Lock()
-				changes = append(changes, fmt.Sprintf("%s %s: ingress %q, was %q", ev.Type, s.Name, ingressOf(s), was))
-				mu.Unlock()
-			}
-		}
-	}()
+	if !maps.Equal(held, want) {
+		t.Fatalf("the Services as MetalLB left them: %v, want %v", held, want)
+	}
+	stopWatch := f.watchIngress(t, held, from)
 
 	if err := f.s.StartHerald(ctx); err != nil {
 		t.Fatalf("starting herald: %v", err)
@@ -133,19 +112,11 @@ func TestLabSwitchFromMetalLB(t *testing.T) {
 	if got != netip.MustParseAddr("172.18.255.200") {
 		t.Errorf("a new Service got %s, want 172.18.255.200 (the first free IP of first-pool)", got)
 	}
-	w.Stop()
-	<-done
-	if len(changes) > 0 {
+	if changes := stopWatch(); len(changes) > 0 {
 		t.Errorf("Services' IPs changed when herald took over from MetalLB:\n%s", strings.Join(changes, "\n"))
 	}
-	after := map[string]string{}
-	for _, m := range services {
-		s, err := f.Kube.CoreV1().Services("default").Get(ctx, m.name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		after[m.name] = ingressOf(s)
-	}
+	after, _ := f.lbIngresses(t)
+	delete(after, "default/"+fresh.Name)
 	if !maps.Equal(want, after) {
 		t.Errorf("Services' IPs: MetalLB's %v, herald's %v", want, after)
 	}
