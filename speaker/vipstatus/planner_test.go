@@ -128,7 +128,7 @@ func join(s []string) string { return strings.Join(s, ",") }
 
 // The owner writes after its first frames, each new owner counts one leader change,
 // and a restarted owner changes nothing.
-func TestVIPStatusOwnerWrites(t *testing.T) {
+func TestPlanOwnerWrites(t *testing.T) {
 	store := map[Key]*heraldv1.VIPStatus{}
 	w1, w2 := newNode(t, "w1", store), newNode(t, "w2", store)
 	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
@@ -212,7 +212,7 @@ func TestVIPStatusOwnerWrites(t *testing.T) {
 // reachable from both sides) take the object back from each other ever more slowly:
 // at most every 5 minutes once the contest went on for a while. When the partition
 // heals, the owner takes the object back at once.
-func TestVIPStatusNoTugOfWar(t *testing.T) {
+func TestPlanNoTugOfWar(t *testing.T) {
 	store := map[Key]*heraldv1.VIPStatus{}
 	w1, w2 := newNode(t, "w1", store), newNode(t, "w2", store)
 	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
@@ -270,7 +270,7 @@ func TestVIPStatusNoTugOfWar(t *testing.T) {
 
 // A write a cut-off node queued and sent once its link came back, after the owner had
 // published itself, is taken back within a second or two.
-func TestVIPStatusStaleWriteTakenBack(t *testing.T) {
+func TestPlanStaleWriteTakenBack(t *testing.T) {
 	store := map[Key]*heraldv1.VIPStatus{}
 	w2, w3 := newNode(t, "w2", store), newNode(t, "w3", store)
 	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
@@ -296,7 +296,7 @@ func TestVIPStatusStaleWriteTakenBack(t *testing.T) {
 
 // The old owner that sees the new owner's write before its own election released the
 // IP (its informers lag) does not write: by the time it would, it has no task.
-func TestVIPStatusLaggingOldOwnerDoesNotWrite(t *testing.T) {
+func TestPlanLaggingOldOwnerDoesNotWrite(t *testing.T) {
 	store := map[Key]*heraldv1.VIPStatus{}
 	w1, w2 := newNode(t, "w1", store), newNode(t, "w2", store)
 	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
@@ -323,7 +323,7 @@ func TestVIPStatusLaggingOldOwnerDoesNotWrite(t *testing.T) {
 
 // The reporter writes node "" with the reason for IPs nobody announces; other
 // speakers do not.
-func TestVIPStatusReporterWritesUnowned(t *testing.T) {
+func TestPlanReporterWritesUnowned(t *testing.T) {
 	store := map[Key]*heraldv1.VIPStatus{}
 	rep, other := newNode(t, "a", store), newNode(t, "b", store)
 	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
@@ -376,7 +376,7 @@ func TestVIPStatusReporterWritesUnowned(t *testing.T) {
 }
 
 // A shared IP held by Services of two namespaces has one object in each.
-func TestVIPStatusSharedAcrossNamespaces(t *testing.T) {
+func TestPlanSharedAcrossNamespaces(t *testing.T) {
 	store := map[Key]*heraldv1.VIPStatus{}
 	w1 := newNode(t, "w1", store)
 	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String()), lbSvc("other", "svc2", vip1.String())}
@@ -407,7 +407,7 @@ func TestVIPStatusSharedAcrossNamespaces(t *testing.T) {
 
 // The reporter deletes objects no LoadBalancer Service holds, once they are older
 // than the grace period; nobody else does.
-func TestVIPStatusLeftovers(t *testing.T) {
+func TestPlanLeftovers(t *testing.T) {
 	old := &heraldv1.VIPStatus{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: key1.Name, UID: "u1", ResourceVersion: "7",
 		CreationTimestamp: metav1.NewTime(t0)}, Status: heraldv1.VIPStatusStatus{IP: vip1.String(), ObservedAt: ptr.To(metav1.NewTime(t0.Add(time.Minute)))}}
 	clusterIP := lbSvc("default", "svc1", vip1.String())
@@ -460,7 +460,7 @@ func TestPlannerDoneKeepsNewerAssert(t *testing.T) {
 
 // An object left by a deleted Service that held the same IP (the garbage collector has
 // not removed it yet) does not lend its history to the new Service's.
-func TestVIPStatusLeftoverOfDeletedServiceStartsOver(t *testing.T) {
+func TestPlanLeftoverOfDeletedServiceStartsOver(t *testing.T) {
 	store := map[Key]*heraldv1.VIPStatus{key1: {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: key1.Name, UID: "old", ResourceVersion: "3",
 			OwnerReferences: ownerRefs([]ServiceRef{{Name: "gone", UID: "uid-gone"}})},
@@ -482,7 +482,7 @@ func TestVIPStatusLeftoverOfDeletedServiceStartsOver(t *testing.T) {
 // An owned IP yielded to a foreign device is published with no node and reason
 // IPConflict by its owner, reporter or not; once the conflict is over the owner
 // writes itself again.
-func TestVIPStatusConflict(t *testing.T) {
+func TestPlanConflict(t *testing.T) {
 	store := map[Key]*heraldv1.VIPStatus{}
 	w1 := newNode(t, "w1", store)
 	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
