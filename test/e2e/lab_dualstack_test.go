@@ -31,11 +31,7 @@ const dualStackPrefix = "hd-"
 // reaches an IPv6 ClusterIP too.
 func TestLabDualStack(t *testing.T) {
 	f := ownLab(t, dualStackPrefix, "dualstack", lab.Config{Workers: 3, DualStack: true}, false)
-	f.createObject(t, &heraldv1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Namespace: heraldNS, Name: "dual"},
-		Spec: heraldv1.IPAddressPoolSpec{Addresses: []heraldv1.AddressRange{
-			"172.18.255.200-172.18.255.250", "fc00:f853:ccd:e793::c8-fc00:f853:ccd:e793::fa"}}})
-	f.createObject(t, &heraldv1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Namespace: heraldNS, Name: "dual"},
-		Spec: heraldv1.L2AdvertisementSpec{IPAddressPools: []string{"dual"}}})
+	f.dualStackPool(t)
 
 	services := []struct {
 		name     string
@@ -136,15 +132,8 @@ func TestLabDualStack(t *testing.T) {
 // Both VIPs are chosen so that worker3, which runs no pod, owns them (see
 // TestLabFailover).
 func testDualStackFailover(t *testing.T, f *fullLab) {
-	v4, v6 := f.freeDualStackFirstFor(t, "worker3")
-	policy := corev1.IPFamilyPolicyRequireDualStack
-	f.createService(t, lbService("failover", annotate(heraldv1.AnnotationLoadBalancerIPs, v4.String()+","+v6.String()),
-		func(svc *corev1.Service) { svc.Spec.IPFamilyPolicy = &policy }))
-	vips := f.waitIngresses(t, "failover", 2)
-	if !slices.Contains(vips, v4) || !slices.Contains(vips, v6) {
-		t.Fatalf("Service failover asked for %s and %s and got %v", v4, v6, vips)
-	}
-	vips = []netip.Addr{v4, v6}
+	vips := f.dualStackServiceFor(t, "failover", "worker3")
+	v4, v6 := vips[0], vips[1]
 	next := f.owner(v4, without(f.nodes, "worker3")...) // the group's key is its IPv4 VIP
 	expectOwners := func(t *testing.T, owner, when string) {
 		t.Helper()
@@ -273,6 +262,32 @@ func (f *fullLab) flushNeighbour(tb testing.TB, ip netip.Addr) {
 	if out, err := f.s.Exec(tb.Context(), lab.ClientHost, "ip", "neigh", "flush", "to", ip.String(), "dev", "eth0"); err != nil {
 		tb.Fatalf("ip neigh flush to %s in the client: %v\n%s", ip, err, out)
 	}
+}
+
+// dualStackPool creates the pool dual, with an IPv4 and an IPv6 range, and an
+// L2Advertisement of it.
+func (f *fullLab) dualStackPool(tb testing.TB) {
+	tb.Helper()
+	f.createObject(tb, &heraldv1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Namespace: heraldNS, Name: "dual"},
+		Spec: heraldv1.IPAddressPoolSpec{Addresses: []heraldv1.AddressRange{
+			"172.18.255.200-172.18.255.250", "fc00:f853:ccd:e793::c8-fc00:f853:ccd:e793::fa"}}})
+	f.createObject(tb, &heraldv1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Namespace: heraldNS, Name: "dual"},
+		Spec: heraldv1.L2AdvertisementSpec{IPAddressPools: []string{"dual"}}})
+}
+
+// dualStackServiceFor creates a RequireDualStack LoadBalancer Service of the pool dual
+// whose VIPs the election gives first to node, and returns them, IPv4 first.
+func (f *fullLab) dualStackServiceFor(tb testing.TB, name, node string) []netip.Addr {
+	tb.Helper()
+	v4, v6 := f.freeDualStackFirstFor(tb, node)
+	policy := corev1.IPFamilyPolicyRequireDualStack
+	f.createService(tb, lbService(name, annotate(heraldv1.AnnotationLoadBalancerIPs, v4.String()+","+v6.String()),
+		func(svc *corev1.Service) { svc.Spec.IPFamilyPolicy = &policy }))
+	vips := f.waitIngresses(tb, name, 2)
+	if !slices.Contains(vips, v4) || !slices.Contains(vips, v6) {
+		tb.Fatalf("Service %s asked for %s and %s and got %v", name, v4, v6, vips)
+	}
+	return []netip.Addr{v4, v6}
 }
 
 // waitIngresses waits until the Service has n external IPs and returns them in the
