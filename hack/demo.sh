@@ -4,6 +4,9 @@
 # at 172.18.0.2, workers worker, worker2, worker3, the pool 172.18.255.200-250,
 # webpod1 on worker and webpod2 on worker2, svc1..svc3, and a client at 172.18.0.100
 # standing in for netshoot. Needs root. Leaves the lab running.
+# With DUAL_STACK=1 the lab is dual-stack (bin/lab up --dual-stack) and the walkthrough
+# ends with one dual-stack Service, svc-dual (hack/demo/dualstack.yaml): both VIPs, one
+# owner, curls per family, the ip6tables path, a failover of both families.
 #   hack/demo.sh        run the walkthrough
 #   hack/demo.sh down   remove the lab
 set -euo pipefail
@@ -29,7 +32,9 @@ k() { "$lab" kubectl "$@"; }
 
 say "Building the lab (a previous one is removed first)"
 "$lab" down >/dev/null
-"$lab" up >/dev/null # its progress goes to stderr; its hints are repeated at the end
+dual=${DUAL_STACK:-0}
+[[ $dual == 1 ]] && up_flags=(--dual-stack) || up_flags=()
+"$lab" up "${up_flags[@]}" >/dev/null # its progress goes to stderr; its hints are repeated at the end
 herald="$LAB_RUN_DIR/herald"
 
 say "kubectl get nodes -o wide"
@@ -124,6 +129,10 @@ if [[ -n $owner ]]; then
   echo "after the link came back:"
   "$lab" who-has "${vips[0]}" || true
   status -n default
+fi
+
+if [[ $dual == 1 ]]; then
+  source hack/demo/dualstack.sh
 fi
 
 v=${vips[0]}

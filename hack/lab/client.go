@@ -101,26 +101,35 @@ func failoverCmd(o *opts) *cobra.Command {
 	var fault string
 	var restore bool
 	cmd := &cobra.Command{
-		Use:   "failover VIP",
+		Use:   "failover VIP [VIP...]",
 		Short: "Fail the owner of VIP (link-down, kill, stop) and measure from the client until another node takes over",
-		Args:  cobra.ExactArgs(1),
+		Long: "Fail the owner of VIP (link-down, kill, stop) and measure from the client, by ARP for an IPv4 VIP and NDP\n" +
+			"for an IPv6 one, until another node takes over. Several VIPs (the two of a dual-stack Service) must have\n" +
+			"one owner: the fault is inflicted once and measured for each.",
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			vip, err := netip.ParseAddr(args[0])
-			if err != nil {
-				return err
+			var vips []netip.Addr
+			for _, a := range args {
+				vip, err := netip.ParseAddr(a)
+				if err != nil {
+					return err
+				}
+				vips = append(vips, vip)
 			}
 			s, err := o.state(cmd.Context())
 			if err != nil {
 				return err
 			}
-			res, err := s.MeasureFailover(cmd.Context(), vip, fault)
-			if res.OldOwner != "" && restore {
-				defer mend(cmd, s, res.OldOwner, fault)
+			res, err := s.MeasureFailovers(cmd.Context(), vips, fault)
+			if res[0].OldOwner != "" && restore {
+				defer mend(cmd, s, res[0].OldOwner, fault)
 			}
 			if err != nil {
 				return err
 			}
-			res.Print(os.Stdout)
+			for _, r := range res {
+				r.Print(os.Stdout)
+			}
 			return nil
 		},
 	}

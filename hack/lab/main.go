@@ -12,7 +12,7 @@
 //	lab restart-controller       SIGTERM herald's controller and start it again
 //	lab curl URL [-n 100]        the walkthrough's curl loop from the client, counted
 //	lab who-has IP               which node answers ARP for IP, seen from the client
-//	lab failover VIP --fault F   measure a failover of VIP's owner from the client
+//	lab failover VIP... --fault F measure a failover of the VIPs' one owner from the client (ARP, NDP)
 //	lab down                     remove everything the lab made
 //
 // The run directory (default .run/lab in the repository, or $LAB_RUN_DIR) holds the

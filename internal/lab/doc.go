@@ -19,7 +19,9 @@
 // onwards the workers, ::100 the client), Nodes both InternalIPs and pod CIDRs
 // (fd00:10:244:N::/64), pods both addresses, kube-apiserver the ClusterIP ranges
 // 10.200.1.0/24 and fd00:10:96::/112, the speakers' proxier both cluster CIDRs. NDPWatch
-// is how the client sees who answers for an IPv6 VIP, as ARPWatch is for IPv4.
+// is how the client sees who answers for an IPv6 VIP, as ARPWatch is for IPv4
+// (WatchNeighbour picks by family; MeasureFailovers measures both VIPs of a dual-stack
+// Service under one fault).
 //
 // Identities. herald's CRDs, namespace, ServiceAccounts and RBAC come from
 // config/manifests/herald.yaml (InstallManifest, server-side apply; not its workloads),

@@ -4,14 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"net/netip"
-	"sync"
 	"syscall"
 	"time"
-
-	"herald.dev/herald/internal/lab/netlab"
-	"herald.dev/herald/internal/netns"
 )
 
 // Faults that move a VIP, as MeasureFailover names them.
@@ -36,8 +31,9 @@ type FailoverResult struct {
 	// FaultTook is how long inflicting the fault took, from the command's start until
 	// the fault was in effect.
 	FaultTook time.Duration
-	// ARPGap is from the fault to the first ARP reply from the new owner.
-	ARPGap time.Duration
+	// AnswerGap is from the fault to the new owner's first answer to the client: an ARP
+	// reply for an IPv4 VIP, a neighbour advertisement for an IPv6 one.
+	AnswerGap time.Duration
 	// HTTP is whether requests were measured (they succeeded before the fault).
 	HTTP bool
 	// HTTPLastOK is from the end of the last successful request that started before
@@ -55,9 +51,9 @@ type FailoverResult struct {
 func (r FailoverResult) Print(w io.Writer) {
 	ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 	fmt.Fprintf(w, "%s: owner %s, fault %s (in effect %v after it was started; times below from then)\n", r.VIP, r.OldOwner, r.Fault, ms(r.FaultTook))
-	fmt.Fprintf(w, "  ARP from the client: new owner %s answered %v after the fault\n", r.NewOwner, ms(r.ARPGap))
+	fmt.Fprintf(w, "  %s from the client: new owner %s answered %v after the fault\n", r.protocol(), r.NewOwner, ms(r.AnswerGap))
 	if !r.HTTP {
-		fmt.Fprintf(w, "  HTTP not measured: requests to http://%s/ did not succeed before the fault\n", r.VIP)
+		fmt.Fprintf(w, "  HTTP not measured: requests to %s did not succeed before the fault\n", VIPURL(r.VIP))
 		return
 	}
 	last := fmt.Sprintf("the last successful request ended %v before the fault", ms(r.HTTPLastOK))
@@ -69,204 +65,149 @@ func (r FailoverResult) Print(w io.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "  HTTP from the client: %s; the first request started after it succeeded %v after it; %d failed in between\n", last, ms(r.HTTPGap), r.HTTPFailed)
-	if r.HTTPGap < r.ARPGap {
-		fmt.Fprintf(w, "  (requests succeeded before the new owner answered ARP: the old owner's node still forwarded the traffic)\n")
+	if r.HTTPGap < r.AnswerGap {
+		fmt.Fprintf(w, "  (requests succeeded before the new owner answered %s: the old owner's node still forwarded the traffic)\n", r.protocol())
 	}
 }
 
-// MeasureFailover finds the owner of vip from the client (the one MAC answering ARP),
-// inflicts fault on it, and measures from the client how long until another node
-// answers and, when requests to the VIP succeed beforehand, until they succeed again.
-// The fault is left in place; the caller undoes it (LinkUp, StartSpeaker).
+// protocol is how the client asks who has the VIP.
+func (r FailoverResult) protocol() string {
+	if r.VIP.Is6() && !r.VIP.Is4In6() {
+		return "NDP"
+	}
+	return "ARP"
+}
+
+// VIPURL is the URL of a VIP's port 80: http://172.18.255.200/, http://[fc00::c8]/.
+func VIPURL(vip netip.Addr) string {
+	if vip.Is6() && !vip.Is4In6() {
+		return "http://[" + vip.String() + "]/"
+	}
+	return "http://" + vip.String() + "/"
+}
+
+// Inflict inflicts fault on node and returns once it is in effect: the link down, or
+// the signal delivered to the speaker (not waiting for it to exit, so that a
+// measurement runs meanwhile).
+func (s *State) Inflict(ctx context.Context, node, fault string) error {
+	switch fault {
+	case FaultLinkDown:
+		return s.LinkDown(ctx, node)
+	case FaultKill:
+		return s.KillSpeaker(node)
+	case FaultStop:
+		p, err := s.proc(node, "speaker")
+		if err != nil {
+			return err
+		}
+		return p.Signal(syscall.SIGTERM)
+	}
+	return fmt.Errorf("lab: fault %q, want %s, %s or %s", fault, FaultLinkDown, FaultKill, FaultStop)
+}
+
+// MeasureFailover is MeasureFailovers of one VIP.
 func (s *State) MeasureFailover(ctx context.Context, vip netip.Addr, fault string) (FailoverResult, error) {
-	res := FailoverResult{VIP: vip, Fault: fault}
+	res, err := s.MeasureFailovers(ctx, []netip.Addr{vip}, fault)
+	return res[0], err
+}
+
+// MeasureFailovers finds the owner of vips from the client (the one MAC answering ARP
+// for an IPv4 VIP, NDP for an IPv6 one; the same node for all of them, as for the two
+// VIPs of a dual-stack Service), inflicts fault on it once, and measures for each VIP
+// from the client how long until another node answers and, when requests to the VIP
+// succeed beforehand, until they succeed again. It returns one result per VIP, in
+// order, with OldOwner set as soon as it is known. The fault is left in place; the
+// caller undoes it (LinkUp, StartSpeaker).
+func (s *State) MeasureFailovers(ctx context.Context, vips []netip.Addr, fault string) ([]FailoverResult, error) {
+	res := make([]FailoverResult, len(vips))
+	for i, vip := range vips {
+		res[i] = FailoverResult{VIP: vip, Fault: fault}
+	}
+	if len(vips) == 0 {
+		return []FailoverResult{{Fault: fault}}, fmt.Errorf("lab: failover of no VIP")
+	}
 	client, err := s.Host(ClientHost)
 	if err != nil {
 		return res, err
 	}
-	watch, err := WatchARP(client.Namespace, vip, 10*time.Millisecond)
-	if err != nil {
-		return res, err
+	watches := make([]NeighbourWatch, len(vips))
+	for i, vip := range vips {
+		if watches[i], err = WatchNeighbour(client.Namespace, vip, 10*time.Millisecond); err != nil {
+			return res, err
+		}
+		defer watches[i].Close()
 	}
-	defer watch.Close()
-	mac, err := watch.Settle(time.Second, 30*time.Second)
-	if err != nil {
-		return res, fmt.Errorf("lab: owner of %s before the fault: %w", vip, err)
+	macs := make([]string, len(vips))
+	for i, w := range watches {
+		if macs[i], err = w.Settle(time.Second, 30*time.Second); err != nil {
+			return res, fmt.Errorf("lab: owner of %s before the fault: %w", vips[i], err)
+		}
+		h, ok := s.HostByMAC(macs[i])
+		if !ok {
+			return res, fmt.Errorf("lab: %s answers for %s and is no lab host", macs[i], vips[i])
+		}
+		if i > 0 && h.Name != res[0].OldOwner {
+			return res, fmt.Errorf("lab: %s is owned by %s but %s by %s: one fault cannot move both", vips[0], res[0].OldOwner, vips[i], h.Name)
+		}
+		res[i].OldOwner = h.Name
 	}
-	owner, ok := s.HostByMAC(mac)
-	if !ok {
-		return res, fmt.Errorf("lab: %s answers for %s and is no lab host", mac, vip)
-	}
-	res.OldOwner = owner.Name
+	owner := res[0].OldOwner
 
-	probe := StartHTTPProbe(client.Namespace, "http://"+vip.String()+"/", 20*time.Millisecond, 300*time.Millisecond)
-	defer probe.Stop()
+	probes := make([]*HTTPProbe, len(vips))
+	for i, vip := range vips {
+		probes[i] = StartHTTPProbe(client.Namespace, VIPURL(vip), 20*time.Millisecond, 300*time.Millisecond)
+		defer probes[i].Stop()
+	}
 	time.Sleep(500 * time.Millisecond)
-	res.HTTP = probe.succeededSince(time.Now().Add(-500 * time.Millisecond))
+	for i, p := range probes {
+		res[i].HTTP = p.succeededSince(time.Now().Add(-500 * time.Millisecond))
+	}
 
 	started := time.Now()
-	switch fault {
-	case FaultLinkDown:
-		err = s.LinkDown(ctx, owner.Name)
-	case FaultKill:
-		err = s.KillSpeaker(owner.Name)
-	case FaultStop:
-		// Not StopSpeaker, which waits for the exit: the measurement must run meanwhile.
-		var p netlab.Proc
-		if p, err = s.proc(owner.Name, "speaker"); err == nil {
-			err = p.Signal(syscall.SIGTERM)
-		}
-	default:
-		err = fmt.Errorf("lab: fault %q, want %s, %s or %s", fault, FaultLinkDown, FaultKill, FaultStop)
-	}
-	if err != nil {
+	if err := s.Inflict(ctx, owner, fault); err != nil {
 		return res, err
 	}
 	at := time.Now() // the fault is in effect: measure from here
-	res.FaultTook = at.Sub(started)
-	newMAC, err := watch.Settle(time.Second, 30*time.Second, mac)
-	if err != nil {
-		return res, fmt.Errorf("lab: after %s of %s: %w", fault, owner.Name, err)
-	}
-	if h, ok := s.HostByMAC(newMAC); ok {
-		res.NewOwner = h.Name
-	} else {
-		res.NewOwner = newMAC
-	}
-	first, _ := watch.FirstFrom(newMAC, at)
-	res.ARPGap = first.Sub(at)
-	if res.HTTP {
-		ok, err := probe.firstSuccessAfter(ctx, at, httpRecoveryLimit)
-		if ctx.Err() != nil {
-			return res, ctx.Err()
+	for i, w := range watches {
+		res[i].FaultTook = at.Sub(started)
+		newMAC, err := w.Settle(time.Second, 30*time.Second, macs[i])
+		if err != nil {
+			return res, fmt.Errorf("lab: %s after %s of %s: %w", vips[i], fault, owner, err)
 		}
-		lastOK, lastStart := probe.lastSuccessBefore(at)
-		res.HTTPLastOK = at.Sub(lastOK)
-		res.HTTPRecovered = err == nil
-		end := time.Now()
-		if err == nil {
-			res.HTTPGap = ok.Sub(at)
-			end = ok
+		res[i].NewOwner = newMAC
+		if h, ok := s.HostByMAC(newMAC); ok {
+			res[i].NewOwner = h.Name
 		}
-		// The probe sends one request at a time: those started in between ran in between.
-		_, failed := probe.Between(lastStart, end)
-		res.HTTPFailed = len(failed)
+		first, _ := w.FirstFrom(newMAC, at)
+		res[i].AnswerGap = first.Sub(at)
+	}
+	for i, p := range probes {
+		if res[i].HTTP {
+			if err := res[i].measureHTTP(ctx, p, at); err != nil {
+				return res, err
+			}
+		}
 	}
 	return res, nil
 }
 
-// HTTPProbe sends a GET every interval from inside a namespace, each on a new
-// connection, and records when each one started and ended and whether it succeeded.
-type HTTPProbe struct {
-	mu      sync.Mutex
-	results []probeResult
-	cancel  context.CancelFunc
-	done    chan struct{}
-}
-
-type probeResult struct {
-	start, end time.Time
-	err        error
-	ok         bool
-}
-
-// ProbeFailure is a request of an HTTPProbe that failed: when it started, and why.
-type ProbeFailure struct {
-	Start time.Time
-	Err   error
-}
-
-// StartHTTPProbe starts probing url from the namespace ns until Stop; timeout bounds
-// each request.
-func StartHTTPProbe(ns, url string, interval, timeout time.Duration) *HTTPProbe {
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &HTTPProbe{cancel: cancel, done: make(chan struct{})}
-	hc := &http.Client{Transport: &http.Transport{DialContext: netns.Dialer(ns), DisableKeepAlives: true}, Timeout: timeout}
-	go func() {
-		defer close(p.done)
-		for ctx.Err() == nil {
-			start := time.Now()
-			_, err := getHostname(ctx, hc, url)
-			p.mu.Lock()
-			p.results = append(p.results, probeResult{start: start, end: time.Now(), err: err, ok: err == nil})
-			p.mu.Unlock()
-			select {
-			case <-ctx.Done():
-			case <-time.After(interval):
-			}
-		}
-	}()
-	return p
-}
-
-// Stop ends the probing and waits for the request under way.
-func (p *HTTPProbe) Stop() {
-	p.cancel()
-	<-p.done
-}
-
-// Between counts the requests that started from from until to and returns those that
-// failed.
-func (p *HTTPProbe) Between(from, to time.Time) (n int, failed []ProbeFailure) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, r := range p.results {
-		if r.start.Before(from) || !r.start.Before(to) {
-			continue
-		}
-		n++
-		if !r.ok {
-			failed = append(failed, ProbeFailure{Start: r.start, Err: r.err})
-		}
+// measureHTTP reads from the probe when requests last succeeded before the fault at at
+// and first succeeded after it, and how many failed in between.
+func (r *FailoverResult) measureHTTP(ctx context.Context, p *HTTPProbe, at time.Time) error {
+	ok, err := p.firstSuccessAfter(ctx, at, httpRecoveryLimit)
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
-	return n, failed
-}
-
-func (p *HTTPProbe) succeededSince(t time.Time) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, r := range p.results {
-		if r.end.After(t) && r.ok {
-			return true
-		}
+	lastOK, lastStart := p.lastSuccessBefore(at)
+	r.HTTPLastOK = at.Sub(lastOK)
+	r.HTTPRecovered = err == nil
+	end := time.Now()
+	if err == nil {
+		r.HTTPGap = ok.Sub(at)
+		end = ok
 	}
-	return false
-}
-
-// firstSuccessAfter waits for a request that started after t and succeeded, and
-// returns when it ended. Requests already under way at t do not count: they may have
-// reached the old owner just in time.
-func (p *HTTPProbe) firstSuccessAfter(ctx context.Context, t time.Time, limit time.Duration) (time.Time, error) {
-	deadline := time.Now().Add(limit)
-	for {
-		p.mu.Lock()
-		for _, r := range p.results {
-			if r.start.After(t) && r.ok {
-				p.mu.Unlock()
-				return r.end, nil
-			}
-		}
-		p.mu.Unlock()
-		if time.Now().After(deadline) {
-			return time.Time{}, fmt.Errorf("lab: no request succeeded within %v of the fault", limit)
-		}
-		select {
-		case <-ctx.Done():
-			return time.Time{}, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
-// lastSuccessBefore returns when the last successful request that started before t
-// ended, and when it started.
-func (p *HTTPProbe) lastSuccessBefore(t time.Time) (end, start time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, r := range p.results {
-		if r.start.Before(t) && r.ok && r.end.After(end) {
-			end, start = r.end, r.start
-		}
-	}
-	return end, start
+	// The probe sends one request at a time: those started in between ran in between.
+	_, failed := p.Between(lastStart, end)
+	r.HTTPFailed = len(failed)
+	return nil
 }

@@ -43,7 +43,7 @@ func TestFailoverRequestAccounting(t *testing.T) {
 	// succeeded before the new owner answered ARP.
 	var b strings.Builder
 	FailoverResult{VIP: netip.MustParseAddr("172.18.255.200"), Fault: FaultKill, OldOwner: "worker3", NewOwner: "worker2",
-		FaultTook: 3 * time.Millisecond, ARPGap: 720 * time.Millisecond, HTTP: true, HTTPLastOK: -4 * time.Millisecond,
+		FaultTook: 3 * time.Millisecond, AnswerGap: 720 * time.Millisecond, HTTP: true, HTTPLastOK: -4 * time.Millisecond,
 		HTTPRecovered: true, HTTPGap: 22 * time.Millisecond}.Print(&b)
 	for _, want := range []string{"in effect 3ms after it was started", "answered 720ms after the fault",
 		"ended 4ms after it", "succeeded 22ms after it; 0 failed", "the old owner's node still forwarded"} {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -15,26 +14,17 @@ import (
 	"herald.dev/herald/internal/netns"
 )
 
-// NeighbourWatch is what a test reads of an ARPWatch or an NDPWatch: the address asked
-// for and the MACs that answered.
-type NeighbourWatch interface {
-	IP() netip.Addr
-	MACsSince(t time.Time) []string
-}
-
 // NDPWatch is ARPWatch for IPv6: it sends a neighbour solicitation for an IP from a
 // host's eth0 every interval, as a LAN host resolving the address does, and records
 // every neighbour advertisement for it (the MAC in its target link-layer address
 // option, and when).
 type NDPWatch struct {
+	replyLog
 	c   *ndp.Conn
 	mac net.HardwareAddr // eth0's, the solicitations' source link-layer address
-	ip  netip.Addr
 
-	mu      sync.Mutex
-	replies []ARPReply
-	stop    chan struct{}
-	done    sync.WaitGroup
+	stop chan struct{}
+	done sync.WaitGroup
 }
 
 // WatchNDP opens an ICMPv6 socket on eth0's link-local address inside the namespace ns
@@ -45,7 +35,7 @@ func WatchNDP(ns string, ip netip.Addr, interval time.Duration) (*NDPWatch, erro
 	if !ip.Is6() || ip.Is4In6() {
 		return nil, fmt.Errorf("lab: NDP watch of %s: not an IPv6 address", ip)
 	}
-	w := &NDPWatch{ip: ip, stop: make(chan struct{})}
+	w := &NDPWatch{replyLog: replyLog{ip: ip}, stop: make(chan struct{})}
 	err := netns.Do(ns, func() error {
 		ifi, err := net.InterfaceByName("eth0")
 		if err != nil {
@@ -115,29 +105,10 @@ func (w *NDPWatch) read() {
 		}
 		for _, o := range na.Options {
 			if l, ok := o.(*ndp.LinkLayerAddress); ok && l.Direction == ndp.Target {
-				w.mu.Lock()
-				w.replies = append(w.replies, ARPReply{MAC: l.Addr.String(), At: time.Now()})
-				w.mu.Unlock()
+				w.record(l.Addr.String(), time.Now())
 			}
 		}
 	}
-}
-
-// IP is the address solicited.
-func (w *NDPWatch) IP() netip.Addr { return w.ip }
-
-// MACsSince returns the distinct MACs that advertised the IP after t, sorted.
-func (w *NDPWatch) MACsSince(t time.Time) []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var out []string
-	for _, r := range w.replies {
-		if r.At.After(t) && !slices.Contains(out, r.MAC) {
-			out = append(out, r.MAC)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // Close stops soliciting and closes the socket; calling it again is harmless.

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"net"
 	"net/netip"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/mdlayher/arp"
 
+	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/internal/lab/netlab"
 )
@@ -151,4 +153,68 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[int(q*float64(len(s)-1)+0.5)]
+}
+
+// BenchmarkFailoverDualStack measures a failover of both families at once, on the
+// dual-stack lab (lab.Config.DualStack), for link-down and SIGTERM of the owner of a
+// RequireDualStack Service (worker3, which runs no pod), over trials of each fault
+// (HERALD_FAILOVER_TRIALS, default 10): from the fault in effect to the new owner's
+// first answer to the client, by NDP for the IPv6 VIP and ARP for the IPv4 one, and to
+// the first request that started after the fault and succeeded (lab.MeasureFailovers).
+// Both families see the same fault, so the two are comparable with each other; the
+// IPv4 figures of BenchmarkFailover come from a lighter cluster. -benchtime=1x.
+func BenchmarkFailoverDualStack(b *testing.B) {
+	trials := 10
+	if v, err := strconv.Atoi(os.Getenv("HERALD_FAILOVER_TRIALS")); err == nil && v > 0 {
+		trials = v
+	}
+	f := ownLab(b, dualStackPrefix, "dualbench", lab.Config{Workers: 3, DualStack: true}, false)
+	f.dualStackPool(b)
+	vips := f.dualStackServiceFor(b, "failover", "worker3")
+	faults := []struct {
+		name string
+		undo func(context.Context) error
+	}{
+		{lab.FaultLinkDown, func(ctx context.Context) error { return f.s.LinkUp(ctx, "worker3") }},
+		{lab.FaultStop, func(ctx context.Context) error { return f.s.StartSpeaker(ctx, "worker3") }},
+	}
+	for b.Loop() {
+		for _, fault := range faults {
+			answer := make([][]time.Duration, len(vips)) // by VIP
+			request := make([][]time.Duration, len(vips))
+			for range trials {
+				for _, vip := range vips {
+					f.expectOwner(b, vip, "worker3", "before "+fault.name)
+				}
+				res, err := f.s.MeasureFailovers(b.Context(), vips, fault.name)
+				if res[0].OldOwner != "" {
+					if err := fault.undo(b.Context()); err != nil {
+						b.Fatalf("undoing %s of worker3: %v", fault.name, err)
+					}
+				}
+				if err != nil {
+					b.Fatalf("%s of worker3: %v", fault.name, err)
+				}
+				for i, r := range res {
+					if !r.HTTP || !r.HTTPRecovered {
+						b.Fatalf("%s of worker3: requests to %s succeeded before: %v, again after: %v", fault.name, r.VIP, r.HTTP, r.HTTPRecovered)
+					}
+					answer[i] = append(answer[i], r.AnswerGap)
+					request[i] = append(request[i], r.HTTPGap)
+				}
+			}
+			for i, vip := range vips {
+				family, by := "ipv4", "arp"
+				if vip.Is6() {
+					family, by = "ipv6", "ndp"
+				}
+				med, reqMed := quantile(answer[i], 0.5), quantile(request[i], 0.5)
+				b.ReportMetric(med.Seconds()*1000, fault.name+"-"+family+"-"+by+"-median-ms")
+				b.ReportMetric(reqMed.Seconds()*1000, fault.name+"-"+family+"-http-median-ms")
+				b.Logf("failover %-9s %s trials=%d %s answer median=%v max=%v; first request ok median=%v max=%v", fault.name, vip, trials, by,
+					med.Round(time.Millisecond), slices.Max(answer[i]).Round(time.Millisecond),
+					reqMed.Round(time.Millisecond), slices.Max(request[i]).Round(time.Millisecond))
+			}
+		}
+	}
 }

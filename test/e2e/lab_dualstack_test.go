@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -16,6 +17,7 @@ import (
 	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/speaker/election"
 )
 
 // dualStackPrefix names the namespaces of TestLabDualStack's own lab.
@@ -29,11 +31,7 @@ const dualStackPrefix = "hd-"
 // reaches an IPv6 ClusterIP too.
 func TestLabDualStack(t *testing.T) {
 	f := ownLab(t, dualStackPrefix, "dualstack", lab.Config{Workers: 3, DualStack: true}, false)
-	f.createObject(t, &heraldv1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Namespace: heraldNS, Name: "dual"},
-		Spec: heraldv1.IPAddressPoolSpec{Addresses: []heraldv1.AddressRange{
-			"172.18.255.200-172.18.255.250", "fc00:f853:ccd:e793::c8-fc00:f853:ccd:e793::fa"}}})
-	f.createObject(t, &heraldv1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Namespace: heraldNS, Name: "dual"},
-		Spec: heraldv1.L2AdvertisementSpec{IPAddressPools: []string{"dual"}}})
+	f.dualStackPool(t)
 
 	services := []struct {
 		name     string
@@ -115,6 +113,181 @@ func TestLabDualStack(t *testing.T) {
 		}
 		return err
 	})
+
+	t.Run("failover", func(t *testing.T) { testDualStackFailover(t, f) })
+}
+
+// testDualStackFailover fails the owner of a dual-stack Service three ways, its cable
+// pulled, its speaker killed with SIGKILL and stopped with SIGTERM, twice each:
+//
+//   - Unwatched: the client, whose neighbour cache holds the owner's MAC for the IPv6
+//     VIP after one request, sends nothing more; its entry must move to the new owner's
+//     MAC, which only the new owner's unsolicited advertisement (Override=1) can do —
+//     answers to solicitations carry Override=0 and would leave it (RFC 4861 §7.2.5).
+//     Then both VIPs are answered by one MAC each, the same node's, the next of the
+//     election's order, and requests over both families succeed.
+//   - Measured (MeasureFailovers): the same move seen by NDP, ARP and requests, with
+//     requests succeeding again over both families.
+//
+// Both VIPs are chosen so that worker3, which runs no pod, owns them (see
+// TestLabFailover).
+func testDualStackFailover(t *testing.T, f *fullLab) {
+	vips := f.dualStackServiceFor(t, "failover", "worker3")
+	v4, v6 := vips[0], vips[1]
+	next := f.owner(v4, without(f.nodes, "worker3")...) // the group's key is its IPv4 VIP
+	expectOwners := func(t *testing.T, owner, when string) {
+		t.Helper()
+		for _, vip := range vips {
+			f.expectOwner(t, vip, owner, when)
+		}
+	}
+	expectCurls := func(t *testing.T, n int, when string) {
+		t.Helper()
+		for _, vip := range vips {
+			f.expectCurls(t, lab.VIPURL(vip), n, when)
+		}
+	}
+	expectOwners(t, "worker3", "before the faults")
+	expectCurls(t, 20, "before the faults")
+
+	for _, c := range []struct {
+		fault string
+		undo  func(context.Context) error
+	}{
+		{lab.FaultLinkDown, func(ctx context.Context) error { return f.s.LinkUp(ctx, "worker3") }},
+		{lab.FaultKill, func(ctx context.Context) error { return f.s.StartSpeaker(ctx, "worker3") }},
+		{lab.FaultStop, func(ctx context.Context) error { return f.s.StartSpeaker(ctx, "worker3") }},
+	} {
+		t.Run(c.fault+"/unwatched", func(t *testing.T) {
+			f.flushNeighbour(t, v6)
+			if _, err := f.get(t, lab.VIPURL(v6)); err != nil {
+				t.Fatalf("a request to %s before the fault: %v", v6, err)
+			}
+			if mac, entry := f.neighbourEntry(t, v6); mac != f.macs["worker3"] {
+				t.Fatalf("test premise: after a request the client's entry for %s is %q, want worker3's MAC %s", v6, entry, f.macs["worker3"])
+			}
+			heal := inflict(t, func(ctx context.Context) error { return f.s.Inflict(ctx, "worker3", c.fault) }, c.undo)
+			var entry string
+			err := testenv.Poll(labWait, 20*time.Millisecond, func() error {
+				var mac string
+				if mac, entry = f.neighbourEntry(t, v6); mac != f.macs[next] {
+					return fmt.Errorf("entry %q", entry)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Errorf("after %s of worker3 the client's neighbour entry for %s is %q, want %s's MAC %s (its unsolicited advertisement)",
+					c.fault, v6, entry, next, f.macs[next])
+			}
+			t.Logf("after %s of worker3, with no traffic from the client: %s", c.fault, entry)
+			expectOwners(t, next, "after "+c.fault+" of the owner")
+			expectCurls(t, 20, "after "+c.fault+" of the owner")
+			heal()
+			expectOwners(t, "worker3", "after "+c.fault+" was undone")
+		})
+		t.Run(c.fault+"/measured", func(t *testing.T) {
+			res, err := f.s.MeasureFailovers(t.Context(), vips, c.fault)
+			if res[0].OldOwner != "" {
+				t.Cleanup(func() {
+					if err := c.undo(context.Background()); err != nil {
+						t.Errorf("undoing %s of worker3: %v", c.fault, err)
+					}
+				})
+			}
+			if err != nil {
+				t.Fatalf("%s of the owner: %v", c.fault, err)
+			}
+			for _, r := range res {
+				var b strings.Builder
+				r.Print(&b)
+				t.Log(strings.TrimSpace(b.String()))
+				if r.OldOwner != "worker3" || r.NewOwner != next {
+					t.Errorf("%s: %s went from %s to %s; want worker3 to %s", c.fault, r.VIP, r.OldOwner, r.NewOwner, next)
+				}
+				if !r.HTTP || !r.HTTPRecovered {
+					t.Errorf("%s: requests to %s succeeded before the fault: %v; succeeded again after it: %v (%d failed)",
+						c.fault, r.VIP, r.HTTP, r.HTTPRecovered, r.HTTPFailed)
+				}
+			}
+			expectOwners(t, next, "after "+c.fault+" of the owner")
+		})
+		expectOwners(t, "worker3", "after "+c.fault+" was undone")
+	}
+}
+
+// freeDualStackFirstFor picks free addresses of TestLabDualStack's pool, one per
+// family, that the election gives first to node: it keys a dual-stack Service's group
+// by the IPv4 VIP, so the IPv6 one can be any.
+func (f *fullLab) freeDualStackFirstFor(tb testing.TB, node string) (v4, v6 netip.Addr) {
+	tb.Helper()
+	used := f.usedIPs(tb)
+	for last := 250; last >= 200 && !v4.IsValid(); last-- {
+		ip := netip.AddrFrom4([4]byte{172, 18, 255, byte(last)})
+		if _, taken := used[ip]; !taken && election.Order(ip, f.nodes)[0] == node {
+			v4 = ip
+		}
+	}
+	// Below ::fa, which the test expects no one to answer for.
+	for last := 0xf9; last >= 0xc8 && !v6.IsValid(); last-- {
+		ip := netip.MustParseAddr(fmt.Sprintf("fc00:f853:ccd:e793::%x", last))
+		if _, taken := used[ip]; !taken {
+			v6 = ip
+		}
+	}
+	if !v4.IsValid() || !v6.IsValid() {
+		tb.Fatalf("no free pair of pool dual for %s: IPv4 %s, IPv6 %s", node, v4, v6)
+	}
+	return v4, v6
+}
+
+// neighbourEntry is the client's neighbour entry for ip as `ip neigh show` prints it,
+// and its MAC ("" without one). Reading it sends nothing.
+func (f *fullLab) neighbourEntry(tb testing.TB, ip netip.Addr) (mac, entry string) {
+	tb.Helper()
+	out, err := f.s.Exec(tb.Context(), lab.ClientHost, "ip", "neigh", "show", ip.String(), "dev", "eth0")
+	if err != nil {
+		tb.Fatalf("ip neigh show %s in the client: %v\n%s", ip, err, out)
+	}
+	entry = strings.TrimSpace(string(out))
+	fields := strings.Fields(entry)
+	if i := slices.Index(fields, "lladdr"); i >= 0 && i+1 < len(fields) {
+		mac = fields[i+1]
+	}
+	return mac, entry
+}
+
+// flushNeighbour removes the client's neighbour entry for ip.
+func (f *fullLab) flushNeighbour(tb testing.TB, ip netip.Addr) {
+	tb.Helper()
+	if out, err := f.s.Exec(tb.Context(), lab.ClientHost, "ip", "neigh", "flush", "to", ip.String(), "dev", "eth0"); err != nil {
+		tb.Fatalf("ip neigh flush to %s in the client: %v\n%s", ip, err, out)
+	}
+}
+
+// dualStackPool creates the pool dual, with an IPv4 and an IPv6 range, and an
+// L2Advertisement of it.
+func (f *fullLab) dualStackPool(tb testing.TB) {
+	tb.Helper()
+	f.createObject(tb, &heraldv1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Namespace: heraldNS, Name: "dual"},
+		Spec: heraldv1.IPAddressPoolSpec{Addresses: []heraldv1.AddressRange{
+			"172.18.255.200-172.18.255.250", "fc00:f853:ccd:e793::c8-fc00:f853:ccd:e793::fa"}}})
+	f.createObject(tb, &heraldv1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Namespace: heraldNS, Name: "dual"},
+		Spec: heraldv1.L2AdvertisementSpec{IPAddressPools: []string{"dual"}}})
+}
+
+// dualStackServiceFor creates a RequireDualStack LoadBalancer Service of the pool dual
+// whose VIPs the election gives first to node, and returns them, IPv4 first.
+func (f *fullLab) dualStackServiceFor(tb testing.TB, name, node string) []netip.Addr {
+	tb.Helper()
+	v4, v6 := f.freeDualStackFirstFor(tb, node)
+	policy := corev1.IPFamilyPolicyRequireDualStack
+	f.createService(tb, lbService(name, annotate(heraldv1.AnnotationLoadBalancerIPs, v4.String()+","+v6.String()),
+		func(svc *corev1.Service) { svc.Spec.IPFamilyPolicy = &policy }))
+	vips := f.waitIngresses(tb, name, 2)
+	if !slices.Contains(vips, v4) || !slices.Contains(vips, v6) {
+		tb.Fatalf("Service %s asked for %s and %s and got %v", name, v4, v6, vips)
+	}
+	return []netip.Addr{v4, v6}
 }
 
 // waitIngresses waits until the Service has n external IPs and returns them in the

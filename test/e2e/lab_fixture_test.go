@@ -413,8 +413,8 @@ func without(nodes []string, drop ...string) []string {
 
 // --- ARP, seen from the client --------------------------------------------------
 
-// expectOwner waits until exactly one MAC, want's, answers ARP for vip over a whole
-// ownerWindow, asked from the client every 20 ms.
+// expectOwner waits until exactly one MAC, want's, answers ARP (NDP for an IPv6 VIP)
+// for vip over a whole ownerWindow, asked from the client every 20 ms.
 func (f *fullLab) expectOwner(tb testing.TB, vip netip.Addr, want, when string) {
 	tb.Helper()
 	wantMAC := f.macs[want]
@@ -432,9 +432,14 @@ func (f *fullLab) expectSilence(tb testing.TB, vip netip.Addr, when string) {
 	f.watchUntil(tb, vip, when, "want none", func(macs []string) bool { return len(macs) == 0 })
 }
 
+// watchUntil asks from the client who has vip, by ARP or for an IPv6 VIP by NDP, until
+// the MACs answering over a whole ownerWindow are ok.
 func (f *fullLab) watchUntil(tb testing.TB, vip netip.Addr, when, want string, ok func(macs []string) bool) {
 	tb.Helper()
-	w := labtest.WatchARP(tb, f.clientNS, vip, 20*time.Millisecond)
+	w, err := lab.WatchNeighbour(f.clientNS, vip, 20*time.Millisecond)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	defer w.Close()
 	labtest.WaitARP(tb, w, ownerWindow, labWait, when, labtest.ARPWant{What: want, OK: ok}, f.hostOfMAC)
 }

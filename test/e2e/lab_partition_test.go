@@ -271,7 +271,7 @@ func splitLab(t *testing.T, workers int) *fullLab {
 // ownLab builds a lab of the test's own as cfg says, with prefix and a run directory
 // named name, removed when the test ends: the walkthrough's cluster when walkthrough is
 // set, else the lab with its pods only (upLab).
-func ownLab(t *testing.T, prefix, name string, cfg lab.Config, walkthrough bool) *fullLab {
+func ownLab(t testing.TB, prefix, name string, cfg lab.Config, walkthrough bool) *fullLab {
 	t.Helper()
 	cfg.Prefix, cfg.RunDir = prefix, filepath.Join(os.TempDir(), "herald-e2e", prefix+name)
 	var f *fullLab
