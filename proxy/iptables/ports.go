@@ -146,8 +146,10 @@ func checkPort(before []ServicePort, sp *ServicePort) (string, error) {
 	switch {
 	case err != nil:
 		return "", err
-	case sp.Name != "" && !validLabel(sp.Name, 15):
-		return "", fmt.Errorf("%w: port names are at most 15 of a-z, 0-9 and -", ErrInvalidName)
+	case sp.Name != "" && !validLabel(sp.Name, 63):
+		// A DNS label, as the API server validates Service port names (the 15-character
+		// IANA limit is for container ports).
+		return "", fmt.Errorf("%w: port names are at most 63 of a-z, 0-9 and -", ErrInvalidName)
 	case sp.Port < 1 || sp.Port > 65535:
 		return "", fmt.Errorf("%w: port %d", ErrInvalidPort, sp.Port)
 	case sp.NodePort < 0 || sp.NodePort > 65535:

@@ -29,7 +29,7 @@ func TestProblems(t *testing.T) {
 		ServicePort{Name: "big", Protocol: TCP, Port: 70000},
 		ServicePort{Name: "bignode", Protocol: TCP, Port: 81, NodePort: 70000},
 		ServicePort{Name: "Upper", Protocol: TCP, Port: 82},
-		ServicePort{Name: "much-too-long-name", Protocol: TCP, Port: 83},
+		ServicePort{Name: strings.Repeat("x", 64), Protocol: TCP, Port: 83},
 		ServicePort{Name: "p80", Protocol: TCP, Port: 84},
 	)
 	bad.EndpointSlices = append(append([]EndpointSlice{}, valid.EndpointSlices...),
@@ -67,7 +67,7 @@ func TestProblems(t *testing.T) {
 		{"ns1/good", `port "big"`, ErrInvalidPort},
 		{"ns1/good", `port "bignode"`, ErrInvalidPort},
 		{"ns1/good", `port "Upper"`, ErrInvalidName},
-		{"ns1/good", `port "much-too-long-name"`, ErrInvalidName},
+		{"ns1/good", `port "` + strings.Repeat("x", 64) + `"`, ErrInvalidName},
 		{"ns1/good", `port "p80"`, ErrDuplicate},
 		{"ns1/good", "endpoint", ErrInvalidAddress},
 		{"ns1/good", `endpoint port "p80"`, ErrInvalidPort},
@@ -99,6 +99,22 @@ func TestProblems(t *testing.T) {
 	}
 	if msg := got.Problems[0].Error(); !strings.Contains(msg, "ns1/good") || !strings.Contains(msg, "skipped") {
 		t.Errorf("problem message lacks context: %q", msg)
+	}
+}
+
+// A Service port name is a DNS label of up to 63 characters (the 15-character limit is
+// the container ports'): one of 63 is programmed, not skipped.
+func TestLongPortName(t *testing.T) {
+	name := "port-" + strings.Repeat("n", 58)
+	svc := service("ns1", "long", "172.30.0.1", func(s *Service) {
+		s.Ports = []ServicePort{{Name: name, Protocol: TCP, Port: 80}}
+	}, endpointsOn(name, TCP, 8080, ready("10.0.0.1", testNodeName)))
+	got := mustGenerate(t, snapshot(IPv4, testNode(), svc), Options{})
+	if len(got.Problems) > 0 {
+		t.Fatalf("a port name of %d characters was refused: %v", len(name), got.Problems)
+	}
+	if !strings.Contains(string(got.Bytes()), "ns1/long:"+name) {
+		t.Errorf("no rule for port %q:\n%s", name, got.Bytes())
 	}
 }
 
