@@ -98,7 +98,7 @@ vet:
 
 .PHONY: test
 test: setup verify-generated fmt-check vet test-binaries helm verify-rendered ## Every test: unit, envtest (real kube-apiserver + etcd), Helm chart, lab e2e, kube-proxy oracle.
-	KUBEBUILDER_ASSETS=$$(hack/setup-test-binaries.sh) HELM=$$(hack/setup-helm.sh) go test -count=1 -race $(GO_PACKAGES)
+	KUBEBUILDER_ASSETS=$$(hack/setup-test-binaries.sh) HELM=$$(hack/setup-helm.sh) go test -count=1 -race -timeout 40m $(GO_PACKAGES)
 	$(MAKE) --no-print-directory test-oracle
 
 .PHONY: test-oracle
