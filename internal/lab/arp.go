@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"sync"
 	"time"
 
 	"github.com/mdlayher/arp"
@@ -19,9 +18,8 @@ type ARPWatch struct {
 	replyLog
 	c *arp.Client
 
+	watchLoops
 	requests []time.Time // when each request went out, under replyLog.mu
-	stop     chan struct{}
-	done     sync.WaitGroup
 }
 
 // ARPReply is one reply the watch received: which MAC answered, and when.
@@ -45,60 +43,31 @@ func WatchARP(ns string, ip netip.Addr, interval time.Duration) (*ARPWatch, erro
 	if err != nil {
 		return nil, fmt.Errorf("lab: ARP client in %s: %w", ns, err)
 	}
-	w := &ARPWatch{replyLog: replyLog{ip: ip}, c: c, stop: make(chan struct{})}
-	w.done.Add(2)
-	go w.ask(interval)
-	go w.read()
+	w := &ARPWatch{replyLog: replyLog{ip: ip}, c: c}
+	w.start(interval, w.ask, w.read)
 	return w, nil
 }
 
-func (w *ARPWatch) ask(interval time.Duration) {
-	defer w.done.Done()
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		at := time.Now()
-		if w.c.Request(w.ip) == nil { // a lost request is the next tick's to make up
-			w.mu.Lock()
-			w.requests = append(w.requests, at)
-			w.mu.Unlock()
-		}
-		select {
-		case <-w.stop:
-			return
-		case <-tick.C:
-		}
+func (w *ARPWatch) ask() {
+	at := time.Now()
+	if w.c.Request(w.ip) == nil {
+		w.mu.Lock()
+		w.requests = append(w.requests, at)
+		w.mu.Unlock()
 	}
 }
 
 func (w *ARPWatch) read() {
-	defer w.done.Done()
-	for {
-		select {
-		case <-w.stop:
-			return
-		default:
-		}
-		_ = w.c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-		p, _, err := w.c.Read()
-		if err != nil || p.Operation != arp.OperationReply || p.SenderIP != w.ip {
-			continue
-		}
-		w.record(p.SenderHardwareAddr.String(), time.Now())
+	_ = w.c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	p, _, err := w.c.Read()
+	if err != nil || p.Operation != arp.OperationReply || p.SenderIP != w.ip {
+		return
 	}
+	w.record(p.SenderHardwareAddr.String(), time.Now())
 }
 
 // Close stops asking and closes the socket; calling it again is harmless.
-func (w *ARPWatch) Close() {
-	select {
-	case <-w.stop:
-		return
-	default:
-	}
-	close(w.stop)
-	w.done.Wait()
-	_ = w.c.Close()
-}
+func (w *ARPWatch) Close() { w.shut(w.c.Close) }
 
 // WhoHas asks from the host's eth0 who has ip for the duration, by ARP or, for an IPv6
 // address, by NDP, and returns the distinct MACs that answered, sorted. More than one

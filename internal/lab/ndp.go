@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/mdlayher/ndp"
@@ -20,11 +19,12 @@ import (
 // option, and when).
 type NDPWatch struct {
 	replyLog
-	c   *ndp.Conn
-	mac net.HardwareAddr // eth0's, the solicitations' source link-layer address
-
-	stop chan struct{}
-	done sync.WaitGroup
+	c *ndp.Conn
+	watchLoops
+	// solicit is sent to the solicited-node multicast group of the IP, with eth0's
+	// MAC as its source link-layer address.
+	solicit *ndp.NeighborSolicitation
+	group   netip.Addr
 }
 
 // WatchNDP opens an ICMPv6 socket on eth0's link-local address inside the namespace ns
@@ -35,13 +35,15 @@ func WatchNDP(ns string, ip netip.Addr, interval time.Duration) (*NDPWatch, erro
 	if !ip.Is6() || ip.Is4In6() {
 		return nil, fmt.Errorf("lab: NDP watch of %s: not an IPv6 address", ip)
 	}
-	w := &NDPWatch{replyLog: replyLog{ip: ip}, stop: make(chan struct{})}
+	group, _ := ndp.SolicitedNodeMulticast(ip) // ip is IPv6: no error
+	w := &NDPWatch{replyLog: replyLog{ip: ip}, group: group}
 	err := netns.Do(ns, func() error {
 		ifi, err := net.InterfaceByName("eth0")
 		if err != nil {
 			return err
 		}
-		w.mac = ifi.HardwareAddr
+		w.solicit = &ndp.NeighborSolicitation{TargetAddress: ip,
+			Options: []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Source, Addr: ifi.HardwareAddr}}}
 		// ndp binds to the link-local address with the interface's name as its zone,
 		// which Go resolves through a process-wide cache of names: in a test that
 		// visits several namespaces, "eth0" may be another namespace's eth0 there. A
@@ -63,62 +65,28 @@ func WatchNDP(ns string, ip netip.Addr, interval time.Duration) (*NDPWatch, erro
 	if err != nil {
 		return nil, fmt.Errorf("lab: NDP client in %s: %w", ns, err)
 	}
-	w.done.Add(2)
-	go w.ask(interval)
-	go w.read()
+	w.start(interval, w.ask, w.read)
 	return w, nil
 }
 
-func (w *NDPWatch) ask(interval time.Duration) {
-	defer w.done.Done()
-	group, _ := ndp.SolicitedNodeMulticast(w.ip) // ip is IPv6: no error
-	ns := &ndp.NeighborSolicitation{TargetAddress: w.ip,
-		Options: []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Source, Addr: w.mac}}}
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		_ = w.c.WriteTo(ns, nil, group) // a lost solicitation is the next tick's to make up
-		select {
-		case <-w.stop:
-			return
-		case <-tick.C:
-		}
-	}
-}
+func (w *NDPWatch) ask() { _ = w.c.WriteTo(w.solicit, nil, w.group) }
 
 func (w *NDPWatch) read() {
-	defer w.done.Done()
-	for {
-		select {
-		case <-w.stop:
-			return
-		default:
-		}
-		_ = w.c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-		m, _, _, err := w.c.ReadFrom()
-		if err != nil {
-			continue
-		}
-		na, ok := m.(*ndp.NeighborAdvertisement)
-		if !ok || na.TargetAddress != w.ip {
-			continue
-		}
-		for _, o := range na.Options {
-			if l, ok := o.(*ndp.LinkLayerAddress); ok && l.Direction == ndp.Target {
-				w.record(l.Addr.String(), time.Now())
-			}
+	_ = w.c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+	m, _, _, err := w.c.ReadFrom()
+	if err != nil {
+		return
+	}
+	na, ok := m.(*ndp.NeighborAdvertisement)
+	if !ok || na.TargetAddress != w.ip {
+		return
+	}
+	for _, o := range na.Options {
+		if l, ok := o.(*ndp.LinkLayerAddress); ok && l.Direction == ndp.Target {
+			w.record(l.Addr.String(), time.Now())
 		}
 	}
 }
 
 // Close stops soliciting and closes the socket; calling it again is harmless.
-func (w *NDPWatch) Close() {
-	select {
-	case <-w.stop:
-		return
-	default:
-	}
-	close(w.stop)
-	w.done.Wait()
-	_ = w.c.Close()
-}
+func (w *NDPWatch) Close() { w.shut(w.c.Close) }

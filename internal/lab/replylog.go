@@ -27,6 +27,55 @@ func WatchNeighbour(ns string, ip netip.Addr, interval time.Duration) (Neighbour
 	return WatchARP(ns, ip, interval)
 }
 
+// watchLoops are a watch's two goroutines: one asking every interval, one reading
+// (each read waits at most a short deadline, so that Close is noticed), until Close.
+// ARPWatch and NDPWatch embed them.
+type watchLoops struct {
+	stop chan struct{}
+	done sync.WaitGroup
+}
+
+func (l *watchLoops) start(interval time.Duration, ask, read func()) {
+	l.stop = make(chan struct{})
+	l.done.Add(2)
+	go func() {
+		defer l.done.Done()
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			ask() // a lost question is the next tick's to make up
+			select {
+			case <-l.stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	go func() {
+		defer l.done.Done()
+		for {
+			select {
+			case <-l.stop:
+				return
+			default:
+			}
+			read()
+		}
+	}()
+}
+
+// shut stops both loops and then closes the socket; calling it again is harmless.
+func (l *watchLoops) shut(closeSocket func() error) {
+	select {
+	case <-l.stop:
+		return
+	default:
+	}
+	close(l.stop)
+	l.done.Wait()
+	_ = closeSocket()
+}
+
 // replyLog is what a watch heard: which MAC answered for ip, and when. ARPWatch and
 // NDPWatch embed it.
 type replyLog struct {
