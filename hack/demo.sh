@@ -28,6 +28,23 @@ fi
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 run() { printf '\033[2m$ %s\033[0m\n' "$*"; }
+# nat_path TOOL NODE VIP shows, with TOOL (iptables or ip6tables) in NODE's namespace,
+# the nat chains VIP goes through as the walkthrough does, with counters: it follows the
+# jumps with -S from KUBE-SERVICES to KUBE-EXT, KUBE-SVC and KUBE-SEP.
+nat_path() {
+  local tool=$1 node=$2 vip=$3 ext svc sep
+  nat() { "$lab" exec "$node" "$tool" -t nat "$@"; }
+  chain_after() { nat -S "$1" | grep -- "$2" | grep -oE "$3-[A-Z0-9]+" | sort -u; }
+  show() { run "$tool" -t nat -L "$1" -n -v; nat -L "$1" -n -v | grep -E -- "${2:-.}" || true; }
+  show KUBE-SERVICES "pkts|$vip"
+  for ext in $(chain_after KUBE-SERVICES "$vip" KUBE-EXT); do
+    show "$ext"
+    for svc in $(chain_after "$ext" . KUBE-SVC); do
+      show "$svc"
+      for sep in $(chain_after "$svc" . KUBE-SEP); do show "$sep"; done
+    done
+  done
+}
 k() { "$lab" kubectl "$@"; }
 
 say "Building the lab (a previous one is removed first)"
@@ -93,18 +110,7 @@ if [[ -z $owner ]]; then
 elif ! "$lab" exec "$owner" iptables -V >/dev/null 2>&1; then
   echo "iptables is not installed here (apt-get install iptables)."
 else
-  # Follow the jumps with -S; show each chain as the walkthrough does, with counters.
-  nat() { "$lab" exec "$owner" iptables -t nat "$@"; }
-  chain_after() { nat -S "$1" | grep -- "$2" | grep -oE "$3-[A-Z0-9]+" | sort -u; }
-  show() { run iptables -t nat -L "$1" -n -v; nat -L "$1" -n -v | grep -E -- "${2:-.}" || true; }
-  show KUBE-SERVICES "pkts|${vips[0]}"
-  for ext in $(chain_after KUBE-SERVICES "${vips[0]}" KUBE-EXT); do
-    show "$ext"
-    for svc in $(chain_after "$ext" . KUBE-SVC); do
-      show "$svc"
-      for sep in $(chain_after "$svc" . KUBE-SEP); do show "$sep"; done
-    done
-  done
+  nat_path iptables "$owner" "${vips[0]}"
 fi
 
 # herald status reads only the API server: the VIPStatus objects the speakers publish.

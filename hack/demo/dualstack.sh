@@ -35,17 +35,7 @@ elif ! "$lab" exec "$downer" ip6tables -V >/dev/null 2>&1; then
 else
   run "ip6tables-save -t nat | grep -- $v6"
   "$lab" exec "$downer" ip6tables-save -t nat | grep -- "$v6" || true
-  nat6() { "$lab" exec "$downer" ip6tables -t nat "$@"; }
-  chain6_after() { nat6 -S "$1" | grep -- "$2" | grep -oE "$3-[A-Z0-9]+" | sort -u; }
-  show6() { run ip6tables -t nat -L "$1" -n -v; nat6 -L "$1" -n -v | grep -E -- "${2:-.}" || true; }
-  show6 KUBE-SERVICES "pkts|$v6"
-  for ext in $(chain6_after KUBE-SERVICES "$v6" KUBE-EXT); do
-    show6 "$ext"
-    for svc in $(chain6_after "$ext" . KUBE-SVC); do
-      show6 "$svc"
-      for sep in $(chain6_after "$svc" . KUBE-SEP); do show6 "$sep"; done
-    done
-  done
+  nat_path ip6tables "$downer" "$v6"
 fi
 
 say "Failover of both families: pulling the cable of svc-dual's owner (${downer:-none}), measured from the client"
