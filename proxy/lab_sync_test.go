@@ -164,14 +164,24 @@ func TestProxierSyncs(t *testing.T) {
 // TestProxierStaysOffBesideKubeProxy: kube-proxy's canary, there before the proxier
 // starts or appearing later, keeps it from writing.
 func TestProxierStaysOffBesideKubeProxy(t *testing.T) {
-	lab := newLab(t, "hpxk-")
+	canary := []string{"iptables", "-t", "mangle", "-N", kubeProxyCanary}
+	expectOffBesideKubeProxy(t, "hpxk-", canary, "kube-proxy", canary, "kube-proxy")
+}
+
+// expectOffBesideKubeProxy runs mark (a command leaving what kube-proxy leaves on a
+// node) on a node before a proxier starts there, and laterMark on a second node once
+// its proxier has synced: each proxier must turn off, its status saying want and
+// wantLater, and the first must have written nothing.
+func expectOffBesideKubeProxy(t *testing.T, prefix string, mark []string, want string, laterMark []string, wantLater string) {
+	t.Helper()
+	lab := newLab(t, prefix)
 	node := addNode(t, lab)
-	mustExec(t, node, "iptables", "-t", "mangle", "-N", kubeProxyCanary)
+	mustExec(t, node, mark...)
 	h := startProxier(t, node, nil)
 	h.p.Update([]*corev1.Service{lbService("web", "10.96.0.10", "198.51.100.10", 30080)},
 		[]*discoveryv1.EndpointSlice{slice("web", 8080, corev1.ProtocolTCP, "172.31.0.65@node")})
 	eventually(t, 5*time.Second, "disabled", func() error {
-		if st := h.p.Status(); !strings.Contains(st.Disabled, "kube-proxy") {
+		if st := h.p.Status(); !strings.Contains(st.Disabled, want) {
 			return fmt.Errorf("status %+v", st)
 		}
 		return nil
@@ -194,9 +204,9 @@ func TestProxierStaysOffBesideKubeProxy(t *testing.T) {
 		}
 		return nil
 	})
-	mustExec(t, node2, "iptables", "-t", "mangle", "-N", kubeProxyCanary)
+	mustExec(t, node2, laterMark...)
 	eventually(t, 5*time.Second, "disabled later", func() error {
-		if st := h2.p.Status(); !strings.Contains(st.Disabled, "kube-proxy") {
+		if st := h2.p.Status(); !strings.Contains(st.Disabled, wantLater) {
 			return fmt.Errorf("status %+v", st)
 		}
 		return nil
