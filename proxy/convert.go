@@ -5,11 +5,10 @@ import (
 	"net/netip"
 	"strings"
 
+	"herald.dev/herald/proxy/model"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	netutils "k8s.io/utils/net"
-
-	"herald.dev/herald/proxy/iptables"
 )
 
 // ConvertService reduces a Service to the generator's input, without its
@@ -21,21 +20,21 @@ import (
 // Addresses are parsed like kube-proxy's ParseIPSloppy, so "010.0.0.1" (leading zeros,
 // still found in objects created before Kubernetes 1.30 validated them away) is the
 // IPv4 address 10.0.0.1, as kube-proxy reads it.
-func ConvertService(svc *corev1.Service) (out iptables.Service, problems []iptables.Problem, ok bool) {
-	name := iptables.ServiceName{Namespace: svc.Namespace, Name: svc.Name}
+func ConvertService(svc *corev1.Service) (out model.Service, problems []model.Problem, ok bool) {
+	name := model.ServiceName{Namespace: svc.Namespace, Name: svc.Name}
 	problem := func(subject string, err error) {
-		problems = append(problems, iptables.Problem{Service: name, Subject: subject, Err: err})
+		problems = append(problems, model.Problem{Service: name, Subject: subject, Err: err})
 	}
 	spec := &svc.Spec
-	out = iptables.Service{
+	out = model.Service{
 		Namespace:             svc.Namespace,
 		Name:                  svc.Name,
-		Type:                  iptables.ServiceType(spec.Type),
-		ExternalTrafficPolicy: iptables.TrafficPolicy(spec.ExternalTrafficPolicy),
+		Type:                  model.ServiceType(spec.Type),
+		ExternalTrafficPolicy: model.TrafficPolicy(spec.ExternalTrafficPolicy),
 		HealthCheckNodePort:   int(spec.HealthCheckNodePort),
 	}
 	if spec.InternalTrafficPolicy != nil {
-		out.InternalTrafficPolicy = iptables.TrafficPolicy(*spec.InternalTrafficPolicy)
+		out.InternalTrafficPolicy = model.TrafficPolicy(*spec.InternalTrafficPolicy)
 	}
 	if spec.SessionAffinity == corev1.ServiceAffinityClientIP {
 		out.SessionAffinityClientIP = true
@@ -50,7 +49,7 @@ func ConvertService(svc *corev1.Service) (out iptables.Service, problems []iptab
 	for _, s := range clusterIPs(spec) {
 		a, err := parseAddr(s)
 		if err != nil {
-			problem("", fmt.Errorf("%w: cluster IP %q", iptables.ErrInvalidAddress, s))
+			problem("", fmt.Errorf("%w: cluster IP %q", model.ErrInvalidAddress, s))
 			return out, problems, false
 		}
 		out.ClusterIPs = append(out.ClusterIPs, a)
@@ -58,7 +57,7 @@ func ConvertService(svc *corev1.Service) (out iptables.Service, problems []iptab
 	for _, s := range spec.LoadBalancerSourceRanges {
 		p, err := parsePrefix(strings.TrimSpace(s))
 		if err != nil {
-			problem("", fmt.Errorf("%w: load balancer source range %q", iptables.ErrInvalidPrefix, s))
+			problem("", fmt.Errorf("%w: load balancer source range %q", model.ErrInvalidPrefix, s))
 			return out, problems, false
 		}
 		out.LoadBalancerSourceRanges = append(out.LoadBalancerSourceRanges, p)
@@ -70,7 +69,7 @@ func ConvertService(svc *corev1.Service) (out iptables.Service, problems []iptab
 		}
 		a, err := parseAddr(s)
 		if err != nil {
-			problem(fmt.Sprintf("external IP %q", s), iptables.ErrInvalidAddress)
+			problem(fmt.Sprintf("external IP %q", s), model.ErrInvalidAddress)
 			continue
 		}
 		out.ExternalIPs = append(out.ExternalIPs, a)
@@ -83,15 +82,15 @@ func ConvertService(svc *corev1.Service) (out iptables.Service, problems []iptab
 		}
 		a, err := parseAddr(ing.IP)
 		if err != nil {
-			problem(fmt.Sprintf("load balancer IP %q", ing.IP), iptables.ErrInvalidAddress)
+			problem(fmt.Sprintf("load balancer IP %q", ing.IP), model.ErrInvalidAddress)
 			continue
 		}
 		out.LoadBalancerIPs = append(out.LoadBalancerIPs, a)
 	}
 
-	out.Ports = make([]iptables.ServicePort, 0, len(spec.Ports))
+	out.Ports = make([]model.ServicePort, 0, len(spec.Ports))
 	for _, p := range spec.Ports {
-		out.Ports = append(out.Ports, iptables.ServicePort{
+		out.Ports = append(out.Ports, model.ServicePort{
 			Name:     p.Name,
 			Protocol: protocol(p.Protocol),
 			Port:     int(p.Port),
@@ -119,8 +118,8 @@ func clusterIPs(spec *corev1.ServiceSpec) []string {
 // kube-proxy ignores: FQDN slices and slices without the label. Ports with a nil name
 // or a nil or zero port and endpoints without addresses are left out, as kube-proxy
 // leaves them out; an unparsable endpoint address is left out and reported.
-func ConvertEndpointSlice(slice *discoveryv1.EndpointSlice) (svc iptables.ServiceName, out iptables.EndpointSlice, problems []iptables.Problem, ok bool) {
-	svc = iptables.ServiceName{Namespace: slice.Namespace, Name: slice.Labels[discoveryv1.LabelServiceName]}
+func ConvertEndpointSlice(slice *discoveryv1.EndpointSlice) (svc model.ServiceName, out model.EndpointSlice, problems []model.Problem, ok bool) {
+	svc = model.ServiceName{Namespace: slice.Namespace, Name: slice.Labels[discoveryv1.LabelServiceName]}
 	if svc.Name == "" || slice.AddressType == discoveryv1.AddressTypeFQDN {
 		return svc, out, nil, false
 	}
@@ -128,11 +127,11 @@ func ConvertEndpointSlice(slice *discoveryv1.EndpointSlice) (svc iptables.Servic
 		if p.Name == nil || p.Port == nil || *p.Port == 0 {
 			continue
 		}
-		pr := iptables.TCP // the API default
+		pr := model.TCP // the API default
 		if p.Protocol != nil {
 			pr = protocol(*p.Protocol)
 		}
-		out.Ports = append(out.Ports, iptables.EndpointPort{Name: *p.Name, Protocol: pr, Port: int(*p.Port)})
+		out.Ports = append(out.Ports, model.EndpointPort{Name: *p.Name, Protocol: pr, Port: int(*p.Port)})
 	}
 	for i := range slice.Endpoints {
 		ep := &slice.Endpoints[i]
@@ -142,13 +141,13 @@ func ConvertEndpointSlice(slice *discoveryv1.EndpointSlice) (svc iptables.Servic
 		// kube-proxy uses only the first address.
 		a, err := parseAddr(ep.Addresses[0])
 		if err != nil {
-			problems = append(problems, iptables.Problem{Service: svc,
+			problems = append(problems, model.Problem{Service: svc,
 				Subject: fmt.Sprintf("endpoint %q of EndpointSlice %s", ep.Addresses[0], slice.Name),
-				Err:     iptables.ErrInvalidAddress})
+				Err:     model.ErrInvalidAddress})
 			continue
 		}
 		c := &ep.Conditions
-		e := iptables.Endpoint{
+		e := model.Endpoint{
 			IP:          a,
 			Ready:       c.Ready == nil || *c.Ready,
 			Serving:     c.Serving == nil || *c.Serving,
@@ -172,11 +171,11 @@ func ConvertEndpointSlice(slice *discoveryv1.EndpointSlice) (svc iptables.Servic
 
 // protocol applies the API default (TCP) to an unset protocol. Unknown values pass
 // through: the generator reports them.
-func protocol(p corev1.Protocol) iptables.Protocol {
+func protocol(p corev1.Protocol) model.Protocol {
 	if p == "" {
-		return iptables.TCP
+		return model.TCP
 	}
-	return iptables.Protocol(p)
+	return model.Protocol(p)
 }
 
 // parseAddr parses like netutils.ParseIPSloppy and unmaps IPv4-mapped IPv6 addresses,
@@ -185,7 +184,7 @@ func parseAddr(s string) (netip.Addr, error) {
 	ip := netutils.ParseIPSloppy(s)
 	a, ok := netip.AddrFromSlice(ip)
 	if !ok {
-		return netip.Addr{}, fmt.Errorf("%w %q", iptables.ErrInvalidAddress, s)
+		return netip.Addr{}, fmt.Errorf("%w %q", model.ErrInvalidAddress, s)
 	}
 	return a.Unmap(), nil
 }
@@ -195,11 +194,11 @@ func parseAddr(s string) (netip.Addr, error) {
 func parsePrefix(s string) (netip.Prefix, error) {
 	ip, ipnet, err := netutils.ParseCIDRSloppy(s)
 	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("%w %q", iptables.ErrInvalidPrefix, s)
+		return netip.Prefix{}, fmt.Errorf("%w %q", model.ErrInvalidPrefix, s)
 	}
 	a, ok := netip.AddrFromSlice(ip)
 	if !ok {
-		return netip.Prefix{}, fmt.Errorf("%w %q", iptables.ErrInvalidPrefix, s)
+		return netip.Prefix{}, fmt.Errorf("%w %q", model.ErrInvalidPrefix, s)
 	}
 	ones, bits := ipnet.Mask.Size()
 	a = a.Unmap()
@@ -207,7 +206,7 @@ func parsePrefix(s string) (netip.Prefix, error) {
 		ones -= 96 // an IPv4-mapped range: count the IPv4 bits only
 	}
 	if ones < 0 {
-		return netip.Prefix{}, fmt.Errorf("%w %q", iptables.ErrInvalidPrefix, s)
+		return netip.Prefix{}, fmt.Errorf("%w %q", model.ErrInvalidPrefix, s)
 	}
 	return netip.PrefixFrom(a, ones), nil
 }

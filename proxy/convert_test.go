@@ -6,12 +6,11 @@ import (
 	"reflect"
 	"testing"
 
+	"herald.dev/herald/proxy/model"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-
-	"herald.dev/herald/proxy/iptables"
 )
 
 func addrs(ss ...string) []netip.Addr {
@@ -38,11 +37,11 @@ func apiService(edit func(*corev1.Service)) *corev1.Service {
 	return svc
 }
 
-func wantService(edit func(*iptables.Service)) iptables.Service {
-	s := iptables.Service{
-		Namespace: "ns1", Name: "svc1", Type: iptables.ClusterIP,
+func wantService(edit func(*model.Service)) model.Service {
+	s := model.Service{
+		Namespace: "ns1", Name: "svc1", Type: model.ClusterIP,
 		ClusterIPs: addrs("172.30.0.1"),
-		Ports:      []iptables.ServicePort{{Name: "p80", Protocol: iptables.TCP, Port: 80}},
+		Ports:      []model.ServicePort{{Name: "p80", Protocol: model.TCP, Port: 80}},
 	}
 	if edit != nil {
 		edit(&s)
@@ -56,7 +55,7 @@ func TestConvertService(t *testing.T) {
 	tests := []struct {
 		name     string
 		edit     func(*corev1.Service)
-		want     iptables.Service
+		want     model.Service
 		ok       bool
 		problems []error
 	}{
@@ -85,21 +84,21 @@ func TestConvertService(t *testing.T) {
 					{IP: "fd00:99::1", Hostname: "lb6.ex"}, // both: the IP counts
 				}
 			},
-			want: wantService(func(s *iptables.Service) {
-				s.Type = iptables.LoadBalancer
+			want: wantService(func(s *model.Service) {
+				s.Type = model.LoadBalancer
 				s.ClusterIPs = addrs("172.30.0.1", "fd00:30::1")
 				s.ExternalIPs = addrs("192.168.99.1")
 				s.LoadBalancerIPs = addrs("1.2.3.4", "5.6.7.8", "fd00:99::1")
 				s.LoadBalancerSourceRanges = []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24"),
 					netip.MustParsePrefix("10.0.0.7/8"), netip.MustParsePrefix("1.2.3.0/24")}
-				s.ExternalTrafficPolicy = iptables.PolicyLocal
-				s.InternalTrafficPolicy = iptables.PolicyLocal
+				s.ExternalTrafficPolicy = model.PolicyLocal
+				s.InternalTrafficPolicy = model.PolicyLocal
 				s.HealthCheckNodePort = 30100
 				s.SessionAffinityClientIP = true
 				s.AffinityTimeoutSeconds = 300
-				s.Ports = []iptables.ServicePort{
-					{Name: "dns", Protocol: iptables.UDP, Port: 53, NodePort: 30053},
-					{Name: "web", Protocol: iptables.TCP, Port: 80, NodePort: 30080},
+				s.Ports = []model.ServicePort{
+					{Name: "dns", Protocol: model.UDP, Port: 53, NodePort: 30053},
+					{Name: "web", Protocol: model.TCP, Port: 80, NodePort: 30080},
 				}
 			}),
 			ok: true,
@@ -107,7 +106,7 @@ func TestConvertService(t *testing.T) {
 		{
 			name: "affinity without config takes the API default",
 			edit: func(s *corev1.Service) { s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP },
-			want: wantService(func(s *iptables.Service) { s.SessionAffinityClientIP = true }),
+			want: wantService(func(s *model.Service) { s.SessionAffinityClientIP = true }),
 			ok:   true,
 		},
 		{
@@ -127,15 +126,15 @@ func TestConvertService(t *testing.T) {
 			edit: func(s *corev1.Service) {
 				s.Spec.ClusterIP, s.Spec.ClusterIPs = corev1.ClusterIPNone, []string{corev1.ClusterIPNone}
 			},
-			want: wantService(func(s *iptables.Service) { s.ClusterIPs = nil }), ok: true,
+			want: wantService(func(s *model.Service) { s.ClusterIPs = nil }), ok: true,
 		},
 		{
 			name: "ExternalName passes through (the generator skips it)",
 			edit: func(s *corev1.Service) {
 				s.Spec.Type, s.Spec.ClusterIP, s.Spec.ClusterIPs, s.Spec.Ports = corev1.ServiceTypeExternalName, "", nil, nil
 			},
-			want: wantService(func(s *iptables.Service) {
-				s.Type, s.ClusterIPs, s.Ports = iptables.ExternalName, nil, []iptables.ServicePort{}
+			want: wantService(func(s *model.Service) {
+				s.Type, s.ClusterIPs, s.Ports = model.ExternalName, nil, []model.ServicePort{}
 			}),
 			ok: true,
 		},
@@ -145,22 +144,22 @@ func TestConvertService(t *testing.T) {
 				s.Spec.ExternalIPs = []string{"nonsense", "192.168.99.2"}
 				s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "1.2.3"}, {IP: "1.2.3.5"}}
 			},
-			want: wantService(func(s *iptables.Service) {
+			want: wantService(func(s *model.Service) {
 				s.ExternalIPs = addrs("192.168.99.2")
 				s.LoadBalancerIPs = addrs("1.2.3.5")
 			}),
 			ok:       true,
-			problems: []error{iptables.ErrInvalidAddress, iptables.ErrInvalidAddress},
+			problems: []error{model.ErrInvalidAddress, model.ErrInvalidAddress},
 		},
 		{
 			name:     "bad cluster IP skips the Service",
 			edit:     func(s *corev1.Service) { s.Spec.ClusterIPs = []string{"172.30.0.1", "fd00::zz"} },
-			problems: []error{iptables.ErrInvalidAddress},
+			problems: []error{model.ErrInvalidAddress},
 		},
 		{
 			name:     "bad source range skips the Service rather than open it",
 			edit:     func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/8", "10.0.0.0/33"} },
-			problems: []error{iptables.ErrInvalidPrefix},
+			problems: []error{model.ErrInvalidPrefix},
 		},
 	}
 	for _, tc := range tests {
@@ -173,7 +172,7 @@ func TestConvertService(t *testing.T) {
 				t.Fatalf("problems = %v, want %d", problems, len(tc.problems))
 			}
 			for i, p := range problems {
-				if !errors.Is(p, tc.problems[i]) || p.Service != (iptables.ServiceName{Namespace: "ns1", Name: "svc1"}) {
+				if !errors.Is(p, tc.problems[i]) || p.Service != (model.ServiceName{Namespace: "ns1", Name: "svc1"}) {
 					t.Errorf("problem %d = %v, want %v of ns1/svc1", i, p, tc.problems[i])
 				}
 			}
@@ -199,18 +198,18 @@ func apiSlice(edit func(*discoveryv1.EndpointSlice)) *discoveryv1.EndpointSlice 
 }
 
 func TestConvertEndpointSlice(t *testing.T) {
-	svc1 := iptables.ServiceName{Namespace: "ns1", Name: "svc1"}
-	plainPort := []iptables.EndpointPort{{Name: "p80", Protocol: iptables.TCP, Port: 8080}}
+	svc1 := model.ServiceName{Namespace: "ns1", Name: "svc1"}
+	plainPort := []model.EndpointPort{{Name: "p80", Protocol: model.TCP, Port: 8080}}
 	tests := []struct {
 		name     string
 		edit     func(*discoveryv1.EndpointSlice)
-		want     iptables.EndpointSlice
+		want     model.EndpointSlice
 		ok       bool
 		problems int
 	}{
 		{
 			name: "nil conditions are ready, serving, not terminating",
-			want: iptables.EndpointSlice{Ports: plainPort, Endpoints: []iptables.Endpoint{
+			want: model.EndpointSlice{Ports: plainPort, Endpoints: []model.Endpoint{
 				{IP: netip.MustParseAddr("10.0.0.1"), NodeName: "node1", Ready: true, Serving: true}}},
 			ok: true,
 		},
@@ -224,7 +223,7 @@ func TestConvertEndpointSlice(t *testing.T) {
 						ForNodes: []discoveryv1.ForNode{{Name: "node1"}}},
 				}}
 			},
-			want: iptables.EndpointSlice{Ports: plainPort, Endpoints: []iptables.Endpoint{{
+			want: model.EndpointSlice{Ports: plainPort, Endpoints: []model.Endpoint{{
 				IP: netip.MustParseAddr("10.0.0.2"), Serving: true, Terminating: true,
 				ZoneHints: []string{"a", "b"}, NodeHints: []string{"node1"}}}},
 			ok: true,
@@ -241,8 +240,8 @@ func TestConvertEndpointSlice(t *testing.T) {
 				}
 				s.Endpoints = nil
 			},
-			want: iptables.EndpointSlice{Ports: []iptables.EndpointPort{
-				{Name: "", Protocol: iptables.UDP, Port: 53}, {Name: "c", Protocol: iptables.TCP, Port: 81}}},
+			want: model.EndpointSlice{Ports: []model.EndpointPort{
+				{Name: "", Protocol: model.UDP, Port: 53}, {Name: "c", Protocol: model.TCP, Port: 81}}},
 			ok: true,
 		},
 		{
@@ -250,7 +249,7 @@ func TestConvertEndpointSlice(t *testing.T) {
 			edit: func(s *discoveryv1.EndpointSlice) {
 				s.Endpoints = []discoveryv1.Endpoint{{}, {Addresses: []string{"10.0.0.256"}}, {Addresses: []string{"10.0.0.4"}}}
 			},
-			want: iptables.EndpointSlice{Ports: plainPort, Endpoints: []iptables.Endpoint{
+			want: model.EndpointSlice{Ports: plainPort, Endpoints: []model.Endpoint{
 				{IP: netip.MustParseAddr("10.0.0.4"), Ready: true, Serving: true}}},
 			ok: true, problems: 1,
 		},

@@ -4,7 +4,7 @@
 // The speaker hands the proxier the full lists of Services and EndpointSlices from its
 // informer cache (Update) whenever one changes; Run converts nothing itself but syncs:
 //
-//	Update ──▶ tracker (convert.go: API objects → iptables.Service, reused per
+//	Update ──▶ tracker (convert.go: API objects → model.Service, reused per
 //	           resourceVersion) ──▶ latest state, wake
 //	Run ──▶ schedule (≥ MinSyncPeriod apart) ──▶ syncAll, per family:
 //	        full (first, after an error, canary gone, node changed, every SyncPeriod):

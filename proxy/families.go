@@ -5,7 +5,7 @@ import (
 	"net/netip"
 	"strings"
 
-	"herald.dev/herald/proxy/iptables"
+	"herald.dev/herald/proxy/model"
 	"herald.dev/herald/proxy/runner"
 )
 
@@ -20,7 +20,7 @@ type hostTools struct {
 // /proc for IPv6.
 func probeHost(backend runner.Backend, do runner.Do) (hostTools, error) {
 	var names []string
-	for _, f := range []iptables.Family{iptables.IPv4, iptables.IPv6} {
+	for _, f := range []model.Family{model.IPv4, model.IPv6} {
 		cmds, err := runner.CommandsFor(f, backend)
 		if err != nil {
 			return hostTools{}, err
@@ -37,12 +37,12 @@ func probeHost(backend runner.Backend, do runner.Do) (hostTools, error) {
 // familyPlan says which families the proxier programs and why the others are left out.
 type familyPlan struct {
 	// program are the families to program, IPv4 first.
-	program []iptables.Family
+	program []model.Family
 	// skipped says, per family not programmed, why not.
-	skipped map[iptables.Family]string
+	skipped map[model.Family]string
 	// degraded lists the skipped families the node has an IP of: the node is
 	// dual-stack but only one family gets Service rules, which someone must fix.
-	degraded []iptables.Family
+	degraded []model.Family
 }
 
 // planFamilies picks the families to program: those of the node IPs whose tools (and
@@ -51,16 +51,16 @@ type familyPlan struct {
 // Services; missing IPv4 tools, or no family left at all, are errors saying what to
 // install.
 func planFamilies(nodeIPs []netip.Addr, backend runner.Backend, host hostTools) (familyPlan, error) {
-	plan := familyPlan{skipped: map[iptables.Family]string{}}
-	has := map[iptables.Family]bool{}
+	plan := familyPlan{skipped: map[model.Family]string{}}
+	has := map[model.Family]bool{}
 	for _, ip := range nodeIPs {
 		if ip = ip.Unmap(); ip.Is4() {
-			has[iptables.IPv4] = true
+			has[model.IPv4] = true
 		} else if ip.Is6() {
-			has[iptables.IPv6] = true
+			has[model.IPv6] = true
 		}
 	}
-	for _, f := range []iptables.Family{iptables.IPv4, iptables.IPv6} {
+	for _, f := range []model.Family{model.IPv4, model.IPv6} {
 		if !has[f] {
 			plan.skipped[f] = fmt.Sprintf("the node has no %s address", f)
 			continue
@@ -76,12 +76,12 @@ func planFamilies(nodeIPs []netip.Addr, backend runner.Backend, host hostTools) 
 			}
 		}
 		switch {
-		case len(missing) > 0 && f == iptables.IPv4:
+		case len(missing) > 0 && f == model.IPv4:
 			return familyPlan{}, fmt.Errorf("%s not found in $PATH: install the Debian package iptables (apt-get install iptables), "+
 				"or --proxy=none to leave Services to another proxy", strings.Join(missing, ", "))
 		case len(missing) > 0:
 			plan.skipped[f] = fmt.Sprintf("%s not found in $PATH (Debian package iptables)", strings.Join(missing, ", "))
-		case f == iptables.IPv6 && !host.ipv6Kernel:
+		case f == model.IPv6 && !host.ipv6Kernel:
 			plan.skipped[f] = "the kernel has IPv6 turned off (no /proc/sys/net/ipv6; ipv6.disable=1 on its command line?)"
 		default:
 			plan.program = append(plan.program, f)
@@ -112,7 +112,7 @@ func (p familyPlan) summary() (msg string, kv []any) {
 	if len(p.program) == 1 {
 		msg += " only"
 	}
-	for _, f := range []iptables.Family{iptables.IPv4, iptables.IPv6} {
+	for _, f := range []model.Family{model.IPv4, model.IPv6} {
 		if why, ok := p.skipped[f]; ok {
 			kv = append(kv, "no"+f.String(), why)
 		}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"herald.dev/herald/proxy/iptables"
+	"herald.dev/herald/proxy/model"
 	"herald.dev/herald/proxy/runner"
 )
 
@@ -27,28 +27,28 @@ func TestPlanFamilies(t *testing.T) {
 		ips      []netip.Addr
 		backend  runner.Backend
 		host     hostTools
-		program  []iptables.Family
-		degraded []iptables.Family
-		skipped  map[iptables.Family]string // substrings
+		program  []model.Family
+		degraded []model.Family
+		skipped  map[model.Family]string // substrings
 		err      string
 	}{
 		{name: "dual-stack, everything there", ips: []netip.Addr{v4, v6}, host: hostTools{all, true},
-			program: []iptables.Family{iptables.IPv4, iptables.IPv6}, skipped: map[iptables.Family]string{}},
+			program: []model.Family{model.IPv4, model.IPv6}, skipped: map[model.Family]string{}},
 		{name: "IPv4 node: IPv6 left out quietly", ips: []netip.Addr{v4}, host: hostTools{all, true},
-			program: []iptables.Family{iptables.IPv4}, skipped: map[iptables.Family]string{iptables.IPv6: "no IPv6 address"}},
+			program: []model.Family{model.IPv4}, skipped: map[model.Family]string{model.IPv6: "no IPv6 address"}},
 		{name: "IPv4-mapped counts as IPv4", ips: []netip.Addr{netip.MustParseAddr("::ffff:192.0.2.3")}, host: hostTools{all, true},
-			program: []iptables.Family{iptables.IPv4}, skipped: map[iptables.Family]string{iptables.IPv6: "no IPv6 address"}},
+			program: []model.Family{model.IPv4}, skipped: map[model.Family]string{model.IPv6: "no IPv6 address"}},
 		{name: "dual-stack without ip6tables-restore", ips: []netip.Addr{v6, v4},
 			host:    hostTools{tools(append(v4Tools, "ip6tables", "ip6tables-save")...), true},
-			program: []iptables.Family{iptables.IPv4}, degraded: []iptables.Family{iptables.IPv6},
-			skipped: map[iptables.Family]string{iptables.IPv6: "ip6tables-restore not found"}},
+			program: []model.Family{model.IPv4}, degraded: []model.Family{model.IPv6},
+			skipped: map[model.Family]string{model.IPv6: "ip6tables-restore not found"}},
 		{name: "dual-stack, kernel without IPv6", ips: []netip.Addr{v4, v6}, host: hostTools{all, false},
-			program: []iptables.Family{iptables.IPv4}, degraded: []iptables.Family{iptables.IPv6},
-			skipped: map[iptables.Family]string{iptables.IPv6: "/proc/sys/net/ipv6"}},
+			program: []model.Family{model.IPv4}, degraded: []model.Family{model.IPv6},
+			skipped: map[model.Family]string{model.IPv6: "/proc/sys/net/ipv6"}},
 		{name: "IPv4 node, kernel without IPv6: not even looked at", ips: []netip.Addr{v4}, host: hostTools{tools(v4Tools...), false},
-			program: []iptables.Family{iptables.IPv4}, skipped: map[iptables.Family]string{iptables.IPv6: "no IPv6 address"}},
+			program: []model.Family{model.IPv4}, skipped: map[model.Family]string{model.IPv6: "no IPv6 address"}},
 		{name: "IPv6 node without IPv4 tools", ips: []netip.Addr{v6}, host: hostTools{tools(v6Tools...), true},
-			program: []iptables.Family{iptables.IPv6}, skipped: map[iptables.Family]string{iptables.IPv4: "no IPv4 address"}},
+			program: []model.Family{model.IPv6}, skipped: map[model.Family]string{model.IPv4: "no IPv4 address"}},
 		{name: "no iptables at all", ips: []netip.Addr{v4, v6}, host: hostTools{tools(), true},
 			err: "iptables, iptables-restore, iptables-save not found in $PATH: install the Debian package iptables"},
 		{name: "IPv4 without iptables-save", ips: []netip.Addr{v4}, host: hostTools{tools("iptables", "iptables-restore"), true},
@@ -59,8 +59,8 @@ func TestPlanFamilies(t *testing.T) {
 			err: "no IP family can be programmed: the kernel has IPv6 turned off"},
 		{name: "legacy backend names", ips: []netip.Addr{v4, v6}, backend: runner.BackendLegacy,
 			host:    hostTools{tools("iptables-legacy", "iptables-legacy-restore", "iptables-legacy-save", "ip6tables"), true},
-			program: []iptables.Family{iptables.IPv4}, degraded: []iptables.Family{iptables.IPv6},
-			skipped: map[iptables.Family]string{iptables.IPv6: "ip6tables-legacy, ip6tables-legacy-restore, ip6tables-legacy-save not found"}},
+			program: []model.Family{model.IPv4}, degraded: []model.Family{model.IPv6},
+			skipped: map[model.Family]string{model.IPv6: "ip6tables-legacy, ip6tables-legacy-restore, ip6tables-legacy-save not found"}},
 		{name: "legacy backend, default names do not count", ips: []netip.Addr{v4}, backend: runner.BackendLegacy, host: hostTools{all, true},
 			err: "iptables-legacy, iptables-legacy-restore, iptables-legacy-save not found"},
 	} {
@@ -91,13 +91,13 @@ func TestPlanFamilies(t *testing.T) {
 }
 
 func TestFamilyPlanSummary(t *testing.T) {
-	plan := familyPlan{program: []iptables.Family{iptables.IPv4},
-		skipped: map[iptables.Family]string{iptables.IPv6: "the kernel has IPv6 turned off"}}
+	plan := familyPlan{program: []model.Family{model.IPv4},
+		skipped: map[model.Family]string{model.IPv6: "the kernel has IPv6 turned off"}}
 	msg, kv := plan.summary()
 	if msg != "service proxy programs IPv4 only" || !reflect.DeepEqual(kv, []any{"noIPv6", "the kernel has IPv6 turned off"}) {
 		t.Errorf("summary %q %v", msg, kv)
 	}
-	plan = familyPlan{program: []iptables.Family{iptables.IPv4, iptables.IPv6}}
+	plan = familyPlan{program: []model.Family{model.IPv4, model.IPv6}}
 	if msg, kv := plan.summary(); msg != "service proxy programs IPv4 and IPv6" || kv != nil {
 		t.Errorf("summary %q %v", msg, kv)
 	}

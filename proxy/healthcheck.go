@@ -11,7 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"herald.dev/herald/proxy/iptables"
+	"herald.dev/herald/proxy/model"
 	"herald.dev/herald/proxy/runner"
 )
 
@@ -26,7 +26,7 @@ type healthServers struct {
 	healthy func() bool
 
 	mu       sync.Mutex
-	services map[iptables.ServiceName]*healthServer
+	services map[model.ServiceName]*healthServer
 }
 
 type healthServer struct {
@@ -45,18 +45,18 @@ func newHealthServers(do runner.Do, log logr.Logger, healthy func() bool) *healt
 	if do == nil {
 		do = func(fn func() error) error { return fn() }
 	}
-	return &healthServers{do: do, log: log, healthy: healthy, services: map[iptables.ServiceName]*healthServer{}}
+	return &healthServers{do: do, log: log, healthy: healthy, services: map[model.ServiceName]*healthServer{}}
 }
 
 // healthChecks lists the Services that need a health check server, as kube-proxy's
 // HealthCheckNodePorts and LocalReadyEndpoints: LoadBalancer, externalTrafficPolicy
 // Local, a health check node port; endpoints are the distinct IPs of ready endpoints on
 // this node (of any port, either family).
-func healthChecks(svcs []iptables.Service, node string) map[iptables.ServiceName]healthCheck {
-	out := map[iptables.ServiceName]healthCheck{}
+func healthChecks(svcs []model.Service, node string) map[model.ServiceName]healthCheck {
+	out := map[model.ServiceName]healthCheck{}
 	for i := range svcs {
 		svc := &svcs[i]
-		if svc.Type != iptables.LoadBalancer || svc.ExternalTrafficPolicy != iptables.PolicyLocal ||
+		if svc.Type != model.LoadBalancer || svc.ExternalTrafficPolicy != model.PolicyLocal ||
 			svc.HealthCheckNodePort <= 0 || svc.HealthCheckNodePort > 65535 {
 			continue
 		}
@@ -80,7 +80,7 @@ func healthChecks(svcs []iptables.Service, node string) map[iptables.ServiceName
 // another port) and updates the endpoint counts. A port that cannot be opened is logged
 // and tried again on the next sync, as kube-proxy does. addrs restricts the listening
 // addresses (--nodeport-addresses); nil listens on all.
-func (h *healthServers) sync(want map[iptables.ServiceName]healthCheck, addrs []netip.Addr) {
+func (h *healthServers) sync(want map[model.ServiceName]healthCheck, addrs []netip.Addr) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for name, s := range h.services {
@@ -105,7 +105,7 @@ func (h *healthServers) sync(want map[iptables.ServiceName]healthCheck, addrs []
 	}
 }
 
-func (h *healthServers) open(name iptables.ServiceName, port int, addrs []netip.Addr) (*healthServer, error) {
+func (h *healthServers) open(name model.ServiceName, port int, addrs []netip.Addr) (*healthServer, error) {
 	s := &healthServer{port: port}
 	listen := []string{":" + strconv.Itoa(port)}
 	if addrs != nil {
@@ -154,7 +154,7 @@ func (h *healthServers) closeAll() {
 
 // handler answers exactly as kube-proxy v1.36 does: headers, status and the indented
 // JSON body, so load balancers configured for kube-proxy see no difference.
-func (h *healthServers) handler(name iptables.ServiceName) http.Handler {
+func (h *healthServers) handler(name model.ServiceName) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		h.mu.Lock()
 		s, ok := h.services[name]
@@ -181,7 +181,7 @@ func (h *healthServers) handler(name iptables.ServiceName) http.Handler {
 
 // healthBody is kube-proxy's response body: its dedented template, tab-indented, no
 // trailing newline.
-func healthBody(name iptables.ServiceName, endpoints int, healthy bool) string {
+func healthBody(name model.ServiceName, endpoints int, healthy bool) string {
 	return fmt.Sprintf("{\n\t\"service\": {\n\t\t\"namespace\": %q,\n\t\t\"name\": %q\n\t},\n\t\"localEndpoints\": %d,\n\t\"serviceProxyHealthy\": %v\n}",
 		name.Namespace, name.Name, endpoints, healthy)
 }

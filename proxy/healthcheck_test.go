@@ -12,25 +12,24 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-
-	"herald.dev/herald/proxy/iptables"
+	"herald.dev/herald/proxy/model"
 )
 
 func TestHealthChecks(t *testing.T) {
-	lb := func(name string, edit func(*iptables.Service)) iptables.Service {
-		s := iptables.Service{Namespace: "ns", Name: name, Type: iptables.LoadBalancer,
-			ExternalTrafficPolicy: iptables.PolicyLocal, HealthCheckNodePort: 30100,
-			EndpointSlices: []iptables.EndpointSlice{{
-				Ports: []iptables.EndpointPort{{Name: "a", Protocol: iptables.TCP, Port: 80}},
-				Endpoints: []iptables.Endpoint{
+	lb := func(name string, edit func(*model.Service)) model.Service {
+		s := model.Service{Namespace: "ns", Name: name, Type: model.LoadBalancer,
+			ExternalTrafficPolicy: model.PolicyLocal, HealthCheckNodePort: 30100,
+			EndpointSlices: []model.EndpointSlice{{
+				Ports: []model.EndpointPort{{Name: "a", Protocol: model.TCP, Port: 80}},
+				Endpoints: []model.Endpoint{
 					{IP: netip.MustParseAddr("10.0.0.1"), NodeName: "me", Ready: true},
 					{IP: netip.MustParseAddr("10.0.0.2"), NodeName: "me", Ready: false, Serving: true, Terminating: true},
 					{IP: netip.MustParseAddr("10.0.0.3"), NodeName: "other", Ready: true},
 				},
 			}, {
 				// The same pod in a second slice (another port) counts once.
-				Ports:     []iptables.EndpointPort{{Name: "b", Protocol: iptables.TCP, Port: 81}},
-				Endpoints: []iptables.Endpoint{{IP: netip.MustParseAddr("10.0.0.1"), NodeName: "me", Ready: true}},
+				Ports:     []model.EndpointPort{{Name: "b", Protocol: model.TCP, Port: 81}},
+				Endpoints: []model.Endpoint{{IP: netip.MustParseAddr("10.0.0.1"), NodeName: "me", Ready: true}},
 			}},
 		}
 		if edit != nil {
@@ -38,18 +37,18 @@ func TestHealthChecks(t *testing.T) {
 		}
 		return s
 	}
-	svcs := []iptables.Service{
+	svcs := []model.Service{
 		lb("local", nil),
-		lb("cluster", func(s *iptables.Service) { s.ExternalTrafficPolicy = iptables.PolicyCluster }),
-		lb("nodeport", func(s *iptables.Service) { s.Type = iptables.NodePort }),
-		lb("noport", func(s *iptables.Service) { s.HealthCheckNodePort = 0 }),
-		lb("none-here", func(s *iptables.Service) {
+		lb("cluster", func(s *model.Service) { s.ExternalTrafficPolicy = model.PolicyCluster }),
+		lb("nodeport", func(s *model.Service) { s.Type = model.NodePort }),
+		lb("noport", func(s *model.Service) { s.HealthCheckNodePort = 0 }),
+		lb("none-here", func(s *model.Service) {
 			s.EndpointSlices = s.EndpointSlices[:1]
 			s.EndpointSlices[0].Endpoints = nil
 		}),
 	}
 	got := healthChecks(svcs, "me")
-	want := map[iptables.ServiceName]healthCheck{
+	want := map[model.ServiceName]healthCheck{
 		{Namespace: "ns", Name: "local"}:     {port: 30100, endpoints: 1},
 		{Namespace: "ns", Name: "none-here"}: {port: 30100, endpoints: 0},
 	}
@@ -68,7 +67,7 @@ func TestHealthBodyIsKubeProxys(t *testing.T) {
 	"localEndpoints": 2,
 	"serviceProxyHealthy": true
 }`
-	if got := healthBody(iptables.ServiceName{Namespace: "ns1", Name: "svc1"}, 2, true); got != want {
+	if got := healthBody(model.ServiceName{Namespace: "ns1", Name: "svc1"}, 2, true); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
@@ -100,25 +99,25 @@ func TestHealthServersServeOpenAndClose(t *testing.T) {
 	healthy.Store(true)
 	hs := newHealthServers(nil, logr.Discard(), healthy.Load)
 	defer hs.closeAll()
-	name := iptables.ServiceName{Namespace: "ns", Name: "web"}
+	name := model.ServiceName{Namespace: "ns", Name: "web"}
 	port := freePort(t)
 	loopback := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
 	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/"
 
-	hs.sync(map[iptables.ServiceName]healthCheck{name: {port: port, endpoints: 2}}, loopback)
+	hs.sync(map[model.ServiceName]healthCheck{name: {port: port, endpoints: 2}}, loopback)
 	code, body, hdr := get(t, url)
 	if code != http.StatusOK || body != healthBody(name, 2, true) ||
 		hdr.Get("Content-Type") != "application/json" || hdr.Get("X-Load-Balancing-Endpoint-Weight") != "2" {
 		t.Errorf("with endpoints: %d %q %v", code, body, hdr)
 	}
 
-	hs.sync(map[iptables.ServiceName]healthCheck{name: {port: port, endpoints: 0}}, loopback)
+	hs.sync(map[model.ServiceName]healthCheck{name: {port: port, endpoints: 0}}, loopback)
 	if code, body, _ := get(t, url); code != http.StatusServiceUnavailable || body != healthBody(name, 0, true) {
 		t.Errorf("without endpoints: %d %q", code, body)
 	}
 
 	healthy.Store(false)
-	hs.sync(map[iptables.ServiceName]healthCheck{name: {port: port, endpoints: 3}}, loopback)
+	hs.sync(map[model.ServiceName]healthCheck{name: {port: port, endpoints: 3}}, loopback)
 	if code, body, _ := get(t, url); code != http.StatusServiceUnavailable || body != healthBody(name, 3, false) {
 		t.Errorf("proxier unhealthy: %d %q", code, body)
 	}

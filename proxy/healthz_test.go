@@ -12,9 +12,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"herald.dev/herald/proxy/model"
 	corev1 "k8s.io/api/core/v1"
-
-	"herald.dev/herald/proxy/iptables"
 )
 
 // TestHealthzServer asks the real server on loopback what load balancers and probes
@@ -31,8 +30,8 @@ func TestHealthzServer(t *testing.T) {
 	p := &Proxier{
 		cfg:     Config{HealthTimeout: time.Minute, Node: func(context.Context) *corev1.Node { return node.Load() }},
 		metrics: m, now: func() time.Time { return start.Add(time.Duration(clock.Load()) * time.Second) },
-		pending:     map[iptables.Family]time.Time{},
-		lastUpdated: map[iptables.Family]time.Time{iptables.IPv4: start},
+		pending:     map[model.Family]time.Time{},
+		lastUpdated: map[model.Family]time.Time{model.IPv4: start},
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	s := newHealthzServer(addr, nil, logr.Discard(), p.healthzMux())
@@ -84,7 +83,7 @@ func TestHealthzServer(t *testing.T) {
 
 	// A change waiting 60 s: both 503, lastUpdated the real last sync.
 	p.mu.Lock()
-	p.pending[iptables.IPv4] = start.Add(3540 * time.Second)
+	p.pending[model.IPv4] = start.Add(3540 * time.Second)
 	p.mu.Unlock()
 	hz, lz = ask("/healthz"), ask("/livez")
 	if hz.code != 503 || hz.body["healthy"] != false || hz.body["lastUpdated"] != stamp(0) || lz.code != 503 {
@@ -94,7 +93,7 @@ func TestHealthzServer(t *testing.T) {
 	// Synced again, but the autoscaler is deleting the node: /healthz says so, /livez
 	// does not care.
 	p.mu.Lock()
-	delete(p.pending, iptables.IPv4)
+	delete(p.pending, model.IPv4)
 	p.mu.Unlock()
 	node.Store(&corev1.Node{Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: toBeDeletedTaint, Effect: corev1.TaintEffectNoSchedule}}}})
 	hz, lz = ask("/healthz"), ask("/livez")

@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 
-	"herald.dev/herald/proxy/iptables"
+	"herald.dev/herald/proxy/model"
 	"herald.dev/herald/proxy/runner"
 )
 
@@ -40,12 +40,12 @@ type Proxier struct {
 	tracker *tracker
 	current *state // latest converted state; nil before the first Update
 	// triggers are the change times of EndpointSlices not yet programmed.
-	triggers map[iptables.ServiceName][]time.Time
+	triggers map[model.ServiceName][]time.Time
 	// pending holds, per family, when the oldest change it has not programmed arrived
 	// (absent: none); lastUpdated, when its last sync succeeded or Run started. They
 	// are the proxier's health (proxyhealth.go).
-	pending     map[iptables.Family]time.Time
-	lastUpdated map[iptables.Family]time.Time
+	pending     map[model.Family]time.Time
+	lastUpdated map[model.Family]time.Time
 	status      Status
 }
 
@@ -88,8 +88,8 @@ func New(cfg Config) (*Proxier, error) {
 		cfg: cfg, settings: s, log: cfg.Log, metrics: m, now: time.Now,
 		wake:     make(chan struct{}, 1),
 		tracker:  newTracker(),
-		triggers: map[iptables.ServiceName][]time.Time{},
-		pending:  map[iptables.Family]time.Time{}, lastUpdated: map[iptables.Family]time.Time{},
+		triggers: map[model.ServiceName][]time.Time{},
+		pending:  map[model.Family]time.Time{}, lastUpdated: map[model.Family]time.Time{},
 		status: Status{Mode: cfg.Mode},
 	}
 	if cfg.Mode == ModeNone {
@@ -182,7 +182,7 @@ func (p *Proxier) healthy() bool {
 // proxyHealth is the proxier's health now (assessHealth).
 func (p *Proxier) proxyHealth() proxyHealth {
 	p.mu.Lock()
-	times := make(map[iptables.Family]familyTimes, len(p.lastUpdated))
+	times := make(map[model.Family]familyTimes, len(p.lastUpdated))
 	for f, t := range p.lastUpdated {
 		times[f] = familyTimes{lastUpdated: t, pendingSince: p.pending[f]}
 	}
@@ -197,7 +197,7 @@ func (p *Proxier) disable(reason, msg string) {
 	p.mu.Unlock()
 	p.metrics.disabled.WithLabelValues(reason).Set(1)
 	p.metrics.families.Reset()
-	for _, f := range []iptables.Family{iptables.IPv4, iptables.IPv6} {
+	for _, f := range []model.Family{model.IPv4, model.IPv6} {
 		p.metrics.families.WithLabelValues(f.String()).Set(0)
 	}
 	p.log.Info("service proxy disabled: "+msg, "reason", reason)

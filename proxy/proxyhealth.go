@@ -3,9 +3,8 @@ package proxy
 import (
 	"time"
 
+	"herald.dev/herald/proxy/model"
 	corev1 "k8s.io/api/core/v1"
-
-	"herald.dev/herald/proxy/iptables"
 )
 
 // The proxier's own health, as kube-proxy's /healthz and /livez report it
@@ -43,7 +42,7 @@ type familyHealth struct {
 
 // assessHealth is the verdict at now. Families that never started (no lastUpdated) are
 // left out, as kube-proxy leaves out proxiers whose loop has not started.
-func assessHealth(now time.Time, timeout time.Duration, families map[iptables.Family]familyTimes) proxyHealth {
+func assessHealth(now time.Time, timeout time.Duration, families map[model.Family]familyTimes) proxyHealth {
 	h := proxyHealth{CurrentTime: now, Healthy: true, Status: map[string]familyHealth{}}
 	for f, t := range families {
 		if t.lastUpdated.IsZero() {

@@ -4,10 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"herald.dev/herald/proxy/model"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"herald.dev/herald/proxy/iptables"
 )
 
 func TestAssessHealth(t *testing.T) {
@@ -17,28 +16,28 @@ func TestAssessHealth(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		now      time.Time
-		families map[iptables.Family]familyTimes
+		families map[model.Family]familyTimes
 		healthy  bool
 		perFam   map[string]bool
 		last     time.Time
 	}{
 		{name: "synced long ago, nothing queued", now: at(3600),
-			families: map[iptables.Family]familyTimes{iptables.IPv4: {lastUpdated: at(0)}},
+			families: map[model.Family]familyTimes{model.IPv4: {lastUpdated: at(0)}},
 			healthy:  true, perFam: map[string]bool{"IPv4": true}, last: at(0)},
 		{name: "queued, not late yet", now: at(59),
-			families: map[iptables.Family]familyTimes{iptables.IPv4: {lastUpdated: at(0), pendingSince: at(0)}},
+			families: map[model.Family]familyTimes{model.IPv4: {lastUpdated: at(0), pendingSince: at(0)}},
 			healthy:  true, perFam: map[string]bool{"IPv4": true}, last: at(0)},
 		{name: "queued for exactly the timeout", now: at(60),
-			families: map[iptables.Family]familyTimes{iptables.IPv4: {lastUpdated: at(0), pendingSince: at(0)}},
+			families: map[model.Family]familyTimes{model.IPv4: {lastUpdated: at(0), pendingSince: at(0)}},
 			healthy:  false, perFam: map[string]bool{"IPv4": false}, last: at(0)},
 		{name: "one family overdue makes the proxier unhealthy", now: at(200),
-			families: map[iptables.Family]familyTimes{
-				iptables.IPv4: {lastUpdated: at(190)},
-				iptables.IPv6: {lastUpdated: at(10), pendingSince: at(100)},
+			families: map[model.Family]familyTimes{
+				model.IPv4: {lastUpdated: at(190)},
+				model.IPv6: {lastUpdated: at(10), pendingSince: at(100)},
 			},
 			healthy: false, perFam: map[string]bool{"IPv4": true, "IPv6": false}, last: at(190)},
 		{name: "not started: left out", now: at(500),
-			families: map[iptables.Family]familyTimes{iptables.IPv4: {pendingSince: at(0)}},
+			families: map[model.Family]familyTimes{model.IPv4: {pendingSince: at(0)}},
 			healthy:  true, perFam: map[string]bool{}},
 		{name: "no families", now: at(0), healthy: true, perFam: map[string]bool{}},
 	} {
@@ -59,11 +58,11 @@ func TestAssessHealth(t *testing.T) {
 	}
 }
 
-func familyNamed(name string) iptables.Family {
+func familyNamed(name string) model.Family {
 	if name == "IPv6" {
-		return iptables.IPv6
+		return model.IPv6
 	}
-	return iptables.IPv4
+	return model.IPv4
 }
 
 func TestNodeEligible(t *testing.T) {

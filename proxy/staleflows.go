@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"herald.dev/herald/proxy/iptables"
+	"herald.dev/herald/proxy/model"
 )
 
 // staleFlows returns the `conntrack -D` filters that clear UDP flows a sync from prev
@@ -22,19 +22,19 @@ import (
 //
 // VIPs are the ClusterIP, externalIPs and load balancer IPs of the family. TCP is never
 // touched: its flows end on their own.
-func staleFlows(family iptables.Family, prev, next []iptables.Service, changed iptables.ServiceSet) [][]string {
+func staleFlows(family model.Family, prev, next []model.Service, changed model.ServiceSet) [][]string {
 	before, after := byName(prev, changed), byName(next, changed)
 	var out [][]string
 	for name := range changed {
 		old, cur := before[name], after[name]
 		if old == nil {
-			old = &iptables.Service{}
+			old = &model.Service{}
 		}
 		for _, op := range old.Ports {
-			if op.Protocol != iptables.UDP {
+			if op.Protocol != model.UDP {
 				continue
 			}
-			var np *iptables.ServicePort
+			var np *model.ServicePort
 			if cur != nil {
 				np = findPort(cur, op.Name)
 			}
@@ -60,7 +60,7 @@ func staleFlows(family iptables.Family, prev, next []iptables.Service, changed i
 		}
 		for _, np := range cur.Ports {
 			// A UDP port that is new is "newly active" as soon as it has endpoints.
-			if np.Protocol == iptables.UDP && findPort(old, np.Name) == nil &&
+			if np.Protocol == model.UDP && findPort(old, np.Name) == nil &&
 				len(udpEndpoints(family, cur, np.Name)) > 0 {
 				out = append(out, clearAll(family, cur, np)...)
 			}
@@ -70,8 +70,8 @@ func staleFlows(family iptables.Family, prev, next []iptables.Service, changed i
 	return slices.CompactFunc(out, slices.Equal)
 }
 
-func byName(svcs []iptables.Service, only iptables.ServiceSet) map[iptables.ServiceName]*iptables.Service {
-	m := make(map[iptables.ServiceName]*iptables.Service, len(only))
+func byName(svcs []model.Service, only model.ServiceSet) map[model.ServiceName]*model.Service {
+	m := make(map[model.ServiceName]*model.Service, len(only))
 	for i := range svcs {
 		if n := svcs[i].ServiceName(); only.Has(n) {
 			m[n] = &svcs[i]
@@ -80,9 +80,9 @@ func byName(svcs []iptables.Service, only iptables.ServiceSet) map[iptables.Serv
 	return m
 }
 
-func findPort(svc *iptables.Service, name string) *iptables.ServicePort {
+func findPort(svc *model.Service, name string) *model.ServicePort {
 	for i := range svc.Ports {
-		if p := &svc.Ports[i]; p.Name == name && p.Protocol == iptables.UDP {
+		if p := &svc.Ports[i]; p.Name == name && p.Protocol == model.UDP {
 			return p
 		}
 	}
@@ -91,11 +91,11 @@ func findPort(svc *iptables.Service, name string) *iptables.ServicePort {
 
 // udpEndpoints maps the "ip:port" endpoints of a UDP service port in the family to
 // whether they are serving.
-func udpEndpoints(family iptables.Family, svc *iptables.Service, port string) map[string]bool {
+func udpEndpoints(family model.Family, svc *model.Service, port string) map[string]bool {
 	eps := map[string]bool{}
 	for _, slice := range svc.EndpointSlices {
 		for _, p := range slice.Ports {
-			if p.Name != port || p.Protocol != iptables.UDP {
+			if p.Name != port || p.Protocol != model.UDP {
 				continue
 			}
 			for _, e := range slice.Endpoints {
@@ -111,7 +111,7 @@ func udpEndpoints(family iptables.Family, svc *iptables.Service, port string) ma
 
 // vips are the addresses the port's traffic arrives on in the family; none when the
 // Service has no ClusterIP there (the generator gives it no rules).
-func vips(family iptables.Family, svc *iptables.Service) []string {
+func vips(family model.Family, svc *model.Service) []string {
 	var out []string
 	for _, a := range svc.ClusterIPs {
 		if a = a.Unmap(); inFamily(family, a) {
@@ -132,7 +132,7 @@ func vips(family iptables.Family, svc *iptables.Service) []string {
 	return out
 }
 
-func clearAll(family iptables.Family, svc *iptables.Service, p iptables.ServicePort) [][]string {
+func clearAll(family model.Family, svc *model.Service, p model.ServicePort) [][]string {
 	ips := vips(family, svc)
 	var out [][]string
 	for _, ip := range ips {
@@ -144,7 +144,7 @@ func clearAll(family iptables.Family, svc *iptables.Service, p iptables.ServiceP
 	return out
 }
 
-func clearNAT(family iptables.Family, svc *iptables.Service, p iptables.ServicePort, endpoint string) [][]string {
+func clearNAT(family model.Family, svc *model.Service, p model.ServicePort, endpoint string) [][]string {
 	ips := vips(family, svc)
 	var out [][]string
 	for _, ip := range ips {
@@ -157,14 +157,14 @@ func clearNAT(family iptables.Family, svc *iptables.Service, p iptables.ServiceP
 }
 
 // filter is a conntrack filter for UDP flows of the family.
-func filter(family iptables.Family, args ...string) []string {
+func filter(family model.Family, args ...string) []string {
 	f := []string{"-p", "udp"}
-	if family == iptables.IPv6 {
+	if family == model.IPv6 {
 		f = []string{"-f", "ipv6", "-p", "udp"}
 	}
 	return append(f, args...)
 }
 
-func inFamily(f iptables.Family, a netip.Addr) bool {
-	return (f == iptables.IPv4 && a.Is4()) || (f == iptables.IPv6 && a.Is6())
+func inFamily(f model.Family, a netip.Addr) bool {
+	return (f == model.IPv4 && a.Is4()) || (f == model.IPv6 && a.Is6())
 }

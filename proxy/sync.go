@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"herald.dev/herald/proxy/iptables"
+	"herald.dev/herald/proxy/model"
 	"herald.dev/herald/proxy/runner"
 )
 
 // family is the sync state of one IP family: kube-proxy runs one proxier per family,
 // herald one family value per family inside one loop.
 type family struct {
-	family iptables.Family
+	family model.Family
 	run    *runner.Runner
 	// last is the snapshot of the last successful restore: what the kernel holds, and
 	// what the next partial sync is computed against. nil until the first success.
@@ -46,7 +47,7 @@ func (p *Proxier) syncAll(ctx context.Context) error {
 	}
 	p.mu.Lock()
 	st, triggers, pending := p.current, p.triggers, p.pending
-	p.triggers, p.pending = map[iptables.ServiceName][]time.Time{}, map[iptables.Family]time.Time{}
+	p.triggers, p.pending = map[model.ServiceName][]time.Time{}, map[model.Family]time.Time{}
 	p.mu.Unlock()
 	if st == nil {
 		return errNoState
@@ -54,7 +55,7 @@ func (p *Proxier) syncAll(ctx context.Context) error {
 
 	addrs, err := p.nodeAddrs()
 	var errs []error
-	failed := map[iptables.Family]bool{}
+	failed := map[model.Family]bool{}
 	if err != nil {
 		errs = append(errs, err)
 		for _, f := range p.families {
@@ -117,7 +118,7 @@ func (p *Proxier) syncFamily(ctx context.Context, f *family, st *state, addrs []
 	snap := &iptables.Snapshot{Family: f.family, Node: node, Services: st.services}
 	full := f.last == nil || f.needFull || start.Sub(f.lastFull) >= p.cfg.SyncPeriod ||
 		!reflect.DeepEqual(f.last.Node, node)
-	var changed iptables.ServiceSet
+	var changed model.ServiceSet
 	if !full {
 		if changed = iptables.ChangedServices(f.last, snap); len(changed) == 0 {
 			for text := range f.problems {
@@ -163,7 +164,7 @@ func (p *Proxier) syncFamily(ctx context.Context, f *family, st *state, addrs []
 // the jumps from the built-in chains (kube-proxy does this only on full syncs too) and
 // lists the nat table so that chains left by anyone (a previous run, a crashed
 // kube-proxy) get deleted.
-func (p *Proxier) apply(ctx context.Context, f *family, snap *iptables.Snapshot, changed iptables.ServiceSet, full bool) (*iptables.Payload, error) {
+func (p *Proxier) apply(ctx context.Context, f *family, snap *iptables.Snapshot, changed model.ServiceSet, full bool) (*iptables.Payload, error) {
 	opts := iptables.Options{}
 	if full {
 		// One iptables-save per table tells which canaries and jumps already exist
@@ -250,7 +251,7 @@ func (p *Proxier) node(f *family, addrs []netip.Addr) (iptables.Node, error) {
 
 // clearStaleFlows deletes the UDP conntrack entries the sync left stuck. Failures are
 // logged, not returned: the rules are right, and a stale flow ends when its client stops.
-func (p *Proxier) clearStaleFlows(ctx context.Context, fam iptables.Family, prev, next []iptables.Service, changed iptables.ServiceSet) {
+func (p *Proxier) clearStaleFlows(ctx context.Context, fam model.Family, prev, next []model.Service, changed model.ServiceSet) {
 	flows := staleFlows(fam, prev, next, changed)
 	if len(flows) == 0 {
 		return
@@ -268,7 +269,7 @@ func (p *Proxier) clearStaleFlows(ctx context.Context, fam iptables.Family, prev
 
 // noteProblems logs the generator's problems that the family's previous payload did
 // not have, and adds them all to problems.
-func (p *Proxier) noteProblems(f *family, list []iptables.Problem, problems map[string]bool) {
+func (p *Proxier) noteProblems(f *family, list []model.Problem, problems map[string]bool) {
 	seen := make(map[string]bool, len(list))
 	for _, pr := range list {
 		text := pr.Error()

@@ -6,11 +6,10 @@ import (
 	"slices"
 	"time"
 
+	"herald.dev/herald/proxy/model"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"herald.dev/herald/proxy/iptables"
 )
 
 // tracker turns the full lists of Services and EndpointSlices the caller hands over into
@@ -28,26 +27,26 @@ type tracker struct {
 type serviceEntry struct {
 	uid      types.UID
 	version  string
-	svc      iptables.Service // without EndpointSlices
+	svc      model.Service // without EndpointSlices
 	ok       bool
-	problems []iptables.Problem
+	problems []model.Problem
 }
 
 type sliceEntry struct {
 	uid      types.UID
 	version  string
 	name     string
-	service  iptables.ServiceName
-	slice    iptables.EndpointSlice
+	service  model.ServiceName
+	slice    model.EndpointSlice
 	ok       bool
-	problems []iptables.Problem
+	problems []model.Problem
 }
 
 // state is one converted view of the cluster: what a sync programs.
 type state struct {
-	services []iptables.Service
+	services []model.Service
 	// problems are the conversion's; the generator adds its own per family.
-	problems []iptables.Problem
+	problems []model.Problem
 }
 
 // changes is what one update found.
@@ -56,10 +55,10 @@ type changes struct {
 	any bool
 	// triggers are the times the endpoints of a Service changed: the EndpointSlice's
 	// last-change-trigger-time annotation, or when the change was seen.
-	triggers map[iptables.ServiceName][]time.Time
+	triggers map[model.ServiceName][]time.Time
 	// problems are newly found conversion problems (of objects converted this time),
 	// for the log; state.problems holds them all.
-	problems []iptables.Problem
+	problems []model.Problem
 }
 
 func newTracker() *tracker {
@@ -73,7 +72,7 @@ func newTracker() *tracker {
 // when nothing changed. The first call's objects are the initial state, not changes:
 // they record no triggers.
 func (t *tracker) update(now time.Time, svcs []*corev1.Service, eps []*discoveryv1.EndpointSlice) (*state, changes) {
-	ch := changes{triggers: map[iptables.ServiceName][]time.Time{}}
+	ch := changes{triggers: map[model.ServiceName][]time.Time{}}
 	first := !t.started
 	if first {
 		t.started, t.start, ch.any = true, now, true
@@ -158,14 +157,14 @@ func (t *tracker) triggerTime(slice *discoveryv1.EndpointSlice, now time.Time) t
 // input gives equal Services (ChangedServices compares them deeply).
 func (t *tracker) state() *state {
 	st := &state{}
-	bySvc := map[iptables.ServiceName][]*sliceEntry{}
+	bySvc := map[model.ServiceName][]*sliceEntry{}
 	for _, e := range t.slices {
 		st.problems = append(st.problems, e.problems...)
 		if e.ok {
 			bySvc[e.service] = append(bySvc[e.service], e)
 		}
 	}
-	st.services = make([]iptables.Service, 0, len(t.services))
+	st.services = make([]model.Service, 0, len(t.services))
 	for _, e := range t.services {
 		st.problems = append(st.problems, e.problems...)
 		if !e.ok {
@@ -174,7 +173,7 @@ func (t *tracker) state() *state {
 		svc := e.svc
 		if list := bySvc[svc.ServiceName()]; len(list) > 0 {
 			slices.SortFunc(list, func(a, b *sliceEntry) int { return cmp.Compare(a.name, b.name) })
-			svc.EndpointSlices = make([]iptables.EndpointSlice, len(list))
+			svc.EndpointSlices = make([]model.EndpointSlice, len(list))
 			for i, se := range list {
 				svc.EndpointSlices[i] = se.slice
 			}

@@ -4,10 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"herald.dev/herald/proxy/model"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-
-	"herald.dev/herald/proxy/iptables"
 )
 
 func TestTrackerBuildsServicesWithSortedSlices(t *testing.T) {
@@ -55,7 +54,7 @@ func TestTrackerChangesAndTriggers(t *testing.T) {
 	slice3.Endpoints[0].Addresses = []string{"10.0.0.9"}
 	seen := t0.Add(3 * time.Second)
 	_, ch = tr.update(seen, []*corev1.Service{svc}, []*discoveryv1.EndpointSlice{slice3})
-	name := iptables.ServiceName{Namespace: "ns1", Name: "svc1"}
+	name := model.ServiceName{Namespace: "ns1", Name: "svc1"}
 	if !ch.any || len(ch.triggers[name]) != 1 || !ch.triggers[name][0].Equal(seen) {
 		t.Fatalf("change: any %v, triggers %v; want one at %v", ch.any, ch.triggers, seen)
 	}

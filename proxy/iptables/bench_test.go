@@ -4,30 +4,32 @@ import (
 	"fmt"
 	"net/netip"
 	"testing"
+
+	"herald.dev/herald/proxy/model"
 )
 
 // benchSnapshot builds n LoadBalancer Services (ClusterIP, NodePort, one LB IP) with two
 // endpoints each, one of them on this node. 2n endpoints put kube-proxy in large cluster
 // mode, as in a real cluster of that size.
 func benchSnapshot(n int) *Snapshot {
-	svcs := make([]Service, n)
+	svcs := make([]model.Service, n)
 	for i := range svcs {
 		hi, lo := byte(i>>8), byte(i)
-		svcs[i] = Service{
-			Namespace: fmt.Sprintf("ns%d", i%100), Name: fmt.Sprintf("svc%d", i), Type: LoadBalancer,
+		svcs[i] = model.Service{
+			Namespace: fmt.Sprintf("ns%d", i%100), Name: fmt.Sprintf("svc%d", i), Type: model.LoadBalancer,
 			ClusterIPs:      []netip.Addr{netip.AddrFrom4([4]byte{172, 30, hi, lo})},
 			LoadBalancerIPs: []netip.Addr{netip.AddrFrom4([4]byte{198, 18, hi, lo})},
-			Ports:           []ServicePort{{Name: "http", Protocol: TCP, Port: 80, NodePort: 30000 + i%2768}},
-			EndpointSlices: []EndpointSlice{{
-				Ports: []EndpointPort{{Name: "http", Protocol: TCP, Port: 8080}},
-				Endpoints: []Endpoint{
+			Ports:           []model.ServicePort{{Name: "http", Protocol: model.TCP, Port: 80, NodePort: 30000 + i%2768}},
+			EndpointSlices: []model.EndpointSlice{{
+				Ports: []model.EndpointPort{{Name: "http", Protocol: model.TCP, Port: 8080}},
+				Endpoints: []model.Endpoint{
 					{IP: netip.AddrFrom4([4]byte{10, 1, hi, lo}), NodeName: testNodeName, Ready: true, Serving: true},
 					{IP: netip.AddrFrom4([4]byte{10, 2, hi, lo}), NodeName: "other", Ready: true, Serving: true},
 				},
 			}},
 		}
 	}
-	return snapshot(IPv4, testNode(), svcs...)
+	return snapshot(model.IPv4, testNode(), svcs...)
 }
 
 func BenchmarkGenerateFull10kServices(b *testing.B) {

@@ -3,6 +3,8 @@ package iptables
 import (
 	"reflect"
 	"testing"
+
+	"herald.dev/herald/proxy/model"
 )
 
 func TestChangedServices(t *testing.T) {
@@ -10,11 +12,11 @@ func TestChangedServices(t *testing.T) {
 	b := service("ns1", "b", "172.30.0.2", endpoints(ready("10.0.0.2", "")))
 	c := service("ns1", "c", "172.30.0.3")
 	bMoved := service("ns1", "b", "172.30.0.2", endpoints(ready("10.0.0.3", "")))
-	prev := snapshot(IPv4, testNode(), a, b, c)
-	next := snapshot(IPv4, testNode(), service("ns1", "d", "172.30.0.4"), bMoved, a)
+	prev := snapshot(model.IPv4, testNode(), a, b, c)
+	next := snapshot(model.IPv4, testNode(), service("ns1", "d", "172.30.0.4"), bMoved, a)
 
 	got := ChangedServices(prev, next)
-	want := NewServiceSet(ServiceName{"ns1", "b"}, ServiceName{"ns1", "c"}, ServiceName{"ns1", "d"})
+	want := model.NewServiceSet(model.ServiceName{Namespace: "ns1", Name: "b"}, model.ServiceName{Namespace: "ns1", Name: "c"}, model.ServiceName{Namespace: "ns1", Name: "d"})
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("ChangedServices = %v, want %v", got, want)
 	}
@@ -29,9 +31,9 @@ func TestChangedServices(t *testing.T) {
 // A partial sync without changes writes no per-service chains, but keeps track of them:
 // written + skipped rules equal what a full sync writes.
 func TestPartialSyncAccounting(t *testing.T) {
-	snap := snapshot(IPv4, testNode(), overallServices()...)
+	snap := snapshot(model.IPv4, testNode(), overallServices()...)
 	full := mustGenerate(t, snap, Options{})
-	partial := mustGenerate(t, snap, Options{Changed: ServiceSet{}})
+	partial := mustGenerate(t, snap, Options{Changed: model.ServiceSet{}})
 	if !partial.Partial || full.Partial {
 		t.Errorf("Partial flags: full %v, partial %v", full.Partial, partial.Partial)
 	}
@@ -52,7 +54,7 @@ func TestPartialSyncAccounting(t *testing.T) {
 	}
 
 	// Rewriting only ns5/svc5 writes exactly its chains.
-	one := mustGenerate(t, snap, Options{Changed: NewServiceSet(ServiceName{"ns5", "svc5"})})
+	one := mustGenerate(t, snap, Options{Changed: model.NewServiceSet(model.ServiceName{Namespace: "ns5", Name: "svc5"})})
 	want := []string{chainServices, chainNodePorts, chainPostrouting, chainMarkMasq,
 		"KUBE-EXT-NUKIZ6OKUXPJNT4C", "KUBE-FW-NUKIZ6OKUXPJNT4C", "KUBE-SVC-NUKIZ6OKUXPJNT4C", "KUBE-SEP-I77PXRDZVX7PMWMN"}
 	if !reflect.DeepEqual(one.NAT.Chains, want) {
@@ -62,7 +64,7 @@ func TestPartialSyncAccounting(t *testing.T) {
 
 // Stale chains are found among the existing ones by prefix; others are left alone.
 func TestStaleChains(t *testing.T) {
-	snap := snapshot(IPv4, testNode(), service("ns1", "svc1", "172.30.0.41", endpoints(ready("10.180.0.1", ""))))
+	snap := snapshot(model.IPv4, testNode(), service("ns1", "svc1", "172.30.0.41", endpoints(ready("10.180.0.1", ""))))
 	existing := []string{"KUBE-SERVICES", "KUBE-SVC-XPGD46QRK7WJZT7O", "KUBE-SEP-SXIVWICOYRO3J4NJ",
 		"KUBE-SEP-GONE", "KUBE-FW-GONE", "KUBE-SEP-GONE", "CNI-HOSTPORT-DNAT", "KUBE-XLB-OLD", "KUBE-MARK-DROP"}
 	p := mustGenerate(t, snap, Options{ExistingNATChains: existing})

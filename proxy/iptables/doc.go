@@ -27,10 +27,12 @@
 // chains changes from run to run. This package walks services sorted by namespace, name,
 // port name and protocol, which is one of the orders kube-proxy may produce.
 //
-// Files: types.go (input), node.go (per-node settings), names.go (chain-name hashing),
-// ports.go (per-family view of a service port), endpoints.go (endpoint selection),
-// plan.go (chains and verdicts per port), nat.go and filter.go (per-service rules),
-// toplevel.go (shared chains), jumps.go (rules in built-in chains), generate.go
-// (assembly and Payload), changes.go (partial syncs), problems.go (skipped input),
-// lines.go (restore-input lines), probability.go (load-balancing probabilities).
+// The input types and the per-port decisions (which endpoints, which chains) come from
+// package model; this package only names chains and writes rule text.
+//
+// Files: snapshot.go (input), node.go (per-node settings), names.go (chain-name
+// hashing), plan.go (chains and verdicts per port), nat.go and filter.go (per-service
+// rules), toplevel.go (shared chains), jumps.go (rules in built-in chains), generate.go
+// (assembly and Payload), lines.go (restore-input lines), probability.go
+// (load-balancing probabilities).
 package iptables

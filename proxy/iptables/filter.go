@@ -7,39 +7,39 @@ import "strconv"
 // check node port ACCEPT. Order is kube-proxy's: ClusterIP, externalIPs, firewall drops
 // per LB IP, LB IPs, NodePort, health check port.
 func writeFilterRules(out *lines, p *portInfo, pl *portPlan) {
-	if !pl.hasInternal {
+	if !pl.HasInternal {
 		out.rule(chainServices, pl.internalComment,
-			"-m", p.protocol, "-p", p.protocol, "-d", p.clusterIP, "--dport", p.port, "-j", pl.internalVerdict)
+			"-m", p.Protocol, "-p", p.Protocol, "-d", p.ClusterIP, "--dport", p.Port, "-j", pl.internalVerdict)
 	}
-	if !pl.hasExternal {
-		for _, ip := range p.externalIPs {
+	if !pl.HasExternal {
+		for _, ip := range p.ExternalIPs {
 			out.rule(chainExternalServices, pl.externalComment,
-				"-m", p.protocol, "-p", p.protocol, "-d", ip, "--dport", p.port, "-j", pl.externalVerdict)
+				"-m", p.Protocol, "-p", p.Protocol, "-d", ip, "--dport", p.Port, "-j", pl.externalVerdict)
 		}
 	}
 	// Packets to an LB IP that KUBE-FW- did not send on were not DNATed, so they
 	// still carry the LB IP when they reach this rule.
 	if pl.usesFirewallChain {
-		comment := quote(p.name, " traffic not accepted by ", p.chains.firewall)
-		for _, ip := range p.lbIPs {
+		comment := quote(p.Name, " traffic not accepted by ", p.chains.firewall)
+		for _, ip := range p.LoadBalancerIPs {
 			out.rule(chainProxyFirewall, comment,
-				"-m", p.protocol, "-p", p.protocol, "-d", ip, "--dport", p.port, "-j", "DROP")
+				"-m", p.Protocol, "-p", p.Protocol, "-d", ip, "--dport", p.Port, "-j", "DROP")
 		}
 	}
-	if !pl.hasExternal {
-		for _, ip := range p.lbIPs {
+	if !pl.HasExternal {
+		for _, ip := range p.LoadBalancerIPs {
 			out.rule(chainExternalServices, pl.externalComment,
-				"-m", p.protocol, "-p", p.protocol, "-d", ip, "--dport", p.port, "-j", pl.externalVerdict)
+				"-m", p.Protocol, "-p", p.Protocol, "-d", ip, "--dport", p.Port, "-j", pl.externalVerdict)
 		}
-		if p.nodePort != 0 {
+		if p.NodePort != 0 {
 			out.rule(chainExternalServices, pl.externalComment, "-m", "addrtype", "--dst-type", "LOCAL",
-				"-m", p.protocol, "-p", p.protocol, "--dport", strconv.Itoa(p.nodePort), "-j", pl.externalVerdict)
+				"-m", p.Protocol, "-p", p.Protocol, "--dport", strconv.Itoa(p.NodePort), "-j", pl.externalVerdict)
 		}
 	}
 	// The health check port is opened whether or not this node has local endpoints:
 	// the answer (200 or 503) is what tells the load balancer.
-	if p.healthCheckPort != 0 {
-		out.rule(chainNodePorts, quote(p.name, " health check node port"),
-			"-m", "tcp", "-p", "tcp", "--dport", strconv.Itoa(p.healthCheckPort), "-j", "ACCEPT")
+	if p.HealthCheckNodePort != 0 {
+		out.rule(chainNodePorts, quote(p.Name, " health check node port"),
+			"-m", "tcp", "-p", "tcp", "--dport", strconv.Itoa(p.HealthCheckNodePort), "-j", "ACCEPT")
 	}
 }

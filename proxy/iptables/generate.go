@@ -3,6 +3,8 @@ package iptables
 import (
 	"fmt"
 	"slices"
+
+	"herald.dev/herald/proxy/model"
 )
 
 // Options turns a full sync into one of kube-proxy's lighter ones. The zero value is a
@@ -15,7 +17,7 @@ type Options struct {
 	// ChangedServices to compute the set; do a full sync instead after a failed
 	// restore, when Node changed, or when LargeClusterMode flipped and comments should
 	// follow.
-	Changed ServiceSet
+	Changed model.ServiceSet
 	// ExistingNATChains lists the chains now in the nat table (from iptables-save -t
 	// nat). Every per-service chain in it that this snapshot does not use is flushed
 	// and deleted in the payload, as kube-proxy does. nil skips the cleanup (kube-proxy
@@ -26,7 +28,7 @@ type Options struct {
 // Payload is the iptables-restore input of one sync of one family, with what a runner
 // needs to apply it and keep track of it.
 type Payload struct {
-	Family Family
+	Family model.Family
 	// Partial reports whether unchanged services' chains were left out.
 	Partial bool
 	// Filter and NAT are the two tables of the restore input.
@@ -46,7 +48,7 @@ type Payload struct {
 	TotalEndpoints   int
 	LargeClusterMode bool
 	// Problems lists the input that was skipped.
-	Problems []Problem
+	Problems []model.Problem
 
 	data []byte
 }
@@ -75,18 +77,21 @@ func Generate(snap *Snapshot, opts Options) (*Payload, error) {
 	if err != nil {
 		return nil, fmt.Errorf("generate %s rules: %w", snap.Family, err)
 	}
-	var probs problems
-	ports := resolveServices(snap, node, &probs)
+	resolved, probs := model.Resolve(snap.Services, snap.Family, node.name)
+	ports := make([]*portInfo, len(resolved))
+	for i, p := range resolved {
+		ports[i] = newPortInfo(p)
+	}
 
 	g := newGenerator(node, len(ports))
 	g.payload.Family, g.payload.Partial = snap.Family, opts.Changed != nil
 	for _, p := range ports {
-		g.payload.TotalEndpoints += len(p.endpoints)
+		g.payload.TotalEndpoints += len(p.Endpoints)
 	}
 	g.payload.LargeClusterMode = node.largeAbove >= 0 && g.payload.TotalEndpoints > node.largeAbove
 
 	for _, p := range ports {
-		g.writePort(p, opts.Changed == nil || opts.Changed.Has(p.svc))
+		g.writePort(p, opts.Changed == nil || opts.Changed.Has(p.Service))
 	}
 	g.deleteStale(opts.ExistingNATChains)
 	writeNodePortsJump(&g.natRules, node)

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"herald.dev/herald/proxy/model"
 )
 
 // go test ./proxy/iptables/ -update rewrites testdata/<scenario>.golden from the current
@@ -34,88 +36,88 @@ func one(name string, snap *Snapshot) goldenScenario {
 
 func goldenScenarios() []goldenScenario {
 	node := testNode()
-	local := func(s *Service) { s.ExternalTrafficPolicy = PolicyLocal }
-	internalLocal := func(s *Service) { s.InternalTrafficPolicy = PolicyLocal }
-	nodePort := func(port int) func(*Service) {
-		return func(s *Service) { s.Type, s.Ports[0].NodePort = NodePort, port }
+	local := func(s *model.Service) { s.ExternalTrafficPolicy = model.PolicyLocal }
+	internalLocal := func(s *model.Service) { s.InternalTrafficPolicy = model.PolicyLocal }
+	nodePort := func(port int) func(*model.Service) {
+		return func(s *model.Service) { s.Type, s.Ports[0].NodePort = model.NodePort, port }
 	}
-	hcnp := func(port int) func(*Service) { return func(s *Service) { s.HealthCheckNodePort = port } }
+	hcnp := func(port int) func(*model.Service) { return func(s *model.Service) { s.HealthCheckNodePort = port } }
 
 	var out []goldenScenario
 
-	out = append(out, one("clusterip", snapshot(IPv4, node,
+	out = append(out, one("clusterip", snapshot(model.IPv4, node,
 		service("ns1", "three", "172.30.0.41", endpoints(
 			ready("10.180.0.2", ""), ready("10.180.0.10", testNodeName), ready("10.180.1.1", "other"))),
-		service("ns1", "unnamed", "172.30.0.42", func(s *Service) {
+		service("ns1", "unnamed", "172.30.0.42", func(s *model.Service) {
 			s.Ports[0].Name, s.Ports[0].Port = "", 443
-		}, endpointsOn("", TCP, 8443, ready("10.180.0.3", ""))),
+		}, endpointsOn("", model.TCP, 8443, ready("10.180.0.3", ""))),
 		service("ns1", "empty", "172.30.0.43"),
-		service("ns1", "headless", "172.30.0.44", func(s *Service) { s.ClusterIPs = nil }, endpoints(ready("10.180.0.4", ""))),
-		service("ns1", "external-name", "172.30.0.45", func(s *Service) { s.Type = ExternalName }),
+		service("ns1", "headless", "172.30.0.44", func(s *model.Service) { s.ClusterIPs = nil }, endpoints(ready("10.180.0.4", ""))),
+		service("ns1", "external-name", "172.30.0.45", func(s *model.Service) { s.Type = model.ExternalName }),
 	)))
 
-	out = append(out, one("nodeport", snapshot(IPv4, node,
+	out = append(out, one("nodeport", snapshot(model.IPv4, node,
 		service("ns1", "cluster", "172.30.0.51", nodePort(30051), endpoints(ready("10.180.0.1", ""), ready("10.180.1.1", "other"))),
 		// ETP=Local on a NodePort service: no health check port (LoadBalancer only).
 		service("ns1", "local", "172.30.0.52", nodePort(30052), local, hcnp(30152),
 			endpoints(ready("10.180.0.2", testNodeName), ready("10.180.1.2", "other"))),
 	)))
-	out = append(out, one("nodeport-localhost", snapshot(IPv4, fakeProxierNode(),
+	out = append(out, one("nodeport-localhost", snapshot(model.IPv4, fakeProxierNode(),
 		service("ns1", "cluster", "172.30.0.51", nodePort(30051), endpoints(ready("10.180.0.1", ""))),
 	)))
 
-	out = append(out, one("loadbalancer-etp-cluster", snapshot(IPv4, node,
+	out = append(out, one("loadbalancer-etp-cluster", snapshot(model.IPv4, node,
 		service("ns1", "lb", "172.30.0.61", loadBalancer(30061, "1.2.3.4", "5.6.7.8"), hcnp(30161),
 			endpoints(ready("10.180.0.1", testNodeName), ready("10.180.1.1", "other"))),
 	)))
-	out = append(out, one("loadbalancer-etp-local", snapshot(IPv4, node,
+	out = append(out, one("loadbalancer-etp-local", snapshot(model.IPv4, node,
 		service("ns1", "lb", "172.30.0.62", loadBalancer(30062, "1.2.3.4"), local, hcnp(30162),
 			endpoints(ready("10.180.0.1", testNodeName), ready("10.180.0.2", testNodeName), ready("10.180.1.1", "other"))),
 	)))
-	out = append(out, one("loadbalancer-etp-local-no-local-endpoints", snapshot(IPv4, node,
-		service("ns1", "lb", "172.30.0.63", loadBalancer(30063, "1.2.3.4"), local, hcnp(30163), func(s *Service) {
+	out = append(out, one("loadbalancer-etp-local-no-local-endpoints", snapshot(model.IPv4, node,
+		service("ns1", "lb", "172.30.0.63", loadBalancer(30063, "1.2.3.4"), local, hcnp(30163), func(s *model.Service) {
 			s.ExternalIPs = addrs("192.168.99.11")
 		}, endpoints(ready("10.180.1.1", "other"))),
 	)))
 
-	out = append(out, one("source-ranges", snapshot(IPv4, node,
+	out = append(out, one("source-ranges", snapshot(model.IPv4, node,
 		// 192.168.0.0/24 holds the node IP, so node-originated traffic looping back
 		// from the VIPs is allowed too. The IPv6 range is ignored by the IPv4 proxier.
-		service("ns1", "allow-node", "172.30.0.71", loadBalancer(30071, "1.2.3.4", "5.6.7.8"), func(s *Service) {
+		service("ns1", "allow-node", "172.30.0.71", loadBalancer(30071, "1.2.3.4", "5.6.7.8"), func(s *model.Service) {
 			s.LoadBalancerSourceRanges = prefixes("203.0.113.7/25", "192.168.0.0/24", "2001:db8::/32")
 		}, endpoints(ready("10.180.0.1", ""))),
-		service("ns1", "local", "172.30.0.72", loadBalancer(30072, "1.2.3.5"), local, hcnp(30172), func(s *Service) {
+		service("ns1", "local", "172.30.0.72", loadBalancer(30072, "1.2.3.5"), local, hcnp(30172), func(s *model.Service) {
 			s.LoadBalancerSourceRanges = prefixes("203.0.113.0/25")
 		}, endpoints(ready("10.180.1.1", "other"))),
 		// A zero-length range allows everything: no firewall chain.
-		service("ns1", "open", "172.30.0.73", loadBalancer(30073, "1.2.3.6"), func(s *Service) {
+		service("ns1", "open", "172.30.0.73", loadBalancer(30073, "1.2.3.6"), func(s *model.Service) {
 			s.LoadBalancerSourceRanges = prefixes("0.0.0.0/0", "203.0.113.0/25")
 		}, endpoints(ready("10.180.0.3", ""))),
 	)))
 
-	out = append(out, one("affinity", snapshot(IPv4, node,
-		service("ns1", "sticky", "172.30.0.81", loadBalancer(30081, "1.2.3.4"), local, hcnp(30181), func(s *Service) {
+	out = append(out, one("affinity", snapshot(model.IPv4, node,
+		service("ns1", "sticky", "172.30.0.81", loadBalancer(30081, "1.2.3.4"), local, hcnp(30181), func(s *model.Service) {
 			s.SessionAffinityClientIP, s.AffinityTimeoutSeconds = true, 600
 		}, endpoints(ready("10.180.0.1", testNodeName), ready("10.180.1.1", "other"), ready("10.180.2.1", "other"))),
-		service("ns1", "default-timeout", "172.30.0.82", func(s *Service) { s.SessionAffinityClientIP = true },
+		service("ns1", "default-timeout", "172.30.0.82", func(s *model.Service) { s.SessionAffinityClientIP = true },
 			endpoints(ready("10.180.0.2", ""))),
 	)))
 
-	out = append(out, one("no-endpoints", snapshot(IPv4, node,
-		service("ns1", "reject", "172.30.0.91", loadBalancer(30091, "1.2.3.4"), func(s *Service) {
+	out = append(out, one("no-endpoints", snapshot(model.IPv4, node,
+		service("ns1", "reject", "172.30.0.91", loadBalancer(30091, "1.2.3.4"), func(s *model.Service) {
 			s.ExternalIPs = addrs("192.168.99.11")
 			s.LoadBalancerSourceRanges = prefixes("203.0.113.0/25")
 		}),
 		// Endpoints that are neither ready nor serving-and-terminating do not count.
 		service("ns1", "not-ready", "172.30.0.92", nodePort(30092), endpoints(
-			Endpoint{IP: addr("10.180.0.1"), NodeName: testNodeName}, terminating("10.180.0.2", testNodeName, false))),
+			model.Endpoint{IP: addr("10.180.0.1"), NodeName: testNodeName}, terminating("10.180.0.2", testNodeName, false))),
 		// Endpoints for another port name do not count either.
-		service("ns1", "wrong-port", "172.30.0.93", endpointsOn("http", TCP, 80, ready("10.180.0.3", ""))),
+		service("ns1", "wrong-port", "172.30.0.93", endpointsOn("http", model.TCP, 80, ready("10.180.0.3", ""))),
 	)))
 
 	// The same ip:port in two slices (a pod IP reused while the old pod terminates):
 	// the non-terminating copy wins, whichever slice comes first.
-	out = append(out, one("duplicate-endpoints", snapshot(IPv4, node,
+	out = append(out, one("duplicate-endpoints", snapshot(model.IPv4, node,
 		service("ns1", "reused-first", "172.30.0.95",
 			endpoints(terminating("10.180.0.5", "other", true), ready("10.180.0.6", "other")),
 			endpoints(ready("10.180.0.5", testNodeName))),
@@ -124,28 +126,28 @@ func goldenScenarios() []goldenScenario {
 			endpoints(terminating("10.180.0.7", "other", true), ready("10.180.0.8", "other"))),
 	)))
 
-	term := func(name, ip string, policy TrafficPolicy, eps ...Endpoint) Service {
-		return service("ns1", name, ip, loadBalancer(0, "1.2.3.5"), func(s *Service) {
+	term := func(name, ip string, policy model.TrafficPolicy, eps ...model.Endpoint) model.Service {
+		return service("ns1", name, ip, loadBalancer(0, "1.2.3.5"), func(s *model.Service) {
 			s.ExternalTrafficPolicy = policy
 		}, endpoints(eps...))
 	}
-	out = append(out, one("terminating", snapshot(IPv4, node,
+	out = append(out, one("terminating", snapshot(model.IPv4, node,
 		// Ready endpoints exist: terminating ones are ignored.
-		term("ready-and-terminating", "172.30.1.1", PolicyLocal, ready("10.0.1.1", testNodeName),
+		term("ready-and-terminating", "172.30.1.1", model.PolicyLocal, ready("10.0.1.1", testNodeName),
 			terminating("10.0.1.2", testNodeName, true), ready("10.0.1.3", "other"), terminating("10.0.1.4", "other", true)),
 		// Only the local set falls back to terminating endpoints.
-		term("local-terminating", "172.30.1.2", PolicyLocal, terminating("10.0.2.1", testNodeName, true),
+		term("local-terminating", "172.30.1.2", model.PolicyLocal, terminating("10.0.2.1", testNodeName, true),
 			terminating("10.0.2.2", testNodeName, false), ready("10.0.2.3", "other")),
 		// Both sets fall back.
-		term("all-terminating", "172.30.1.3", PolicyLocal, terminating("10.0.3.1", testNodeName, true),
+		term("all-terminating", "172.30.1.3", model.PolicyLocal, terminating("10.0.3.1", testNodeName, true),
 			terminating("10.0.3.2", "other", true)),
-		term("cluster-terminating", "172.30.1.4", PolicyCluster, terminating("10.0.4.1", testNodeName, true),
+		term("cluster-terminating", "172.30.1.4", model.PolicyCluster, terminating("10.0.4.1", testNodeName, true),
 			terminating("10.0.4.2", "other", true), terminating("10.0.4.3", "other", false)),
 		// Terminating and not serving: nothing usable.
-		term("none-serving", "172.30.1.5", PolicyLocal, terminating("10.0.5.1", testNodeName, false)),
+		term("none-serving", "172.30.1.5", model.PolicyLocal, terminating("10.0.5.1", testNodeName, false)),
 	)))
 
-	out = append(out, one("itp-local", snapshot(IPv4, node,
+	out = append(out, one("itp-local", snapshot(model.IPv4, node,
 		service("ns1", "local", "172.30.2.1", internalLocal,
 			endpoints(ready("10.0.1.1", testNodeName), ready("10.0.1.2", "other"))),
 		service("ns1", "none-local", "172.30.2.2", internalLocal, endpoints(ready("10.0.2.1", "other"))),
@@ -159,43 +161,43 @@ func goldenScenarios() []goldenScenario {
 			endpoints(ready("10.0.5.1", testNodeName), ready("10.0.5.2", "other"))),
 	)))
 
-	out = append(out, one("externalips", snapshot(IPv4, node,
-		service("ns1", "cluster", "172.30.3.1", func(s *Service) {
+	out = append(out, one("externalips", snapshot(model.IPv4, node,
+		service("ns1", "cluster", "172.30.3.1", func(s *model.Service) {
 			s.ExternalIPs = addrs("192.168.99.11", "192.168.99.12", "2001:db8::1")
 		}, endpoints(ready("10.0.1.1", ""))),
 		// ETP=Local applies to a ClusterIP service with externalIPs.
-		service("ns1", "local", "172.30.3.2", local, func(s *Service) {
+		service("ns1", "local", "172.30.3.2", local, func(s *model.Service) {
 			s.ExternalIPs = addrs("192.168.99.13")
 		}, endpoints(ready("10.0.2.1", testNodeName), ready("10.0.2.2", "other"))),
 		// ...but not to one without: the policy is ignored.
 		service("ns1", "local-ignored", "172.30.3.3", local, endpoints(ready("10.0.3.1", "other"))),
 	)))
 
-	dual := service("ns1", "dual", "fd00:30::41", loadBalancer(30401, "2001:db8::99", "1.2.3.4"), local, hcnp(30501), func(s *Service) {
+	dual := service("ns1", "dual", "fd00:30::41", loadBalancer(30401, "2001:db8::99", "1.2.3.4"), local, hcnp(30501), func(s *model.Service) {
 		s.ClusterIPs = addrs("fd00:30::41", "172.30.4.1")
 		s.ExternalIPs = addrs("2001:db8::11", "192.168.99.11")
 		s.LoadBalancerSourceRanges = prefixes("2001:db8::/64", "fd00::/64", "203.0.113.0/25")
 	}, endpoints(ready("fd00:10::1", testNodeName), ready("fd00:10::2", "other"), ready("10.0.4.1", testNodeName)))
-	v6affinity := service("ns1", "v6", "fd00:30::42", func(s *Service) { s.SessionAffinityClientIP = true },
+	v6affinity := service("ns1", "v6", "fd00:30::42", func(s *model.Service) { s.SessionAffinityClientIP = true },
 		endpoints(ready("fd00:10::10", ""), ready("fd00:10::9", "")))
-	out = append(out, one("ipv6", snapshot(IPv6, node, dual, v6affinity)))
-	out = append(out, one("dual-stack-ipv4", snapshot(IPv4, node, dual, v6affinity)))
+	out = append(out, one("ipv6", snapshot(model.IPv6, node, dual, v6affinity)))
+	out = append(out, one("dual-stack-ipv4", snapshot(model.IPv4, node, dual, v6affinity)))
 
-	out = append(out, one("multiport-udp-sctp", snapshot(IPv4, node,
-		service("kube-system", "dns", "10.96.0.10", func(s *Service) {
-			s.Type = NodePort
-			s.Ports = []ServicePort{
-				{Name: "dns", Protocol: UDP, Port: 53, NodePort: 30053},
-				{Name: "dns-tcp", Protocol: TCP, Port: 53, NodePort: 30054},
-				{Name: "sctp", Protocol: SCTP, Port: 9999},
+	out = append(out, one("multiport-udp-sctp", snapshot(model.IPv4, node,
+		service("kube-system", "dns", "10.96.0.10", func(s *model.Service) {
+			s.Type = model.NodePort
+			s.Ports = []model.ServicePort{
+				{Name: "dns", Protocol: model.UDP, Port: 53, NodePort: 30053},
+				{Name: "dns-tcp", Protocol: model.TCP, Port: 53, NodePort: 30054},
+				{Name: "sctp", Protocol: model.SCTP, Port: 9999},
 			}
-			s.EndpointSlices = []EndpointSlice{{
-				Ports: []EndpointPort{{Name: "dns", Protocol: UDP, Port: 5353}, {Name: "dns-tcp", Protocol: TCP, Port: 5353},
-					{Name: "sctp", Protocol: SCTP, Port: 9999}},
-				Endpoints: []Endpoint{ready("10.244.1.2", "a"), ready("10.244.2.2", "b"), ready("10.244.1.10", testNodeName)},
+			s.EndpointSlices = []model.EndpointSlice{{
+				Ports: []model.EndpointPort{{Name: "dns", Protocol: model.UDP, Port: 5353}, {Name: "dns-tcp", Protocol: model.TCP, Port: 5353},
+					{Name: "sctp", Protocol: model.SCTP, Port: 9999}},
+				Endpoints: []model.Endpoint{ready("10.244.1.2", "a"), ready("10.244.2.2", "b"), ready("10.244.1.10", testNodeName)},
 			}, {
-				Ports:     []EndpointPort{{Name: "dns", Protocol: UDP, Port: 5353}},
-				Endpoints: []Endpoint{ready("10.244.3.1", "c")},
+				Ports:     []model.EndpointPort{{Name: "dns", Protocol: model.UDP, Port: 5353}},
+				Endpoints: []model.Endpoint{ready("10.244.3.1", "c")},
 			}}
 		}),
 	)))
@@ -218,17 +220,17 @@ func goldenScenarios() []goldenScenario {
 	for _, v := range variants {
 		n := testNode()
 		v.edit(&n)
-		out = append(out, one("node-"+v.name, snapshot(IPv4, n, overallServices()...)))
+		out = append(out, one("node-"+v.name, snapshot(model.IPv4, n, overallServices()...)))
 	}
 
 	zoned := testNode()
 	zoned.Zone = "zone-a"
-	hinted := func(ip, node string, zones ...string) Endpoint {
+	hinted := func(ip, node string, zones ...string) model.Endpoint {
 		e := ready(ip, node)
 		e.ZoneHints = zones
 		return e
 	}
-	out = append(out, one("topology-hints", snapshot(IPv4, zoned,
+	out = append(out, one("topology-hints", snapshot(model.IPv4, zoned,
 		service("ns1", "zone", "172.30.5.1", endpoints(hinted("10.0.1.1", "a", "zone-a"), hinted("10.0.1.2", "b", "zone-b"),
 			hinted("10.0.1.3", "c", "zone-a"))),
 		// One endpoint without hints: hints are ignored.
@@ -240,28 +242,28 @@ func goldenScenarios() []goldenScenario {
 
 	small := testNode()
 	small.LargeClusterEndpoints = 3
-	out = append(out, one("large-cluster-mode", snapshot(IPv4, small,
+	out = append(out, one("large-cluster-mode", snapshot(model.IPv4, small,
 		service("ns1", "a", "172.30.6.1", endpoints(ready("10.0.1.1", ""), ready("10.0.1.2", ""))),
-		service("ns1", "b", "172.30.6.2", func(s *Service) { s.SessionAffinityClientIP = true },
+		service("ns1", "b", "172.30.6.2", func(s *model.Service) { s.SessionAffinityClientIP = true },
 			endpoints(ready("10.0.2.1", ""), ready("10.0.2.2", ""))),
 	)))
 
-	lb := func(eps ...Endpoint) Service {
-		return service("ns1", "lb", "172.30.7.1", loadBalancer(30701, "1.2.3.4"), local, hcnp(30801), func(s *Service) {
+	lb := func(eps ...model.Endpoint) model.Service {
+		return service("ns1", "lb", "172.30.7.1", loadBalancer(30701, "1.2.3.4"), local, hcnp(30801), func(s *model.Service) {
 			s.LoadBalancerSourceRanges = prefixes("203.0.113.0/25")
 		}, endpoints(eps...))
 	}
 	other := service("ns1", "other", "172.30.7.2", endpoints(ready("10.0.2.1", "")))
 	out = append(out, goldenScenario{name: "partial-syncs", steps: []goldenStep{
-		{Full: true, Snapshot: snapshot(IPv4, node, lb(ready("10.0.1.1", "other")), other)},
+		{Full: true, Snapshot: snapshot(model.IPv4, node, lb(ready("10.0.1.1", "other")), other)},
 		// A local endpoint appears: KUBE-SVL and its jump; "other" is not rewritten.
-		{Snapshot: snapshot(IPv4, node, lb(ready("10.0.1.1", "other"), ready("10.0.1.2", testNodeName)), other)},
+		{Snapshot: snapshot(model.IPv4, node, lb(ready("10.0.1.1", "other"), ready("10.0.1.2", testNodeName)), other)},
 		// The remote one starts terminating and is dropped.
-		{Snapshot: snapshot(IPv4, node, lb(terminating("10.0.1.1", "other", true), ready("10.0.1.2", testNodeName)), other)},
+		{Snapshot: snapshot(model.IPv4, node, lb(terminating("10.0.1.1", "other", true), ready("10.0.1.2", testNodeName)), other)},
 		// Nothing changed.
-		{Snapshot: snapshot(IPv4, node, lb(terminating("10.0.1.1", "other", true), ready("10.0.1.2", testNodeName)), other)},
+		{Snapshot: snapshot(model.IPv4, node, lb(terminating("10.0.1.1", "other", true), ready("10.0.1.2", testNodeName)), other)},
 		// All endpoints gone: REJECT, and every per-service chain is deleted.
-		{Snapshot: snapshot(IPv4, node, lb(), other)},
+		{Snapshot: snapshot(model.IPv4, node, lb(), other)},
 	}})
 	return out
 }

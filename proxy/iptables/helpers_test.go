@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"herald.dev/herald/proxy/model"
 )
 
 // Address conventions follow kube-proxy's proxier_test.go: pods 10.0.0.0/8, ClusterIPs
@@ -48,14 +50,14 @@ func fakeProxierNode() Node {
 	return n
 }
 
-func snapshot(family Family, node Node, svcs ...Service) *Snapshot {
+func snapshot(family model.Family, node Node, svcs ...model.Service) *Snapshot {
 	return &Snapshot{Family: family, Node: node, Services: svcs}
 }
 
 // service builds a Service with one TCP port and edits it.
-func service(ns, name, clusterIP string, edit ...func(*Service)) Service {
-	s := Service{Namespace: ns, Name: name, Type: ClusterIP, ClusterIPs: addrs(clusterIP),
-		Ports: []ServicePort{{Name: "p80", Protocol: TCP, Port: 80}}}
+func service(ns, name, clusterIP string, edit ...func(*model.Service)) model.Service {
+	s := model.Service{Namespace: ns, Name: name, Type: model.ClusterIP, ClusterIPs: addrs(clusterIP),
+		Ports: []model.ServicePort{{Name: "p80", Protocol: model.TCP, Port: 80}}}
 	for _, e := range edit {
 		e(&s)
 	}
@@ -64,30 +66,30 @@ func service(ns, name, clusterIP string, edit ...func(*Service)) Service {
 
 // endpoints adds one slice serving port "p80"/TCP on 80 (or the given port name, protocol
 // and target port) with eps.
-func endpoints(eps ...Endpoint) func(*Service) {
-	return endpointsOn("p80", TCP, 80, eps...)
+func endpoints(eps ...model.Endpoint) func(*model.Service) {
+	return endpointsOn("p80", model.TCP, 80, eps...)
 }
 
-func endpointsOn(port string, protocol Protocol, target int, eps ...Endpoint) func(*Service) {
-	return func(s *Service) {
-		s.EndpointSlices = append(s.EndpointSlices, EndpointSlice{
-			Ports:     []EndpointPort{{Name: port, Protocol: protocol, Port: target}},
+func endpointsOn(port string, protocol model.Protocol, target int, eps ...model.Endpoint) func(*model.Service) {
+	return func(s *model.Service) {
+		s.EndpointSlices = append(s.EndpointSlices, model.EndpointSlice{
+			Ports:     []model.EndpointPort{{Name: port, Protocol: protocol, Port: target}},
 			Endpoints: eps,
 		})
 	}
 }
 
-func ready(ip, node string) Endpoint {
-	return Endpoint{IP: addr(ip), NodeName: node, Ready: true, Serving: true}
+func ready(ip, node string) model.Endpoint {
+	return model.Endpoint{IP: addr(ip), NodeName: node, Ready: true, Serving: true}
 }
 
-func terminating(ip, node string, serving bool) Endpoint {
-	return Endpoint{IP: addr(ip), NodeName: node, Serving: serving, Terminating: true}
+func terminating(ip, node string, serving bool) model.Endpoint {
+	return model.Endpoint{IP: addr(ip), NodeName: node, Serving: serving, Terminating: true}
 }
 
-func loadBalancer(nodePort int, ips ...string) func(*Service) {
-	return func(s *Service) {
-		s.Type = LoadBalancer
+func loadBalancer(nodePort int, ips ...string) func(*model.Service) {
+	return func(s *model.Service) {
+		s.Type = model.LoadBalancer
 		s.Ports[0].NodePort = nodePort
 		s.LoadBalancerIPs = addrs(ips...)
 	}

@@ -39,15 +39,6 @@ func IsServiceChain(chain string) bool {
 	return false
 }
 
-// servicePortName is kube-proxy's ServicePortName.String(): "ns/name:port", or
-// "ns/name" for an unnamed port. It is the text of comments and the input of hashes.
-func servicePortName(svc ServiceName, port string) string {
-	if port == "" {
-		return svc.String()
-	}
-	return svc.String() + ":" + port
-}
-
 // chainName is prefix + the first 16 characters of base32(sha256(concatenated parts)).
 // Chain names must stay within iptables' 28 characters; 16 base32 characters never reach
 // the padding. Hashing goes through stack buffers: a sync hashes every endpoint.
@@ -69,7 +60,7 @@ type portChains struct {
 	cluster  string // KUBE-SVC-: endpoints for Cluster traffic policy
 	local    string // KUBE-SVL-: local endpoints for Local traffic policy
 	firewall string // KUBE-FW-: loadBalancerSourceRanges
-	external string // KUBE-EXT-: NodePort, externalIP and LB traffic
+	external string // KUBE-EXT-: model.NodePort, externalIP and LB traffic
 }
 
 // newPortChains names the chains of a port; protocol is lowercase ("tcp").

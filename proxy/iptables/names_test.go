@@ -1,6 +1,8 @@
 package iptables
 
-import "testing"
+import (
+	"testing"
+)
 
 // Hashes verified against kube-proxy's own test fixtures (pkg/proxy/iptables).
 func TestChainNames(t *testing.T) {
@@ -23,16 +25,6 @@ func TestChainNames(t *testing.T) {
 		if got := endpointChain(tc.port, tc.protocol, tc.endpoint); got != "KUBE-SEP-"+tc.want {
 			t.Errorf("endpointChain(%q, %q, %q) = %s, want KUBE-SEP-%s", tc.port, tc.protocol, tc.endpoint, got, tc.want)
 		}
-	}
-}
-
-func TestServicePortName(t *testing.T) {
-	svc := ServiceName{Namespace: "ns1", Name: "svc1"}
-	if got := servicePortName(svc, "p80"); got != "ns1/svc1:p80" {
-		t.Errorf("named port: %q", got)
-	}
-	if got := servicePortName(svc, ""); got != "ns1/svc1" {
-		t.Errorf("unnamed port: %q", got)
 	}
 }
 

@@ -1,42 +1,46 @@
 package iptables
 
-import "strconv"
+import (
+	"strconv"
+
+	"herald.dev/herald/proxy/model"
+)
 
 // writeCaptures writes a service port's rules in the shared nat chains: KUBE-SERVICES
 // jumps for its ClusterIP, externalIPs and LB IPs, and KUBE-NODEPORTS jumps for its
 // NodePort. They are rewritten on every sync, partial or not.
 func writeCaptures(out *lines, p *portInfo, pl *portPlan, node *nodeRules) {
-	if pl.hasInternal {
-		out.rule(chainServices, quote(p.name, " cluster IP"),
-			"-m", p.protocol, "-p", p.protocol, "-d", p.clusterIP, "--dport", p.port, "-j", pl.internalChain)
+	if pl.HasInternal {
+		out.rule(chainServices, quote(p.Name, " cluster IP"),
+			"-m", p.Protocol, "-p", p.Protocol, "-d", p.ClusterIP, "--dport", p.Port, "-j", pl.internalChain)
 	}
-	if !pl.endpoints.any {
+	if !pl.Endpoints.Any {
 		return
 	}
-	if len(p.externalIPs) > 0 {
-		comment := quote(p.name, " external IP")
-		for _, ip := range p.externalIPs {
+	if len(p.ExternalIPs) > 0 {
+		comment := quote(p.Name, " external IP")
+		for _, ip := range p.ExternalIPs {
 			out.rule(chainServices, comment,
-				"-m", p.protocol, "-p", p.protocol, "-d", ip, "--dport", p.port, "-j", p.chains.external)
+				"-m", p.Protocol, "-p", p.Protocol, "-d", ip, "--dport", p.Port, "-j", p.chains.external)
 		}
 	}
-	if len(p.lbIPs) > 0 {
-		comment := quote(p.name, " loadbalancer IP")
-		for _, ip := range p.lbIPs {
+	if len(p.LoadBalancerIPs) > 0 {
+		comment := quote(p.Name, " loadbalancer IP")
+		for _, ip := range p.LoadBalancerIPs {
 			out.rule(chainServices, comment,
-				"-m", p.protocol, "-p", p.protocol, "-d", ip, "--dport", p.port, "-j", pl.loadBalancerChain)
+				"-m", p.Protocol, "-p", p.Protocol, "-d", ip, "--dport", p.Port, "-j", pl.loadBalancerChain)
 		}
 	}
 	// NodePorts are not subject to loadBalancerSourceRanges (kube-proxy keeps it so).
-	if p.nodePort != 0 {
-		nodePort := strconv.Itoa(p.nodePort)
+	if p.NodePort != 0 {
+		nodePort := strconv.Itoa(p.NodePort)
 		if node.localhostNodePorts && node.nfacct {
 			// Counts localhost NodePort traffic (a deprecated feature) before accepting it.
-			out.rule(chainNodePorts, p.name,
-				"-m", p.protocol, "-p", p.protocol, "-d", "127.0.0.0/8", "--dport", nodePort,
+			out.rule(chainNodePorts, p.Name,
+				"-m", p.Protocol, "-p", p.Protocol, "-d", "127.0.0.0/8", "--dport", nodePort,
 				"-m", "nfacct", "--nfacct-name", "localhost_nps_accepted_pkts", "-j", p.chains.external)
 		}
-		out.rule(chainNodePorts, p.name, "-m", p.protocol, "-p", p.protocol, "--dport", nodePort, "-j", p.chains.external)
+		out.rule(chainNodePorts, p.Name, "-m", p.Protocol, "-p", p.Protocol, "--dport", nodePort, "-j", p.chains.external)
 	}
 }
 
@@ -63,10 +67,10 @@ func (sc *serviceChains) declare(chain string) {
 // KUBE-SEP- chains, in kube-proxy's order. The ClusterIP masquerade rule comes first
 // although its chain is declared later; iptables-restore accepts that.
 func writeServiceChains(sc *serviceChains, p *portInfo, pl *portPlan, node *nodeRules) {
-	if pl.hasInternal {
+	if pl.HasInternal {
 		writeClusterIPMasquerade(sc.rules, p, pl, node)
 	}
-	if pl.usesExternalChain {
+	if pl.UsesExternalChain {
 		sc.declare(p.chains.external)
 		writeExternalChain(sc.rules, p, pl, node)
 	}
@@ -74,16 +78,16 @@ func writeServiceChains(sc *serviceChains, p *portInfo, pl *portPlan, node *node
 		sc.declare(p.chains.firewall)
 		writeFirewallChain(sc.rules, p, node)
 	}
-	if pl.usesClusterChain {
+	if pl.UsesClusterChain {
 		sc.declare(p.chains.cluster)
-		writeEndpointJumps(sc, p, p.chains.cluster, pl.endpoints.cluster)
+		writeEndpointJumps(sc, p, p.chains.cluster, pl.Endpoints.Cluster)
 	}
-	if pl.usesLocalChain {
+	if pl.UsesLocalChain {
 		sc.declare(p.chains.local)
-		writeEndpointJumps(sc, p, p.chains.local, pl.endpoints.local)
+		writeEndpointJumps(sc, p, p.chains.local, pl.Endpoints.Local)
 	}
-	for _, ep := range pl.endpoints.reachable {
-		sc.declare(ep.chain)
+	for _, ep := range pl.Endpoints.Reachable {
+		sc.declare(p.endpointChain(ep))
 		writeEndpointChain(sc, p, ep)
 	}
 }
@@ -92,14 +96,14 @@ func writeServiceChains(sc *serviceChains, p *portInfo, pl *portPlan, node *node
 // (it may have been routed here from off-node and could leave again), or all of it with
 // --masquerade-all. Without a local-traffic detector there is no rule at all.
 func writeClusterIPMasquerade(out *lines, p *portInfo, pl *portPlan, node *nodeRules) {
-	comment := quote(p.name, " cluster IP")
+	comment := quote(p.Name, " cluster IP")
 	switch {
 	case node.masqueradeAll:
 		out.rule(pl.internalChain, comment,
-			"-m", p.protocol, "-p", p.protocol, "-d", p.clusterIP, "--dport", p.port, "-j", chainMarkMasq)
+			"-m", p.Protocol, "-p", p.Protocol, "-d", p.ClusterIP, "--dport", p.Port, "-j", chainMarkMasq)
 	case node.ifLocal != "":
 		out.rule(pl.internalChain, comment,
-			"-m", p.protocol, "-p", p.protocol, "-d", p.clusterIP, "--dport", p.port, node.notLocal, "-j", chainMarkMasq)
+			"-m", p.Protocol, "-p", p.Protocol, "-d", p.ClusterIP, "--dport", p.Port, node.notLocal, "-j", chainMarkMasq)
 	}
 }
 
@@ -109,20 +113,20 @@ func writeClusterIPMasquerade(out *lines, p *portInfo, pl *portPlan, node *nodeR
 // balancer and back; node traffic is masqueraded since its source would be the VIP.
 func writeExternalChain(out *lines, p *portInfo, pl *portPlan, node *nodeRules) {
 	chain := p.chains.external
-	if !p.externalLocal {
-		out.rule(chain, quote("masquerade traffic for ", p.name, " external destinations"), "-j", chainMarkMasq)
+	if !p.ExternalLocal {
+		out.rule(chain, quote("masquerade traffic for ", p.Name, " external destinations"), "-j", chainMarkMasq)
 	} else {
 		if node.ifLocal != "" {
-			out.rule(chain, quote("pod traffic for ", p.name, " external destinations"), node.ifLocal, "-j", p.chains.cluster)
+			out.rule(chain, quote("pod traffic for ", p.Name, " external destinations"), node.ifLocal, "-j", p.chains.cluster)
 		}
-		out.rule(chain, quote("masquerade LOCAL traffic for ", p.name, " external destinations"),
+		out.rule(chain, quote("masquerade LOCAL traffic for ", p.Name, " external destinations"),
 			"-m", "addrtype", "--src-type", "LOCAL", "-j", chainMarkMasq)
-		out.rule(chain, quote("route LOCAL traffic for ", p.name, " external destinations"),
+		out.rule(chain, quote("route LOCAL traffic for ", p.Name, " external destinations"),
 			"-m", "addrtype", "--src-type", "LOCAL", "-j", p.chains.cluster)
 	}
 	// Without local endpoints, other external traffic falls through and the filter
 	// table drops it.
-	if pl.hasExternal {
+	if pl.HasExternal {
 		out.rule(chain, "", "-j", pl.externalPolicyChain)
 	}
 }
@@ -130,60 +134,60 @@ func writeExternalChain(out *lines, p *portInfo, pl *portPlan, node *nodeRules) 
 // writeFirewallChain fills KUBE-FW- from loadBalancerSourceRanges. Traffic reaching the
 // end is not DNATed and is dropped by KUBE-PROXY-FIREWALL in the filter table.
 func writeFirewallChain(out *lines, p *portInfo, node *nodeRules) {
-	chain, comment := p.chains.firewall, quote(p.name, " loadbalancer IP")
+	chain, comment := p.chains.firewall, quote(p.Name, " loadbalancer IP")
 	allowFromNode := false
-	for _, cidr := range p.sourceRanges {
+	for _, cidr := range p.SourceRanges {
 		out.rule(chain, comment, "-s", cidr.String(), "-j", p.chains.external)
 		allowFromNode = allowFromNode || (node.nodeIP.IsValid() && cidr.Contains(node.nodeIP))
 	}
 	// When the VIP is a local address, the node's own requests to it loop back with the
 	// VIP as source; let them through if the node itself is allowed.
 	if allowFromNode {
-		for _, ip := range p.lbIPs {
+		for _, ip := range p.LoadBalancerIPs {
 			out.rule(chain, comment, "-s", ip, "-j", p.chains.external)
 		}
 	}
-	out.rule(chain, quote("other traffic to ", p.name, " will be dropped by KUBE-PROXY-FIREWALL"))
+	out.rule(chain, quote("other traffic to ", p.Name, " will be dropped by KUBE-PROXY-FIREWALL"))
 }
 
 // writeEndpointJumps fills KUBE-SVC- or KUBE-SVL-: with ClientIP affinity, first a
 // "recent" check per endpoint; then one random jump per endpoint, endpoint i of n taken
 // with probability 1/(n-i), the last unconditionally.
-func writeEndpointJumps(sc *serviceChains, p *portInfo, chain string, eps []*endpointInfo) {
-	comment := func(ep *endpointInfo) string {
+func writeEndpointJumps(sc *serviceChains, p *portInfo, chain string, eps []*model.EndpointInfo) {
+	comment := func(ep *model.EndpointInfo) string {
 		if sc.bareComments {
 			return ""
 		}
-		return quote(p.name, " -> ", ep.hostPort)
+		return quote(p.Name, " -> ", ep.HostPort)
 	}
-	if p.affinity {
+	if p.Affinity {
 		for _, ep := range eps {
 			sc.rules.rule(chain, comment(ep),
-				"-m", "recent", "--name", ep.chain, "--rcheck", "--seconds", p.affinityTimeout, "--reap", "-j", ep.chain)
+				"-m", "recent", "--name", p.endpointChain(ep), "--rcheck", "--seconds", p.affinityTimeout, "--reap", "-j", p.endpointChain(ep))
 		}
 	}
 	for i, ep := range eps {
 		if i < len(eps)-1 {
 			sc.rules.rule(chain, comment(ep),
-				"-m", "statistic", "--mode", "random", "--probability", probability(len(eps)-i), "-j", ep.chain)
+				"-m", "statistic", "--mode", "random", "--probability", probability(len(eps)-i), "-j", p.endpointChain(ep))
 		} else {
-			sc.rules.rule(chain, comment(ep), "-j", ep.chain)
+			sc.rules.rule(chain, comment(ep), "-j", p.endpointChain(ep))
 		}
 	}
 }
 
 // writeEndpointChain fills KUBE-SEP-: masquerade hairpin traffic (an endpoint reaching
 // itself through the service), then DNAT, recording the client for affinity.
-func writeEndpointChain(sc *serviceChains, p *portInfo, ep *endpointInfo) {
-	comment := p.name
+func writeEndpointChain(sc *serviceChains, p *portInfo, ep *model.EndpointInfo) {
+	comment := p.Name
 	if sc.bareComments {
 		comment = ""
 	}
-	sc.rules.rule(ep.chain, comment, "-s", ep.ip, "-j", chainMarkMasq)
-	if p.affinity {
-		sc.rules.rule(ep.chain, comment, "-m", "recent", "--name", ep.chain, "--set",
-			"-m", p.protocol, "-p", p.protocol, "-j", "DNAT", "--to-destination", ep.hostPort)
+	sc.rules.rule(p.endpointChain(ep), comment, "-s", ep.IP, "-j", chainMarkMasq)
+	if p.Affinity {
+		sc.rules.rule(p.endpointChain(ep), comment, "-m", "recent", "--name", p.endpointChain(ep), "--set",
+			"-m", p.Protocol, "-p", p.Protocol, "-j", "DNAT", "--to-destination", ep.HostPort)
 	} else {
-		sc.rules.rule(ep.chain, comment, "-m", p.protocol, "-p", p.protocol, "-j", "DNAT", "--to-destination", ep.hostPort)
+		sc.rules.rule(p.endpointChain(ep), comment, "-m", p.Protocol, "-p", p.Protocol, "-j", "DNAT", "--to-destination", ep.HostPort)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+
+	"herald.dev/herald/proxy/model"
 )
 
 // Defaults of kube-proxy's configuration (pkg/proxy/apis/config/v1alpha1/defaults.go and
@@ -91,7 +93,7 @@ var ErrInvalidNode = errors.New("invalid node settings")
 
 // nodeRules is Node resolved for one family: the strings and switches rules are made of.
 type nodeRules struct {
-	family   Family
+	family   model.Family
 	name     string
 	zone     string
 	nodeIP   netip.Addr // invalid when the node has no IP of the family
@@ -111,8 +113,8 @@ type nodeRules struct {
 }
 
 // resolveNode validates n and resolves it for family.
-func resolveNode(n *Node, family Family) (*nodeRules, error) {
-	if family != IPv4 && family != IPv6 {
+func resolveNode(n *Node, family model.Family) (*nodeRules, error) {
+	if family != model.IPv4 && family != model.IPv6 {
 		return nil, fmt.Errorf("%w: family %d", ErrInvalidNode, int(family))
 	}
 	if n.MasqueradeBit < 0 || n.MasqueradeBit > 31 {
@@ -133,7 +135,7 @@ func resolveNode(n *Node, family Family) (*nodeRules, error) {
 		r.largeAbove = DefaultLargeClusterEndpoints
 	}
 	for _, ip := range n.IPs {
-		if ip = ip.Unmap(); family.contains(ip) {
+		if ip = ip.Unmap(); family.Contains(ip) {
 			r.nodeIP = ip
 			break
 		}
@@ -161,8 +163,8 @@ func (r *nodeRules) resolveDetector(d *LocalDetector) error {
 			if !p.IsValid() {
 				return fmt.Errorf("%w: invalid pod CIDR", ErrInvalidNode)
 			}
-			if r.family.contains(p.Addr().Unmap()) {
-				cidr := unmapPrefix(p).String()
+			if r.family.Contains(p.Addr().Unmap()) {
+				cidr := model.UnmapPrefix(p).String()
 				r.ifLocal, r.notLocal = "-s "+cidr, "! -s "+cidr
 				break
 			}
@@ -190,14 +192,14 @@ func (r *nodeRules) resolveDetector(d *LocalDetector) error {
 func (r *nodeRules) resolveNodePorts(n *Node) {
 	var cidrs []netip.Prefix
 	for _, p := range n.NodePortAddresses {
-		if p.IsValid() && r.family.contains(p.Addr().Unmap()) {
-			cidrs = append(cidrs, unmapPrefix(p))
+		if p.IsValid() && r.family.Contains(p.Addr().Unmap()) {
+			cidrs = append(cidrs, model.UnmapPrefix(p))
 		}
 	}
-	matchAll, hasLoopback := len(cidrs) == 0, len(cidrs) == 0 && r.family == IPv4
+	matchAll, hasLoopback := len(cidrs) == 0, len(cidrs) == 0 && r.family == model.IPv4
 	var match []netip.Prefix
 	for _, p := range cidrs {
-		if r.family == IPv4 && (p.Addr().IsLoopback() || p.Contains(netip.AddrFrom4([4]byte{127, 0, 0, 0}))) {
+		if r.family == model.IPv4 && (p.Addr().IsLoopback() || p.Contains(netip.AddrFrom4([4]byte{127, 0, 0, 0}))) {
 			hasLoopback = true
 		}
 		if p.Bits() == 0 {
@@ -206,7 +208,7 @@ func (r *nodeRules) resolveNodePorts(n *Node) {
 		}
 		match = append(match, p)
 	}
-	r.localhostNodePorts = n.LocalhostNodePorts && r.family == IPv4 && hasLoopback
+	r.localhostNodePorts = n.LocalhostNodePorts && r.family == model.IPv4 && hasLoopback
 	if matchAll {
 		return
 	}
@@ -221,19 +223,6 @@ func (r *nodeRules) resolveNodePorts(n *Node) {
 			}
 		}
 	}
-}
-
-// unmapPrefix turns an IPv4-mapped IPv6 prefix into its IPv4 form, as net.ParseCIDR
-// does, and clears host bits, as net.IPNet.String shows the network address.
-func unmapPrefix(p netip.Prefix) netip.Prefix {
-	if a := p.Addr(); a.Is4In6() {
-		bits := p.Bits() - 96
-		if bits < 0 {
-			bits = 0
-		}
-		p = netip.PrefixFrom(a.Unmap(), bits)
-	}
-	return p.Masked()
 }
 
 // validInterfaceName accepts what the kernel accepts as an interface name: 1-15 bytes,

@@ -5,13 +5,15 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+
+	"herald.dev/herald/proxy/model"
 )
 
 func TestMasqueradeMark(t *testing.T) {
 	for bit, want := range map[int]string{14: "0x00004000", 0: "0x00000001", 3: "0x00000008", 31: "0x80000000"} {
 		n := testNode()
 		n.MasqueradeBit = bit
-		r, err := resolveNode(&n, IPv4)
+		r, err := resolveNode(&n, model.IPv4)
 		if err != nil {
 			t.Fatalf("bit %d: %v", bit, err)
 		}
@@ -23,16 +25,16 @@ func TestMasqueradeMark(t *testing.T) {
 
 func TestInvalidNodeSettings(t *testing.T) {
 	for name, tc := range map[string]struct {
-		family Family
+		family model.Family
 		edit   func(*Node)
 	}{
-		"family":           {Family(5), func(*Node) {}},
-		"bit too large":    {IPv4, func(n *Node) { n.MasqueradeBit = 32 }},
-		"negative bit":     {IPv4, func(n *Node) { n.MasqueradeBit = -1 }},
-		"two detectors":    {IPv4, func(n *Node) { n.LocalDetector.BridgeInterface = "cbr0" }},
-		"bridge name":      {IPv4, func(n *Node) { n.LocalDetector = LocalDetector{BridgeInterface: "br 0"} }},
-		"long prefix":      {IPv4, func(n *Node) { n.LocalDetector = LocalDetector{InterfaceNamePrefix: "abcdefghijklmno"} }},
-		"invalid pod CIDR": {IPv4, func(n *Node) { n.LocalDetector.PodCIDRs = []netip.Prefix{{}} }},
+		"family":           {model.Family(5), func(*Node) {}},
+		"bit too large":    {model.IPv4, func(n *Node) { n.MasqueradeBit = 32 }},
+		"negative bit":     {model.IPv4, func(n *Node) { n.MasqueradeBit = -1 }},
+		"two detectors":    {model.IPv4, func(n *Node) { n.LocalDetector.BridgeInterface = "cbr0" }},
+		"bridge name":      {model.IPv4, func(n *Node) { n.LocalDetector = LocalDetector{BridgeInterface: "br 0"} }},
+		"long prefix":      {model.IPv4, func(n *Node) { n.LocalDetector = LocalDetector{InterfaceNamePrefix: "abcdefghijklmno"} }},
+		"invalid pod CIDR": {model.IPv4, func(n *Node) { n.LocalDetector.PodCIDRs = []netip.Prefix{{}} }},
 	} {
 		n := testNode()
 		tc.edit(&n)
@@ -45,17 +47,17 @@ func TestInvalidNodeSettings(t *testing.T) {
 
 func TestLocalDetector(t *testing.T) {
 	for name, tc := range map[string]struct {
-		family              Family
+		family              model.Family
 		detector            LocalDetector
 		ifLocal, ifNotLocal string
 	}{
-		"cidr of the family": {IPv6, LocalDetector{PodCIDRs: prefixes("10.0.0.0/8", "fd00:10::/64")}, "-s fd00:10::/64", "! -s fd00:10::/64"},
-		"first of family":    {IPv4, LocalDetector{PodCIDRs: prefixes("10.1.0.0/16", "10.2.0.0/16")}, "-s 10.1.0.0/16", "! -s 10.1.0.0/16"},
-		"host bits masked":   {IPv4, LocalDetector{PodCIDRs: prefixes("10.1.2.3/8")}, "-s 10.0.0.0/8", "! -s 10.0.0.0/8"},
-		"no cidr of family":  {IPv4, LocalDetector{PodCIDRs: prefixes("fd00:10::/64")}, "", ""},
-		"bridge":             {IPv4, LocalDetector{BridgeInterface: "cbr0"}, "-i cbr0", "! -i cbr0"},
-		"prefix":             {IPv6, LocalDetector{InterfaceNamePrefix: "veth"}, "-i veth+", "! -i veth+"},
-		"none":               {IPv4, LocalDetector{}, "", ""},
+		"cidr of the family": {model.IPv6, LocalDetector{PodCIDRs: prefixes("10.0.0.0/8", "fd00:10::/64")}, "-s fd00:10::/64", "! -s fd00:10::/64"},
+		"first of family":    {model.IPv4, LocalDetector{PodCIDRs: prefixes("10.1.0.0/16", "10.2.0.0/16")}, "-s 10.1.0.0/16", "! -s 10.1.0.0/16"},
+		"host bits masked":   {model.IPv4, LocalDetector{PodCIDRs: prefixes("10.1.2.3/8")}, "-s 10.0.0.0/8", "! -s 10.0.0.0/8"},
+		"no cidr of family":  {model.IPv4, LocalDetector{PodCIDRs: prefixes("fd00:10::/64")}, "", ""},
+		"bridge":             {model.IPv4, LocalDetector{BridgeInterface: "cbr0"}, "-i cbr0", "! -i cbr0"},
+		"prefix":             {model.IPv6, LocalDetector{InterfaceNamePrefix: "veth"}, "-i veth+", "! -i veth+"},
+		"none":               {model.IPv4, LocalDetector{}, "", ""},
 	} {
 		n := testNode()
 		n.LocalDetector = tc.detector
@@ -74,21 +76,21 @@ func TestLocalDetector(t *testing.T) {
 func TestNodePortAddresses(t *testing.T) {
 	ifaces := addrs("127.0.0.1", "192.168.0.2", "10.1.2.3", "::1", "fd00::2")
 	for name, tc := range map[string]struct {
-		family        Family
+		family        model.Family
 		localhost     bool
 		cidrs         []netip.Prefix
 		wantLocalhost bool
 		wantIPs       []netip.Addr // nil: all local addresses
 	}{
-		"default v4":              {IPv4, true, nil, true, nil},
-		"default v4 no localhost": {IPv4, false, nil, false, nil},
-		"default v6":              {IPv6, true, nil, false, nil},
-		"only other family":       {IPv4, true, prefixes("fd00::/8"), true, nil},
-		"zero cidr":               {IPv4, true, prefixes("192.168.0.0/16", "0.0.0.0/0"), true, nil},
-		"restricted":              {IPv4, true, prefixes("192.168.0.0/16"), false, addrs("192.168.0.2")},
-		"restricted + loopback":   {IPv4, true, prefixes("127.0.0.1/32", "10.0.0.0/8"), true, addrs("127.0.0.1", "10.1.2.3")},
-		"restricted v6":           {IPv6, true, prefixes("::1/128", "fd00::/8"), false, addrs("::1", "fd00::2")},
-		"no matching address":     {IPv4, false, prefixes("172.16.0.0/12"), false, []netip.Addr{}},
+		"default v4":              {model.IPv4, true, nil, true, nil},
+		"default v4 no localhost": {model.IPv4, false, nil, false, nil},
+		"default v6":              {model.IPv6, true, nil, false, nil},
+		"only other family":       {model.IPv4, true, prefixes("fd00::/8"), true, nil},
+		"zero cidr":               {model.IPv4, true, prefixes("192.168.0.0/16", "0.0.0.0/0"), true, nil},
+		"restricted":              {model.IPv4, true, prefixes("192.168.0.0/16"), false, addrs("192.168.0.2")},
+		"restricted + loopback":   {model.IPv4, true, prefixes("127.0.0.1/32", "10.0.0.0/8"), true, addrs("127.0.0.1", "10.1.2.3")},
+		"restricted v6":           {model.IPv6, true, prefixes("::1/128", "fd00::/8"), false, addrs("::1", "fd00::2")},
+		"no matching address":     {model.IPv4, false, prefixes("172.16.0.0/12"), false, []netip.Addr{}},
 	} {
 		n := testNode()
 		n.LocalhostNodePorts, n.NodePortAddresses, n.InterfaceAddrs = tc.localhost, tc.cidrs, ifaces
@@ -109,13 +111,13 @@ func TestNodePortAddresses(t *testing.T) {
 // and for IPv4 only with localhost NodePorts.
 func TestNodePortsJumpLoopback(t *testing.T) {
 	for _, tc := range []struct {
-		family    Family
+		family    model.Family
 		localhost bool
 		want      string
 	}{
-		{IPv4, true, "-d 127.0.0.1 -j KUBE-NODEPORTS\n"},
-		{IPv4, false, ""},
-		{IPv6, true, ""},
+		{model.IPv4, true, "-d 127.0.0.1 -j KUBE-NODEPORTS\n"},
+		{model.IPv4, false, ""},
+		{model.IPv6, true, ""},
 	} {
 		n := testNode()
 		n.LocalhostNodePorts = tc.localhost

@@ -1,29 +1,21 @@
 package iptables
 
-// portPlan is what syncProxyRules decides for one service port before writing anything:
-// which endpoint sets exist, which chains are used, and what the filter table does with
-// traffic that has nowhere to go.
+import "herald.dev/herald/proxy/model"
+
+// portPlan is model.PlanPort with the iptables names: which chain each kind of traffic
+// goes to and what the filter table does with traffic that has nowhere to go.
 type portPlan struct {
-	endpoints endpointSets
+	model.Plan
 
 	// internalChain receives ClusterIP traffic: KUBE-SVC-, or KUBE-SVL- with
-	// internalTrafficPolicy Local. hasInternal is false when that chain has no
-	// endpoints, and the filter table answers instead.
+	// internalTrafficPolicy Local.
 	internalChain string
-	hasInternal   bool
 	// externalPolicyChain is where external traffic ends up after KUBE-EXT-: KUBE-SVC-,
-	// or KUBE-SVL- with externalTrafficPolicy Local. hasExternal as hasInternal.
+	// or KUBE-SVL- with externalTrafficPolicy Local.
 	externalPolicyChain string
-	hasExternal         bool
-
-	// usesExternalChain: KUBE-EXT- exists. It depends on any endpoint existing, not on
-	// hasExternal, because pods and the node are short-circuited to all endpoints even
-	// when no local endpoint exists.
-	usesExternalChain bool
-	// usesFirewallChain: KUBE-FW- exists (LB IPs with loadBalancerSourceRanges).
+	// usesFirewallChain: KUBE-FW- exists (LB IPs with loadBalancerSourceRanges, and
+	// endpoints to send accepted traffic to).
 	usesFirewallChain bool
-	usesClusterChain  bool
-	usesLocalChain    bool
 	// loadBalancerChain is the target of LB IP rules in KUBE-SERVICES.
 	loadBalancerChain string
 
@@ -35,41 +27,33 @@ type portPlan struct {
 }
 
 func planPort(p *portInfo, node *nodeRules) portPlan {
-	eps := categorize(p, node)
 	pl := portPlan{
-		endpoints:           eps,
+		Plan:                model.PlanPort(p.PortInfo, model.Topology{Node: node.name, Zone: node.zone}),
 		internalChain:       p.chains.cluster,
-		hasInternal:         eps.any,
 		externalPolicyChain: p.chains.cluster,
-		hasExternal:         eps.any,
-		usesExternalChain:   eps.any && p.externallyAccessible(),
-		usesFirewallChain:   eps.any && len(p.lbIPs) > 0 && len(p.sourceRanges) > 0,
-		usesClusterChain:    len(eps.cluster) > 0 && p.usesClusterEndpoints(),
-		usesLocalChain:      len(eps.local) > 0 && p.usesLocalEndpoints(),
 		loadBalancerChain:   p.chains.external,
 	}
-	if p.internalLocal {
+	pl.usesFirewallChain = pl.Endpoints.Any && len(p.LoadBalancerIPs) > 0 && len(p.SourceRanges) > 0
+	if p.InternalLocal {
 		pl.internalChain = p.chains.local
-		pl.hasInternal = pl.hasInternal && len(eps.local) > 0
 	}
-	if p.externalLocal {
+	if p.ExternalLocal {
 		pl.externalPolicyChain = p.chains.local
-		pl.hasExternal = pl.hasExternal && len(eps.local) > 0
 	}
 	if pl.usesFirewallChain {
 		pl.loadBalancerChain = p.chains.firewall
 	}
 
 	switch {
-	case !eps.any:
-		pl.internalVerdict, pl.internalComment = "REJECT", quote(p.name, " has no endpoints")
+	case !pl.Endpoints.Any:
+		pl.internalVerdict, pl.internalComment = "REJECT", quote(p.Name, " has no endpoints")
 		pl.externalVerdict, pl.externalComment = pl.internalVerdict, pl.internalComment
 	default:
-		if !pl.hasInternal {
-			pl.internalVerdict, pl.internalComment = "DROP", quote(p.name, " has no local endpoints")
+		if !pl.HasInternal {
+			pl.internalVerdict, pl.internalComment = "DROP", quote(p.Name, " has no local endpoints")
 		}
-		if !pl.hasExternal {
-			pl.externalVerdict, pl.externalComment = "DROP", quote(p.name, " has no local endpoints")
+		if !pl.HasExternal {
+			pl.externalVerdict, pl.externalComment = "DROP", quote(p.Name, " has no local endpoints")
 		}
 	}
 	return pl

@@ -4,13 +4,15 @@ import (
 	"bytes"
 	"fmt"
 	"testing"
+
+	"herald.dev/herald/proxy/model"
 )
 
 // Comments on endpoint rules are dropped when the endpoints of all proxied service ports
 // exceed 1000, counting every endpoint (ready or not) as kube-proxy does.
 func TestLargeClusterThreshold(t *testing.T) {
 	build := func(n int, threshold int) *Payload {
-		var eps []Endpoint
+		var eps []model.Endpoint
 		for i := 0; i < n; i++ {
 			e := ready(fmt.Sprintf("10.1.%d.%d", i/256, i%256), "")
 			e.Ready = i%2 == 0 // not-ready endpoints count too
@@ -18,7 +20,7 @@ func TestLargeClusterThreshold(t *testing.T) {
 		}
 		node := testNode()
 		node.LargeClusterEndpoints = threshold
-		return mustGenerate(t, snapshot(IPv4, node, service("ns1", "big", "172.30.0.1", endpoints(eps...))), Options{})
+		return mustGenerate(t, snapshot(model.IPv4, node, service("ns1", "big", "172.30.0.1", endpoints(eps...))), Options{})
 	}
 	const sepComment = "-m comment --comment ns1/big:p80 -s 10.1.0.0 -j KUBE-MARK-MASQ"
 	for _, tc := range []struct {

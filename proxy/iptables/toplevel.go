@@ -1,5 +1,7 @@
 package iptables
 
+import "herald.dev/herald/proxy/model"
+
 // The fixed chains and rules every sync rewrites, whatever changed. The jumps into them
 // from INPUT, FORWARD, OUTPUT, PREROUTING and POSTROUTING are not part of the restore
 // input (kube-proxy adds them with single iptables calls); see JumpRules.
@@ -48,9 +50,9 @@ func writeFilterHead(out *lines, node *nodeRules) {
 func writeNodePortsJump(out *lines, node *nodeRules) {
 	comment := quote("kubernetes service nodeports; NOTE: this must be the last rule in this chain")
 	if node.nodePortIPs == nil {
-		// Localhost NodePorts never work for IPv6, and for IPv4 only with route_localnet.
+		// Localhost NodePorts never work for model.IPv6, and for IPv4 only with route_localnet.
 		switch {
-		case node.family == IPv6:
+		case node.family == model.IPv6:
 			out.rule(chainServices, comment, "-m", "addrtype", "--dst-type", "LOCAL", "!", "-d", "::1/128", "-j", chainNodePorts)
 		case !node.localhostNodePorts:
 			out.rule(chainServices, comment, "-m", "addrtype", "--dst-type", "LOCAL", "!", "-d", "127.0.0.0/8", "-j", chainNodePorts)
@@ -60,7 +62,7 @@ func writeNodePortsJump(out *lines, node *nodeRules) {
 		return
 	}
 	for _, ip := range node.nodePortIPs {
-		if ip.IsLoopback() && (node.family == IPv6 || !node.localhostNodePorts) {
+		if ip.IsLoopback() && (node.family == model.IPv6 || !node.localhostNodePorts) {
 			continue
 		}
 		out.rule(chainServices, comment, "-d", ip.String(), "-j", chainNodePorts)

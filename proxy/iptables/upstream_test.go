@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"herald.dev/herald/proxy/model"
 )
 
 // Expectations in this file are copied from kube-proxy v1.36.3
@@ -17,11 +19,11 @@ func upstreamMark(s string) string { return strings.ReplaceAll(dedent(s), "0x400
 func TestWorkedExample(t *testing.T) {
 	node := testNode()
 	node.NFAcct = true
-	svc := service("ns1", "svc1", "172.30.0.41", loadBalancer(3001, "1.2.3.4"), func(s *Service) {
-		s.ExternalTrafficPolicy = PolicyLocal
+	svc := service("ns1", "svc1", "172.30.0.41", loadBalancer(3001, "1.2.3.4"), func(s *model.Service) {
+		s.ExternalTrafficPolicy = model.PolicyLocal
 	}, endpoints(ready("10.180.0.1", testNodeName), ready("10.180.1.1", "other-node")))
 
-	got := string(mustGenerate(t, snapshot(IPv4, node, svc), Options{}).Bytes())
+	got := string(mustGenerate(t, snapshot(model.IPv4, node, svc), Options{}).Bytes())
 	want := dedent(`
 		*filter
 		:KUBE-SERVICES - [0:0]
@@ -71,28 +73,28 @@ func TestWorkedExample(t *testing.T) {
 }
 
 // overallServices are the Services and endpoints of kube-proxy's TestOverallIPTablesRules.
-func overallServices() []Service {
-	return []Service{
+func overallServices() []model.Service {
+	return []model.Service{
 		// ClusterIP
 		service("ns1", "svc1", "172.30.0.41", endpoints(ready("10.180.0.1", ""))),
 		// LoadBalancer with Local policy; its endpoint has no node name, so is not local.
-		service("ns2", "svc2", "172.30.0.42", loadBalancer(3001, "1.2.3.4"), func(s *Service) {
-			s.ExternalTrafficPolicy = PolicyLocal
+		service("ns2", "svc2", "172.30.0.42", loadBalancer(3001, "1.2.3.4"), func(s *model.Service) {
+			s.ExternalTrafficPolicy = model.PolicyLocal
 			s.ExternalIPs = addrs("192.168.99.22")
 			s.HealthCheckNodePort = 30000
 		}, endpoints(ready("10.180.0.2", ""))),
 		// NodePort
-		service("ns3", "svc3", "172.30.0.43", func(s *Service) {
-			s.Type, s.Ports[0].NodePort = NodePort, 3003
+		service("ns3", "svc3", "172.30.0.43", func(s *model.Service) {
+			s.Type, s.Ports[0].NodePort = model.NodePort, 3003
 		}, endpoints(ready("10.180.0.3", ""))),
 		// "NodePort" without a node port but with an external IP
-		service("ns4", "svc4", "172.30.0.44", func(s *Service) {
-			s.Type, s.ExternalIPs = NodePort, addrs("192.168.99.33")
+		service("ns4", "svc4", "172.30.0.44", func(s *model.Service) {
+			s.Type, s.ExternalIPs = model.NodePort, addrs("192.168.99.33")
 		}, endpoints(ready("10.180.0.4", ""), ready("10.180.0.5", testNodeName))),
 		// LoadBalancer with Cluster policy, source ranges and affinity; the health check
 		// port is ignored with Cluster policy.
-		service("ns5", "svc5", "172.30.0.45", loadBalancer(3002, "5.6.7.8"), func(s *Service) {
-			s.ExternalTrafficPolicy = PolicyCluster
+		service("ns5", "svc5", "172.30.0.45", loadBalancer(3002, "5.6.7.8"), func(s *model.Service) {
+			s.ExternalTrafficPolicy = model.PolicyCluster
 			s.HealthCheckNodePort = 30000
 			s.LoadBalancerSourceRanges = prefixes("203.0.113.0/25")
 			s.SessionAffinityClientIP, s.AffinityTimeoutSeconds = true, 10800
@@ -103,7 +105,7 @@ func overallServices() []Service {
 }
 
 func TestOverallIPTablesRules(t *testing.T) {
-	p := mustGenerate(t, snapshot(IPv4, fakeProxierNode(), overallServices()...), Options{})
+	p := mustGenerate(t, snapshot(model.IPv4, fakeProxierNode(), overallServices()...), Options{})
 	checkStructure(t, p, nil)
 	want := upstreamMark(`
 		*filter
@@ -245,10 +247,10 @@ func TestSyncProxyRulesRepeated(t *testing.T) {
 	const svc4IP = `
 		-A KUBE-SERVICES -m comment --comment "ns4/svc4:p80 cluster IP" -m tcp -p tcp -d 172.30.0.44 --dport 80 -j KUBE-SVC-4SW47YFZTEDKD3PK`
 
-	svc := func(ns, name, ip string, port int, eps ...Endpoint) Service {
-		s := service(ns, name, ip, func(s *Service) { s.Ports[0].Name, s.Ports[0].Port = "p"+strconv.Itoa(port), port })
+	svc := func(ns, name, ip string, port int, eps ...model.Endpoint) model.Service {
+		s := service(ns, name, ip, func(s *model.Service) { s.Ports[0].Name, s.Ports[0].Port = "p"+strconv.Itoa(port), port })
 		if len(eps) > 0 {
-			endpointsOn("p"+strconv.Itoa(port), TCP, port, eps...)(&s)
+			endpointsOn("p"+strconv.Itoa(port), model.TCP, port, eps...)(&s)
 		}
 		return s
 	}
@@ -262,11 +264,11 @@ func TestSyncProxyRulesRepeated(t *testing.T) {
 
 	steps := []struct {
 		name     string
-		services []Service
+		services []model.Service
 		full     bool
 		want     string
 	}{{
-		name: "initial full sync", services: []Service{svc1, svc2}, full: true,
+		name: "initial full sync", services: []model.Service{svc1, svc2}, full: true,
 		want: filter + natHead + `
 		:KUBE-SEP-SNQ3ZNILQDEJNDQO - [0:0]
 		:KUBE-SEP-UHEGFW77JX3KXTOV - [0:0]
@@ -284,7 +286,7 @@ func TestSyncProxyRulesRepeated(t *testing.T) {
 		-A KUBE-SVC-XPGD46QRK7WJZT7O -m comment --comment "ns1/svc1:p80 -> 10.0.1.1:80" -j KUBE-SEP-SNQ3ZNILQDEJNDQO
 		COMMIT`,
 	}, {
-		name: "add a service: only its chains are written", services: []Service{svc1, svc2, svc3},
+		name: "add a service: only its chains are written", services: []model.Service{svc1, svc2, svc3},
 		want: filter + natHead + `
 		:KUBE-SEP-BSWRHOQ77KEXZLNL - [0:0]
 		:KUBE-SVC-X27LE4BHSL4DOUIK - [0:0]` + svc1IP + `
@@ -296,7 +298,7 @@ func TestSyncProxyRulesRepeated(t *testing.T) {
 		-A KUBE-SVC-X27LE4BHSL4DOUIK -m comment --comment "ns3/svc3:p80 -> 10.0.3.1:80" -j KUBE-SEP-BSWRHOQ77KEXZLNL
 		COMMIT`,
 	}, {
-		name: "delete a service: its chains are flushed and deleted", services: []Service{svc1, svc3},
+		name: "delete a service: its chains are flushed and deleted", services: []model.Service{svc1, svc3},
 		want: filter + natHead + `
 		:KUBE-SEP-UHEGFW77JX3KXTOV - [0:0]
 		:KUBE-SVC-2VJB64SDSIJUP5T6 - [0:0]` + svc1IP + svc3IP + nodePortsJump + masq + `
@@ -304,14 +306,14 @@ func TestSyncProxyRulesRepeated(t *testing.T) {
 		-X KUBE-SVC-2VJB64SDSIJUP5T6
 		COMMIT`,
 	}, {
-		name: "add a service without endpoints: REJECT only", services: []Service{svc1, svc3, svc4},
+		name: "add a service without endpoints: REJECT only", services: []model.Service{svc1, svc3, svc4},
 		want: strings.Replace(filter, `
 		-A KUBE-FIREWALL`, `
 		-A KUBE-SERVICES -m comment --comment "ns4/svc4:p80 has no endpoints" -m tcp -p tcp -d 172.30.0.44 --dport 80 -j REJECT
 		-A KUBE-FIREWALL`, 1) + natHead + svc1IP + svc3IP + nodePortsJump + masq + `
 		COMMIT`,
 	}, {
-		name: "endpoints appear", services: []Service{svc1, svc3, svc4b},
+		name: "endpoints appear", services: []model.Service{svc1, svc3, svc4b},
 		want: filter + natHead + `
 		:KUBE-SEP-AYCN5HPXMIRJNJXU - [0:0]
 		:KUBE-SVC-4SW47YFZTEDKD3PK - [0:0]` + svc1IP + svc3IP + svc4IP + nodePortsJump + masq + `
@@ -321,7 +323,7 @@ func TestSyncProxyRulesRepeated(t *testing.T) {
 		-A KUBE-SVC-4SW47YFZTEDKD3PK -m comment --comment "ns4/svc4:p80 -> 10.0.4.1:80" -j KUBE-SEP-AYCN5HPXMIRJNJXU
 		COMMIT`,
 	}, {
-		name: "an endpoint changes address", services: []Service{svc1, svc3b, svc4b},
+		name: "an endpoint changes address", services: []model.Service{svc1, svc3b, svc4b},
 		want: filter + natHead + `
 		:KUBE-SEP-BSWRHOQ77KEXZLNL - [0:0]
 		:KUBE-SEP-DKCFIS26GWF2WLWC - [0:0]
@@ -333,7 +335,7 @@ func TestSyncProxyRulesRepeated(t *testing.T) {
 		-X KUBE-SEP-BSWRHOQ77KEXZLNL
 		COMMIT`,
 	}, {
-		name: "an endpoint is added", services: []Service{svc1, svc3c, svc4b},
+		name: "an endpoint is added", services: []model.Service{svc1, svc3c, svc4b},
 		want: filter + natHead + `
 		:KUBE-SEP-DKCFIS26GWF2WLWC - [0:0]
 		:KUBE-SEP-JVVZVJ7BSEPPRNBS - [0:0]
@@ -347,11 +349,11 @@ func TestSyncProxyRulesRepeated(t *testing.T) {
 		-A KUBE-SVC-X27LE4BHSL4DOUIK -m comment --comment "ns3/svc3:p80 -> 10.0.3.3:80" -j KUBE-SEP-JVVZVJ7BSEPPRNBS
 		COMMIT`,
 	}, {
-		name: "no changes: no per-service chains", services: []Service{svc1, svc3c, svc4b},
+		name: "no changes: no per-service chains", services: []model.Service{svc1, svc3c, svc4b},
 		want: filter + natHead + svc1IP + svc3IP + svc4IP + nodePortsJump + masq + `
 		COMMIT`,
 	}, {
-		name: "full sync deleting a service", services: []Service{svc1, svc3c}, full: true,
+		name: "full sync deleting a service", services: []model.Service{svc1, svc3c}, full: true,
 		want: filter + natHead + `
 		:KUBE-SEP-AYCN5HPXMIRJNJXU - [0:0]
 		:KUBE-SEP-DKCFIS26GWF2WLWC - [0:0]
@@ -379,7 +381,7 @@ func TestSyncProxyRulesRepeated(t *testing.T) {
 	table := natTable{}
 	var prev *Snapshot
 	for _, step := range steps {
-		snap := snapshot(IPv4, fakeProxierNode(), step.services...)
+		snap := snapshot(model.IPv4, fakeProxierNode(), step.services...)
 		opts := Options{ExistingNATChains: table.chains()}
 		if !step.full {
 			opts.Changed = ChangedServices(prev, snap)

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"herald.dev/herald/internal/lab/labtest"
-	"herald.dev/herald/proxy/iptables"
+	"herald.dev/herald/proxy/model"
 )
 
 // TestRunnerInNamespace drives the real binaries in a namespace of the test's own.
@@ -17,7 +17,7 @@ func TestRunnerInNamespace(t *testing.T) {
 	lab := labtest.NewNet(t, "hpxr-", netip.MustParsePrefix("172.31.1.0/24"))
 	host := labtest.AddHost(t, lab, "node", netip.MustParseAddr("172.31.1.3"))
 	ctx := context.Background()
-	r, err := New(iptables.IPv4, host.Do, BackendDefault)
+	r, err := New(model.IPv4, host.Do, BackendDefault)
 	if err != nil {
 		t.Fatal(err)
 	}

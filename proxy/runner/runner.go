@@ -11,8 +11,7 @@ import (
 	"strings"
 
 	goiptables "github.com/coreos/go-iptables/iptables"
-
-	"herald.dev/herald/proxy/iptables"
+	"herald.dev/herald/proxy/model"
 )
 
 // Do runs fn with the calling OS thread in the node's network namespace.
@@ -42,7 +41,7 @@ const (
 
 // Runner applies restore payloads and single rules for one IP family.
 type Runner struct {
-	family  iptables.Family
+	family  model.Family
 	do      Do
 	ipt     *goiptables.IPTables
 	restore string // iptables-restore or ip6tables-restore
@@ -61,11 +60,11 @@ func (c Commands) All() []string { return []string{c.IPTables, c.Restore, c.Save
 // CommandsFor names the binaries of a family and backend, as Debian's iptables
 // package installs them: iptables, iptables-restore, iptables-save for IPv4,
 // ip6tables… for IPv6, with -legacy or -nft after the base name for those backends.
-func CommandsFor(family iptables.Family, backend Backend) (Commands, error) {
+func CommandsFor(family model.Family, backend Backend) (Commands, error) {
 	base := "iptables"
 	switch family {
-	case iptables.IPv4:
-	case iptables.IPv6:
+	case model.IPv4:
+	case model.IPv6:
 		base = "ip6tables"
 	default:
 		return Commands{}, fmt.Errorf("%s: unknown family", family)
@@ -82,7 +81,7 @@ func CommandsFor(family iptables.Family, backend Backend) (Commands, error) {
 
 // New finds the family's binaries of the backend. do may be nil (the process's own
 // namespace).
-func New(family iptables.Family, do Do, backend Backend) (*Runner, error) {
+func New(family model.Family, do Do, backend Backend) (*Runner, error) {
 	if do == nil {
 		do = direct
 	}
@@ -91,7 +90,7 @@ func New(family iptables.Family, do Do, backend Backend) (*Runner, error) {
 		return nil, fmt.Errorf("runner for %s: %w", family, err)
 	}
 	proto := goiptables.ProtocolIPv4
-	if family == iptables.IPv6 {
+	if family == model.IPv6 {
 		proto = goiptables.ProtocolIPv6
 	}
 	base := cmds.IPTables
@@ -116,7 +115,7 @@ func New(family iptables.Family, do Do, backend Backend) (*Runner, error) {
 }
 
 // Family is the IP family the runner programs.
-func (r *Runner) Family() iptables.Family { return r.family }
+func (r *Runner) Family() model.Family { return r.family }
 
 // HasRandomFully says whether MASQUERADE --random-fully is supported (iptables >= 1.6.2),
 // which changes the rule kube-proxy writes in KUBE-POSTROUTING.

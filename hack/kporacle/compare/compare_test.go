@@ -55,6 +55,7 @@ import (
 
 	"herald.dev/herald/hack/kporacle/oracle"
 	"herald.dev/herald/proxy/iptables"
+	"herald.dev/herald/proxy/model"
 )
 
 // deliberateDifferences lists every way the comparison departs from byte equality of
@@ -196,7 +197,7 @@ func steps(t *testing.T) int {
 	return 6
 }
 
-var allFamilies = []iptables.Family{iptables.IPv4, iptables.IPv6}
+var allFamilies = []model.Family{model.IPv4, model.IPv6}
 
 func TestOracleCompare(t *testing.T) {
 	n := steps(t)
@@ -217,22 +218,22 @@ func TestOracleCompare(t *testing.T) {
 // side is one family's pair: kube-proxy's proxier and herald's simulated runner, plus
 // kube-proxy's view of the last synced world (for its changed set).
 type side struct {
-	fam      iptables.Family
+	fam      model.Family
 	oracle   *oracle.Oracle
 	herald   *heraldSim
-	lastView []iptables.Service
+	lastView []model.Service
 	// lastSemantic is the same without kube-proxy's whole-object slice comparison.
-	lastSemantic []iptables.Service
+	lastSemantic []model.Service
 }
 
-func newSide(t *testing.T, e env, fam iptables.Family) *side {
+func newSide(t *testing.T, e env, fam model.Family) *side {
 	return newSideWith(t, e, e.oracleOptions(fam))
 }
 
 func newSideWith(t *testing.T, e env, opts oracle.Options) *side {
-	fam := iptables.IPv4
+	fam := model.IPv4
 	if opts.IPv6 {
-		fam = iptables.IPv6
+		fam = model.IPv6
 	}
 	o, err := oracle.New(opts)
 	if err != nil {
@@ -333,8 +334,8 @@ type stepCheck struct {
 	full     bool
 	node     iptables.Node
 	w        *world
-	services []iptables.Service // sorted, as herald's tracker hands them over
-	shuffled []iptables.Service // the same in random order
+	services []model.Service // sorted, as herald's tracker hands them over
+	shuffled []model.Service // the same in random order
 	events   []event
 	rerun    string
 	log      []string
@@ -400,7 +401,7 @@ func (c *stepCheck) run() bool {
 
 	// 1. The payload, with kube-proxy's changed set.
 	view := kubeProxyView(c.w, s.fam, true)
-	var changed iptables.ServiceSet
+	var changed model.ServiceSet
 	if !c.full {
 		changed = changedNames(s.lastView, view)
 	}
@@ -468,7 +469,7 @@ func (c *stepCheck) run() bool {
 	return true
 }
 
-func names(set iptables.ServiceSet) []string {
+func names(set model.ServiceSet) []string {
 	if set == nil {
 		return nil
 	}

@@ -12,6 +12,7 @@ import (
 
 	"herald.dev/herald/hack/kporacle/oracle"
 	"herald.dev/herald/proxy/iptables"
+	"herald.dev/herald/proxy/model"
 )
 
 // env is one node's configuration and host facts, the same for both families. Every
@@ -113,10 +114,10 @@ func (e env) String() string {
 }
 
 // oracleOptions is e for kube-proxy's proxier of one family.
-func (e env) oracleOptions(fam iptables.Family) oracle.Options {
+func (e env) oracleOptions(fam model.Family) oracle.Options {
 	return oracle.Options{
 		NodeName:                  localNode,
-		IPv6:                      fam == iptables.IPv6,
+		IPv6:                      fam == model.IPv6,
 		NodeIPs:                   e.nodeIPs,
 		ClusterCIDRs:              e.clusterCIDRs,
 		BridgeInterface:           e.bridgeInterface,
@@ -139,9 +140,9 @@ func (e env) heraldNode() iptables.Node {
 	// generator has no such fallback, so the shell must pass it (see
 	// deliberateDifferences).
 	ips := slices.Clone(e.nodeIPs)
-	for _, fam := range []iptables.Family{iptables.IPv4, iptables.IPv6} {
+	for _, fam := range []model.Family{model.IPv4, model.IPv6} {
 		if _, ok := primaryIP(e.nodeIPs, fam); !ok && os.Getenv("HERALD_ORACLE_NO_LOOPBACK_NODEIP") == "" {
-			ips = append(ips, map[iptables.Family]netip.Addr{iptables.IPv4: netip.MustParseAddr("127.0.0.1"), iptables.IPv6: netip.IPv6Loopback()}[fam])
+			ips = append(ips, map[model.Family]netip.Addr{model.IPv4: netip.MustParseAddr("127.0.0.1"), model.IPv6: netip.IPv6Loopback()}[fam])
 		}
 	}
 	n := iptables.DefaultNode(localNode, ips...)
@@ -161,7 +162,7 @@ func (e env) heraldNode() iptables.Node {
 	// (nothing for a family without one: NodePorts then match every local address).
 	for _, c := range e.nodePortAddresses {
 		if c == oracle.NodePortAddressesPrimary {
-			for _, fam := range []iptables.Family{iptables.IPv4, iptables.IPv6} {
+			for _, fam := range []model.Family{model.IPv4, model.IPv6} {
 				if ip, ok := primaryIP(e.nodeIPs, fam); ok {
 					n.NodePortAddresses = append(n.NodePortAddresses, netip.PrefixFrom(ip, ip.BitLen()))
 				}
@@ -175,9 +176,9 @@ func (e env) heraldNode() iptables.Node {
 	return n
 }
 
-func primaryIP(ips []netip.Addr, fam iptables.Family) (netip.Addr, bool) {
+func primaryIP(ips []netip.Addr, fam model.Family) (netip.Addr, bool) {
 	for _, ip := range ips {
-		if ip.Is4() == (fam == iptables.IPv4) {
+		if ip.Is4() == (fam == model.IPv4) {
 			return ip, true
 		}
 	}

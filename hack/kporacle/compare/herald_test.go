@@ -21,6 +21,7 @@ import (
 	"herald.dev/herald/hack/kporacle/oracle"
 	"herald.dev/herald/proxy"
 	"herald.dev/herald/proxy/iptables"
+	"herald.dev/herald/proxy/model"
 )
 
 // heraldServices converts a world the way herald's proxier does (proxy/tracker.go):
@@ -28,9 +29,9 @@ import (
 // proxy.ConvertEndpointSlice, slices attached to their Service sorted by slice name.
 // Services left out by the converter and conversion problems are returned as problems:
 // the generated objects are valid, so there should be none.
-func heraldServices(w *world) ([]iptables.Service, []string) {
+func heraldServices(w *world) ([]model.Service, []string) {
 	var problems []string
-	bySvc := map[iptables.ServiceName][]*discoveryv1.EndpointSlice{}
+	bySvc := map[model.ServiceName][]*discoveryv1.EndpointSlice{}
 	for _, k := range sortedKeys(w.slices) {
 		es := w.slices[k]
 		name, _, probs, ok := proxy.ConvertEndpointSlice(es)
@@ -41,7 +42,7 @@ func heraldServices(w *world) ([]iptables.Service, []string) {
 			bySvc[name] = append(bySvc[name], es)
 		}
 	}
-	var out []iptables.Service
+	var out []model.Service
 	for _, k := range sortedKeys(w.services) {
 		svc, probs, ok := proxy.ConvertService(w.services[k])
 		for _, p := range probs {
@@ -62,7 +63,7 @@ func heraldServices(w *world) ([]iptables.Service, []string) {
 
 // shuffled returns a copy of services with Services and each Service's slices in random
 // order: Generate must not depend on either (kube-proxy walks maps).
-func shuffled(r *rand.Rand, services []iptables.Service) []iptables.Service {
+func shuffled(r *rand.Rand, services []model.Service) []model.Service {
 	out := slices.Clone(services)
 	r.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
 	for i := range out {
@@ -92,13 +93,13 @@ func shuffled(r *rand.Rand, services []iptables.Service) []iptables.Service {
 // ready from unset to true changes no rule, and herald does not rewrite for it). The
 // test checks that the runner's set contains the raw=false set and compares end states
 // for the runner's set.
-func kubeProxyView(w *world, fam iptables.Family, raw bool) []iptables.Service {
+func kubeProxyView(w *world, fam model.Family, raw bool) []model.Service {
 	want := discoveryv1.AddressTypeIPv4
-	if fam == iptables.IPv6 {
+	if fam == model.IPv6 {
 		want = discoveryv1.AddressTypeIPv6
 	}
-	in := func(a netip.Addr) bool { return a.Unmap().Is4() == (fam == iptables.IPv4) }
-	var out []iptables.Service
+	in := func(a netip.Addr) bool { return a.Unmap().Is4() == (fam == model.IPv4) }
+	var out []model.Service
 	for _, k := range sortedKeys(w.services) {
 		obj := w.services[k]
 		svc, _, ok := proxy.ConvertService(obj)
@@ -136,14 +137,14 @@ func kubeProxyView(w *world, fam iptables.Family, raw bool) []iptables.Service {
 		// itself is not kept.
 		externallyAccessible := obj.Spec.Type == v1.ServiceTypeLoadBalancer || obj.Spec.Type == v1.ServiceTypeNodePort ||
 			(obj.Spec.Type == v1.ServiceTypeClusterIP && len(obj.Spec.ExternalIPs) > 0)
-		svc.ExternalTrafficPolicy = iptables.PolicyCluster
+		svc.ExternalTrafficPolicy = model.PolicyCluster
 		if externallyAccessible && obj.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal {
-			svc.ExternalTrafficPolicy = iptables.PolicyLocal
+			svc.ExternalTrafficPolicy = model.PolicyLocal
 		}
-		if svc.InternalTrafficPolicy != iptables.PolicyLocal {
-			svc.InternalTrafficPolicy = iptables.PolicyCluster
+		if svc.InternalTrafficPolicy != model.PolicyLocal {
+			svc.InternalTrafficPolicy = model.PolicyCluster
 		}
-		if obj.Spec.Type != v1.ServiceTypeLoadBalancer || svc.ExternalTrafficPolicy != iptables.PolicyLocal {
+		if obj.Spec.Type != v1.ServiceTypeLoadBalancer || svc.ExternalTrafficPolicy != model.PolicyLocal {
 			svc.HealthCheckNodePort = 0
 		}
 		svc.Type = ""
@@ -161,7 +162,7 @@ func kubeProxyView(w *world, fam iptables.Family, raw bool) []iptables.Service {
 				if err != nil {
 					panic(err)
 				}
-				converted.Ports = append(converted.Ports, iptables.EndpointPort{Name: string(text)})
+				converted.Ports = append(converted.Ports, model.EndpointPort{Name: string(text)})
 			}
 			svc.EndpointSlices = append(svc.EndpointSlices, converted)
 		}
@@ -172,9 +173,9 @@ func kubeProxyView(w *world, fam iptables.Family, raw bool) []iptables.Service {
 
 // changedNames names the Services added, removed or different between two views. (The
 // test's own code, not iptables.ChangedServices, which is part of what is tested.)
-func changedNames(prev, next []iptables.Service) iptables.ServiceSet {
-	out := iptables.ServiceSet{}
-	before := map[iptables.ServiceName]iptables.Service{}
+func changedNames(prev, next []model.Service) model.ServiceSet {
+	out := model.ServiceSet{}
+	before := map[model.ServiceName]model.Service{}
 	for _, s := range prev {
 		before[s.ServiceName()] = s
 	}
@@ -197,7 +198,7 @@ func changedNames(prev, next []iptables.Service) iptables.ServiceSet {
 // iptables-restore --noflush: declared chains are flushed and refilled, "-X" deletes,
 // other chains stay, and a restore whose jumps lead to missing chains is rejected.
 type heraldSim struct {
-	fam iptables.Family
+	fam model.Family
 	ipt *iptablestest.FakeIPTables
 	// last is the snapshot of the last restore, active its ActiveNATChains, large its
 	// LargeClusterMode; nil last means the next sync is full.
@@ -206,9 +207,9 @@ type heraldSim struct {
 	large  bool
 }
 
-func newHeraldSim(fam iptables.Family) *heraldSim {
+func newHeraldSim(fam model.Family) *heraldSim {
 	ipt := iptablestest.NewFake()
-	if fam == iptables.IPv6 {
+	if fam == model.IPv6 {
 		ipt = iptablestest.NewIPv6Fake()
 	}
 	return &heraldSim{fam: fam, ipt: ipt}
@@ -219,11 +220,11 @@ func newHeraldSim(fam iptables.Family) *heraldSim {
 // a partial sync of iptables.ChangedServices(last, snap) that deletes the chains the
 // previous payload used and this one does not; nothing at all when nothing changed. It
 // returns the runner's changed set (nil for a full sync) and the payload (nil if none).
-func (h *heraldSim) sync(snap *iptables.Snapshot, full bool) (iptables.ServiceSet, *iptables.Payload, error) {
+func (h *heraldSim) sync(snap *iptables.Snapshot, full bool) (model.ServiceSet, *iptables.Payload, error) {
 	if h.last == nil {
 		full = true
 	}
-	var changed iptables.ServiceSet
+	var changed model.ServiceSet
 	if !full {
 		if changed = iptables.ChangedServices(h.last, snap); len(changed) == 0 {
 			return changed, nil, nil
@@ -237,7 +238,7 @@ func (h *heraldSim) sync(snap *iptables.Snapshot, full bool) (iptables.ServiceSe
 	return changed, payload, nil
 }
 
-func (h *heraldSim) apply(snap *iptables.Snapshot, changed iptables.ServiceSet, full bool) (*iptables.Payload, error) {
+func (h *heraldSim) apply(snap *iptables.Snapshot, changed model.ServiceSet, full bool) (*iptables.Payload, error) {
 	opts := iptables.Options{}
 	if full {
 		if err := ensureJumps(h.ipt); err != nil {

@@ -10,13 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"herald.dev/herald/proxy/model"
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
-
-	"herald.dev/herald/proxy/iptables"
 )
 
 // TestOracleLargeCluster crosses kube-proxy's large-cluster threshold (more than 1000
@@ -32,7 +31,7 @@ func TestOracleLargeCluster(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 1))
 	e := env{nodeIPs: []netip.Addr{nodeIPv4}, clusterCIDRs: []string{"10.0.0.0/8"}, masqueradeBit: 14,
 		localhostNodePorts: true, randomFully: true, nfacct: true}
-	opts := e.oracleOptions(iptables.IPv4)
+	opts := e.oracleOptions(model.IPv4)
 	opts.SyncPeriod = time.Nanosecond
 	s := newSideWith(t, e, opts)
 	node := e.heraldNode()

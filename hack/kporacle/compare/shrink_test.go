@@ -11,11 +11,12 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"herald.dev/herald/proxy/iptables"
+	"herald.dev/herald/proxy/model"
 )
 
 // fullSyncDiff runs a fresh full sync of w on both sides and returns the canonical
 // differences of the payloads ("" when they agree).
-func fullSyncDiff(t *testing.T, e env, fam iptables.Family, w *world) string {
+func fullSyncDiff(t *testing.T, e env, fam model.Family, w *world) string {
 	s := newSide(t, e, fam)
 	s.feed(diff(&world{}, w))
 	res, err := s.oracle.Sync()
@@ -32,7 +33,7 @@ func fullSyncDiff(t *testing.T, e env, fam iptables.Family, w *world) string {
 
 // shrink removes Services, slices and endpoints from w as long as a fresh full sync
 // still shows a difference, and returns the smaller world.
-func shrink(t *testing.T, e env, fam iptables.Family, w *world) *world {
+func shrink(t *testing.T, e env, fam model.Family, w *world) *world {
 	fails := func(c *world) bool { return fullSyncDiff(t, e, fam, c) != "" }
 	for progress := true; progress; {
 		progress = false

@@ -1,4 +1,4 @@
-package iptables
+package model
 
 import "reflect"
 
@@ -25,17 +25,15 @@ func (s ServiceSet) Has(n ServiceName) bool {
 // must rewrite: those added, removed, or different in any field (their EndpointSlices
 // included). It is deliberately coarse, like kube-proxy, which marks a service as soon
 // as one of its objects changes; rewriting an unchanged service is harmless, skipping a
-// changed one is not. A nil prev marks everything.
-func ChangedServices(prev, next *Snapshot) ServiceSet {
+// changed one is not. An empty prev marks everything.
+func ChangedServices(prev, next []Service) ServiceSet {
 	changed := ServiceSet{}
 	before := map[ServiceName]*Service{}
-	if prev != nil {
-		for i := range prev.Services {
-			before[prev.Services[i].ServiceName()] = &prev.Services[i]
-		}
+	for i := range prev {
+		before[prev[i].ServiceName()] = &prev[i]
 	}
-	for i := range next.Services {
-		svc := &next.Services[i]
+	for i := range next {
+		svc := &next[i]
 		name := svc.ServiceName()
 		old, ok := before[name]
 		delete(before, name)

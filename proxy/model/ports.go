@@ -1,4 +1,4 @@
-package iptables
+package model
 
 import (
 	"cmp"
@@ -9,69 +9,80 @@ import (
 	"strings"
 )
 
-// portInfo is one service port as seen by the proxier of one family: kube-proxy's
-// servicePortInfo plus the port's endpoints from its EndpointSlices.
-type portInfo struct {
-	svc       ServiceName
-	name      string // servicePortName: "ns/name:port"
-	protocol  string // "tcp", "udp" or "sctp"
-	chains    portChains
-	clusterIP string
-	port      string
-	nodePort  int
+// PortInfo is one service port as the proxier of one family sees it: kube-proxy's
+// servicePortInfo plus the port's endpoints from its EndpointSlices. Addresses are
+// already filtered to the family and written as rule text.
+type PortInfo struct {
+	Service  ServiceName
+	Name     string // kube-proxy's ServicePortName.String(): "ns/name:port" or "ns/name"
+	PortName string // spec.ports[].name, "" for the single unnamed port
+	Protocol string // "tcp", "udp" or "sctp"
 
-	externalIPs  []string
-	lbIPs        []string
-	sourceRanges []netip.Prefix
+	ClusterIP string
+	Port      string // spec.ports[].port
+	NodePort  int    // 0 when none
 
-	externalLocal   bool // externalTrafficPolicy Local, where it applies
-	internalLocal   bool // internalTrafficPolicy Local
-	affinity        bool // sessionAffinity ClientIP
-	affinityTimeout string
-	healthCheckPort int
+	ExternalIPs     []string
+	LoadBalancerIPs []string
+	SourceRanges    []netip.Prefix // loadBalancerSourceRanges of the family, masked; nil allows all
 
-	endpoints []*endpointInfo // deduplicated, sorted by "ip:port"
+	ExternalLocal bool // externalTrafficPolicy Local, where it applies
+	InternalLocal bool // internalTrafficPolicy Local
+	Affinity      bool // sessionAffinity ClientIP
+	// AffinitySeconds is the ClientIP affinity timeout, defaulted; 0 without Affinity.
+	AffinitySeconds int
+	// HealthCheckNodePort is spec.healthCheckNodePort where kube-proxy serves it
+	// (LoadBalancer with externalTrafficPolicy Local), else 0.
+	HealthCheckNodePort int
+
+	// Endpoints are deduplicated and sorted by "ip:port"; Endpoints[i].Index == i.
+	Endpoints []*EndpointInfo
 }
 
-func (p *portInfo) externallyAccessible() bool {
-	return p.nodePort != 0 || len(p.lbIPs) > 0 || len(p.externalIPs) > 0
+// ExternallyAccessible reports whether the port has any external destination.
+func (p *PortInfo) ExternallyAccessible() bool {
+	return p.NodePort != 0 || len(p.LoadBalancerIPs) > 0 || len(p.ExternalIPs) > 0
 }
 
-// usesClusterEndpoints: the Cluster endpoint set is needed for ClusterIP traffic with
+// UsesClusterEndpoints: the Cluster endpoint set is needed for ClusterIP traffic with
 // internalTrafficPolicy Cluster, and for any external traffic (even with Local policy,
 // pods and the node itself are short-circuited to all endpoints).
-func (p *portInfo) usesClusterEndpoints() bool {
-	return !p.internalLocal || p.externallyAccessible()
+func (p *PortInfo) UsesClusterEndpoints() bool {
+	return !p.InternalLocal || p.ExternallyAccessible()
 }
 
-func (p *portInfo) usesLocalEndpoints() bool {
-	return p.internalLocal || (p.externalLocal && p.externallyAccessible())
+// UsesLocalEndpoints: the Local set is needed for either traffic policy set to Local.
+func (p *PortInfo) UsesLocalEndpoints() bool {
+	return p.InternalLocal || (p.ExternalLocal && p.ExternallyAccessible())
 }
 
-// resolveServices turns the snapshot's services into the port list of one family, sorted
-// by service port name and protocol, reporting and skipping what cannot be expressed.
-func resolveServices(snap *Snapshot, node *nodeRules, probs *problems) []*portInfo {
-	var ports []*portInfo
-	seen := make(map[ServiceName]bool, len(snap.Services))
-	for i := range snap.Services {
-		svc := &snap.Services[i]
+// Resolve turns services into the port list of one family, sorted by service port name
+// and protocol, skipping (and reporting) what cannot be expressed. nodeName decides
+// which endpoints are local. It is kube-proxy's ServiceChangeTracker and
+// EndpointsChangeTracker for one family, as a pure function.
+func Resolve(services []Service, family Family, nodeName string) ([]*PortInfo, []Problem) {
+	var probs problems
+	var ports []*PortInfo
+	seen := make(map[ServiceName]bool, len(services))
+	for i := range services {
+		svc := &services[i]
 		name := svc.ServiceName()
 		if seen[name] {
 			probs.add(name, "", fmt.Errorf("%w service", ErrDuplicate))
 			continue
 		}
 		seen[name] = true
-		ports = append(ports, resolveService(svc, node, probs)...)
+		ports = append(ports, resolveService(svc, family, nodeName, &probs)...)
 	}
-	slices.SortFunc(ports, func(a, b *portInfo) int {
-		return cmp.Or(strings.Compare(a.name, b.name), strings.Compare(a.protocol, b.protocol))
+	slices.SortFunc(ports, func(a, b *PortInfo) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.Protocol, b.Protocol))
 	})
-	return ports
+	return ports, probs
 }
 
-// resolveService returns the ports of svc proxied in node.family; none when the service
-// is skipped (headless, ExternalName, no ClusterIP of the family, or invalid).
-func resolveService(svc *Service, node *nodeRules, probs *problems) []*portInfo {
+// resolveService returns the ports of svc proxied in family; none when the service is
+// skipped (headless, ExternalName, no ClusterIP of the family, or invalid).
+func resolveService(svc *Service, family Family, nodeName string, probs *problems) []*PortInfo {
 	name := svc.ServiceName()
 	if !validLabel(svc.Namespace, 63) || !validLabel(svc.Name, 63) {
 		probs.add(name, "", fmt.Errorf("%w: namespace and name must be DNS labels", ErrInvalidName))
@@ -93,33 +104,32 @@ func resolveService(svc *Service, node *nodeRules, probs *problems) []*portInfo 
 		probs.add(name, "", fmt.Errorf("%w: health check node port %d", ErrInvalidPort, svc.HealthCheckNodePort))
 		return nil
 	}
-	clusterIP, ok := clusterIPOf(svc, node.family, probs)
+	clusterIP, ok := clusterIPOf(svc, family, probs)
 	if !ok {
 		return nil
 	}
 
-	shared := portInfo{
-		svc:           name,
-		clusterIP:     clusterIP.String(),
-		externalIPs:   addrsOf(svc, "external IP", svc.ExternalIPs, node.family, probs),
-		lbIPs:         addrsOf(svc, "load balancer IP", svc.LoadBalancerIPs, node.family, probs),
-		sourceRanges:  sourceRangesOf(svc, node.family, probs),
-		externalLocal: svc.ExternalTrafficPolicy == PolicyLocal && externallyAccessibleType(svc),
-		internalLocal: svc.InternalTrafficPolicy == PolicyLocal,
-		affinity:      svc.SessionAffinityClientIP,
+	shared := PortInfo{
+		Service:         name,
+		ClusterIP:       clusterIP.String(),
+		ExternalIPs:     addrsOf(svc, "external IP", svc.ExternalIPs, family, probs),
+		LoadBalancerIPs: addrsOf(svc, "load balancer IP", svc.LoadBalancerIPs, family, probs),
+		SourceRanges:    sourceRangesOf(svc, family, probs),
+		ExternalLocal:   svc.ExternalTrafficPolicy == PolicyLocal && externallyAccessibleType(svc),
+		InternalLocal:   svc.InternalTrafficPolicy == PolicyLocal,
+		Affinity:        svc.SessionAffinityClientIP,
 	}
-	if shared.affinity {
-		timeout := svc.AffinityTimeoutSeconds
-		if timeout == 0 {
-			timeout = DefaultAffinityTimeoutSeconds
+	if shared.Affinity {
+		shared.AffinitySeconds = svc.AffinityTimeoutSeconds
+		if shared.AffinitySeconds == 0 {
+			shared.AffinitySeconds = DefaultAffinityTimeoutSeconds
 		}
-		shared.affinityTimeout = strconv.Itoa(timeout)
 	}
-	if svc.Type == LoadBalancer && shared.externalLocal {
-		shared.healthCheckPort = svc.HealthCheckNodePort
+	if svc.Type == LoadBalancer && shared.ExternalLocal {
+		shared.HealthCheckNodePort = svc.HealthCheckNodePort
 	}
 
-	var ports []*portInfo
+	var ports []*PortInfo
 	for i := range svc.Ports {
 		sp := &svc.Ports[i]
 		protocol, err := checkPort(svc.Ports[:i], sp)
@@ -128,15 +138,24 @@ func resolveService(svc *Service, node *nodeRules, probs *problems) []*portInfo 
 			continue
 		}
 		p := shared // copy; the slices are shared read-only between ports
-		p.name = servicePortName(name, sp.Name)
-		p.protocol = protocol
-		p.chains = newPortChains(p.name, protocol)
-		p.port = strconv.Itoa(sp.Port)
-		p.nodePort = sp.NodePort
-		p.endpoints = collectEndpoints(svc, sp, &p, node, probs)
+		p.Name = servicePortName(name, sp.Name)
+		p.PortName = sp.Name
+		p.Protocol = protocol
+		p.Port = strconv.Itoa(sp.Port)
+		p.NodePort = sp.NodePort
+		p.Endpoints = collectEndpoints(svc, sp, &p, family, nodeName, probs)
 		ports = append(ports, &p)
 	}
 	return ports
+}
+
+// servicePortName is kube-proxy's ServicePortName.String(): "ns/name:port", or
+// "ns/name" for an unnamed port. It is the text of comments and the input of hashes.
+func servicePortName(svc ServiceName, port string) string {
+	if port == "" {
+		return svc.String()
+	}
+	return svc.String() + ":" + port
 }
 
 // checkPort validates a service port against itself and the ports before it, and returns
@@ -182,7 +201,7 @@ func clusterIPOf(svc *Service, family Family, probs *problems) (ip netip.Addr, o
 		}
 	}
 	for _, a := range svc.ClusterIPs {
-		if a = a.Unmap(); family.contains(a) {
+		if a = a.Unmap(); family.Contains(a) {
 			return a, true
 		}
 	}
@@ -197,7 +216,7 @@ func addrsOf(svc *Service, what string, addrs []netip.Addr, family Family, probs
 			probs.add(svc.ServiceName(), fmt.Sprintf("%s %q", what, a), ErrInvalidAddress)
 			continue
 		}
-		if a = a.Unmap(); family.contains(a) {
+		if a = a.Unmap(); family.Contains(a) {
 			out = append(out, a.String())
 		}
 	}
@@ -213,7 +232,7 @@ func sourceRangesOf(svc *Service, family Family, probs *problems) []netip.Prefix
 			probs.add(svc.ServiceName(), fmt.Sprintf("source range %q", p), ErrInvalidPrefix)
 			continue
 		}
-		if p = unmapPrefix(p); family.contains(p.Addr()) {
+		if p = UnmapPrefix(p); family.Contains(p.Addr()) {
 			if p.Bits() == 0 {
 				return nil
 			}
@@ -223,7 +242,7 @@ func sourceRangesOf(svc *Service, family Family, probs *problems) []netip.Prefix
 	return out
 }
 
-// validAddr rejects the zero Addr and scoped IPv6 addresses, which have no iptables text.
+// validAddr rejects the zero Addr and scoped IPv6 addresses, which have no rule text.
 func validAddr(a netip.Addr) bool {
 	return a.IsValid() && a.Zone() == ""
 }
@@ -253,4 +272,17 @@ func validLabel(s string, max int) bool {
 		}
 	}
 	return true
+}
+
+// UnmapPrefix turns an IPv4-mapped IPv6 prefix into its IPv4 form, as net.ParseCIDR
+// does, and clears host bits, as net.IPNet.String shows the network address.
+func UnmapPrefix(p netip.Prefix) netip.Prefix {
+	if a := p.Addr(); a.Is4In6() {
+		bits := p.Bits() - 96
+		if bits < 0 {
+			bits = 0
+		}
+		p = netip.PrefixFrom(a.Unmap(), bits)
+	}
+	return p.Masked()
 }

@@ -1,11 +1,11 @@
-package iptables
+package model
 
 import (
 	"net/netip"
 )
 
-// Family is the IP family one payload is generated for; one iptables-restore per family
-// (iptables for IPv4, ip6tables for IPv6), like kube-proxy's one proxier per family.
+// Family is the IP family rules are generated for: one iptables-restore (or one nftables
+// table) per family, like kube-proxy's one proxier per family.
 type Family int
 
 const (
@@ -24,9 +24,9 @@ func (f Family) String() string {
 	}
 }
 
-// contains reports whether addr belongs to the family. Callers unmap IPv4-mapped IPv6
+// Contains reports whether addr belongs to the family. Callers unmap IPv4-mapped IPv6
 // addresses first, as kube-proxy treats them as IPv4 (net.IP.To4).
-func (f Family) contains(addr netip.Addr) bool {
+func (f Family) Contains(addr netip.Addr) bool {
 	return (f == IPv4 && addr.Is4()) || (f == IPv6 && addr.Is6())
 }
 
@@ -73,21 +73,7 @@ type ServiceName struct {
 // String returns "namespace/name".
 func (n ServiceName) String() string { return n.Namespace + "/" + n.Name }
 
-// Snapshot is everything the generator needs for one IP family. Services may hold
-// addresses of both families (a shell can build the list once and share it between an
-// IPv4 and an IPv6 Snapshot); Generate keeps those of Family, like kube-proxy's
-// per-family service and endpoint trackers.
-type Snapshot struct {
-	// Family selects which addresses of Services are used and which payload is built.
-	Family Family
-	// Node holds the per-node settings of the proxier.
-	Node Node
-	// Services lists every Service with its EndpointSlices. Order does not matter;
-	// names must be unique.
-	Services []Service
-}
-
-// Service is one Kubernetes Service and its EndpointSlices, reduced to what the iptables
+// Service is one Kubernetes Service and its EndpointSlices, reduced to what the proxy
 // rules depend on.
 type Service struct {
 	// Namespace and Name are metadata.namespace and metadata.name. They appear in

@@ -1,4 +1,4 @@
-package iptables
+package model
 
 import (
 	"errors"
@@ -17,8 +17,8 @@ var (
 	ErrDuplicate       = errors.New("duplicate")
 )
 
-// Problem is one piece of input the generator skipped because iptables-restore could not
-// accept the rules it would produce (or kube-proxy would produce nonsense). What was
+// Problem is one piece of input Resolve skipped because the rules it would produce could
+// not be applied (or kube-proxy would produce nonsense). What was
 // skipped is named by Subject: the whole service (""), one port ("port p80/TCP"), one
 // address ("external IP ..."), or one endpoint ("endpoint ...").
 type Problem struct {
