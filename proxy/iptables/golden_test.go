@@ -207,9 +207,9 @@ func goldenScenarios() []goldenScenario {
 		edit func(*Node)
 	}{
 		{"masquerade-all", func(n *Node) { n.MasqueradeAll = true }},
-		{"no-local-detector", func(n *Node) { n.LocalDetector = LocalDetector{} }},
-		{"bridge-detector", func(n *Node) { n.LocalDetector = LocalDetector{BridgeInterface: "cbr0"} }},
-		{"interface-prefix-detector", func(n *Node) { n.LocalDetector = LocalDetector{InterfaceNamePrefix: "veth"} }},
+		{"no-local-detector", func(n *Node) { n.LocalDetector = model.LocalDetector{} }},
+		{"bridge-detector", func(n *Node) { n.LocalDetector = model.LocalDetector{BridgeInterface: "cbr0"} }},
+		{"interface-prefix-detector", func(n *Node) { n.LocalDetector = model.LocalDetector{InterfaceNamePrefix: "veth"} }},
 		{"random-fully-bit3-liberal", func(n *Node) { n.RandomFully, n.MasqueradeBit, n.ConntrackTCPLiberal = true, 3, true }},
 		{"nodeport-addresses", func(n *Node) {
 			n.LocalhostNodePorts = true

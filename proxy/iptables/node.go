@@ -34,7 +34,7 @@ type Node struct {
 	// no node IP; herald's runner never programs such a family.
 	IPs []netip.Addr
 	// LocalDetector says how pod traffic is told apart (--detect-local-mode).
-	LocalDetector LocalDetector
+	LocalDetector model.LocalDetector
 	// MasqueradeBit is --iptables-masquerade-bit, 0-31. The zero value is bit 0, not
 	// kube-proxy's default; use DefaultMasqueradeBit (or DefaultNode).
 	MasqueradeBit int
@@ -74,18 +74,6 @@ func DefaultNode(name string, ips ...netip.Addr) Node {
 		IPs:           ips,
 		MasqueradeBit: DefaultMasqueradeBit,
 	}
-}
-
-// LocalDetector selects kube-proxy's --detect-local-mode. At most one field may be set;
-// none set is the no-op detector, which drops the rules that need it.
-type LocalDetector struct {
-	// PodCIDRs (modes ClusterCIDR and NodeCIDR): pods are "-s <cidr>"; the first CIDR
-	// of the generated family is used, like kube-proxy.
-	PodCIDRs []netip.Prefix
-	// BridgeInterface (mode BridgeInterface): pods are "-i <name>".
-	BridgeInterface string
-	// InterfaceNamePrefix (mode InterfaceNamePrefix): pods are "-i <prefix>+".
-	InterfaceNamePrefix string
 }
 
 // ErrInvalidNode reports node settings the generator cannot express.
@@ -147,7 +135,7 @@ func resolveNode(n *Node, family model.Family) (*nodeRules, error) {
 	return r, nil
 }
 
-func (r *nodeRules) resolveDetector(d *LocalDetector) error {
+func (r *nodeRules) resolveDetector(d *model.LocalDetector) error {
 	set := 0
 	for _, on := range []bool{len(d.PodCIDRs) > 0, d.BridgeInterface != "", d.InterfaceNamePrefix != ""} {
 		if on {

@@ -32,8 +32,8 @@ func TestInvalidNodeSettings(t *testing.T) {
 		"bit too large":    {model.IPv4, func(n *Node) { n.MasqueradeBit = 32 }},
 		"negative bit":     {model.IPv4, func(n *Node) { n.MasqueradeBit = -1 }},
 		"two detectors":    {model.IPv4, func(n *Node) { n.LocalDetector.BridgeInterface = "cbr0" }},
-		"bridge name":      {model.IPv4, func(n *Node) { n.LocalDetector = LocalDetector{BridgeInterface: "br 0"} }},
-		"long prefix":      {model.IPv4, func(n *Node) { n.LocalDetector = LocalDetector{InterfaceNamePrefix: "abcdefghijklmno"} }},
+		"bridge name":      {model.IPv4, func(n *Node) { n.LocalDetector = model.LocalDetector{BridgeInterface: "br 0"} }},
+		"long prefix":      {model.IPv4, func(n *Node) { n.LocalDetector = model.LocalDetector{InterfaceNamePrefix: "abcdefghijklmno"} }},
 		"invalid pod CIDR": {model.IPv4, func(n *Node) { n.LocalDetector.PodCIDRs = []netip.Prefix{{}} }},
 	} {
 		n := testNode()
@@ -48,16 +48,16 @@ func TestInvalidNodeSettings(t *testing.T) {
 func TestLocalDetector(t *testing.T) {
 	for name, tc := range map[string]struct {
 		family              model.Family
-		detector            LocalDetector
+		detector            model.LocalDetector
 		ifLocal, ifNotLocal string
 	}{
-		"cidr of the family": {model.IPv6, LocalDetector{PodCIDRs: prefixes("10.0.0.0/8", "fd00:10::/64")}, "-s fd00:10::/64", "! -s fd00:10::/64"},
-		"first of family":    {model.IPv4, LocalDetector{PodCIDRs: prefixes("10.1.0.0/16", "10.2.0.0/16")}, "-s 10.1.0.0/16", "! -s 10.1.0.0/16"},
-		"host bits masked":   {model.IPv4, LocalDetector{PodCIDRs: prefixes("10.1.2.3/8")}, "-s 10.0.0.0/8", "! -s 10.0.0.0/8"},
-		"no cidr of family":  {model.IPv4, LocalDetector{PodCIDRs: prefixes("fd00:10::/64")}, "", ""},
-		"bridge":             {model.IPv4, LocalDetector{BridgeInterface: "cbr0"}, "-i cbr0", "! -i cbr0"},
-		"prefix":             {model.IPv6, LocalDetector{InterfaceNamePrefix: "veth"}, "-i veth+", "! -i veth+"},
-		"none":               {model.IPv4, LocalDetector{}, "", ""},
+		"cidr of the family": {model.IPv6, model.LocalDetector{PodCIDRs: prefixes("10.0.0.0/8", "fd00:10::/64")}, "-s fd00:10::/64", "! -s fd00:10::/64"},
+		"first of family":    {model.IPv4, model.LocalDetector{PodCIDRs: prefixes("10.1.0.0/16", "10.2.0.0/16")}, "-s 10.1.0.0/16", "! -s 10.1.0.0/16"},
+		"host bits masked":   {model.IPv4, model.LocalDetector{PodCIDRs: prefixes("10.1.2.3/8")}, "-s 10.0.0.0/8", "! -s 10.0.0.0/8"},
+		"no cidr of family":  {model.IPv4, model.LocalDetector{PodCIDRs: prefixes("fd00:10::/64")}, "", ""},
+		"bridge":             {model.IPv4, model.LocalDetector{BridgeInterface: "cbr0"}, "-i cbr0", "! -i cbr0"},
+		"prefix":             {model.IPv6, model.LocalDetector{InterfaceNamePrefix: "veth"}, "-i veth+", "! -i veth+"},
+		"none":               {model.IPv4, model.LocalDetector{}, "", ""},
 	} {
 		n := testNode()
 		n.LocalDetector = tc.detector

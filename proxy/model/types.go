@@ -171,3 +171,16 @@ type Endpoint struct {
 	ZoneHints []string
 	NodeHints []string
 }
+
+// LocalDetector selects kube-proxy's --detect-local-mode. At most one field may be set;
+// none set is the no-op detector, which drops the rules that need it.
+type LocalDetector struct {
+	// PodCIDRs (modes ClusterCIDR and NodeCIDR): pods are those with a source address
+	// in the first CIDR of the family, like kube-proxy.
+	PodCIDRs []netip.Prefix
+	// BridgeInterface (mode BridgeInterface): pods come in on this interface.
+	BridgeInterface string
+	// InterfaceNamePrefix (mode InterfaceNamePrefix): pods come in on interfaces with
+	// this name prefix.
+	InterfaceNamePrefix string
+}
