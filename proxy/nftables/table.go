@@ -1,0 +1,429 @@
+package nftables
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"herald.dev/herald/proxy/model"
+	"sigs.k8s.io/knftables"
+)
+
+// Snapshot is everything one family's table is generated from.
+type Snapshot struct {
+	Family   model.Family
+	Node     Node
+	Services []model.Service
+}
+
+// StaleChainDelay is how long a chain no rule uses any more stays (flushed) before it
+// is deleted: on kernels before 6.2 a chain a deleted map element pointed to still
+// counts as used for a short while, and deleting it would fail the transaction.
+const StaleChainDelay = time.Second
+
+// Table is what herald's table of one family holds after the last committed Update,
+// and turns the next Snapshot into the transaction that gets it there. It is pure:
+// the shell runs the transaction and commits the Update when nft accepted it.
+type Table struct {
+	node     *nodeRules
+	nodeWas  *Node
+	services map[model.ServiceName]*serviceState
+	elements map[string]*elementState // by container and key
+	stale    map[string]time.Time     // flushed chains to delete, and since when
+}
+
+type serviceState struct {
+	objs     serviceObjects
+	problems []model.Problem
+}
+
+// elementState is one element of a shared set or map: every service that wants it,
+// and what the table holds. Two services may want the same key (two Services claiming
+// one external IP and port, or one endpoint behind two Services); the first by name wins.
+type elementState struct {
+	owners  map[model.ServiceName]element
+	applied *element
+}
+
+// NewTable returns a Table for a table that is to be recreated: the first Update is full.
+func NewTable() *Table { return &Table{} }
+
+// Update is one sync's transaction and what the table holds once it ran.
+type Update struct {
+	// Tx brings the table to the snapshot; empty when nothing changed.
+	Tx *knftables.Transaction
+	// Full is set when the table is recreated from scratch.
+	Full bool
+	// Services counts the services whose objects Tx rewrites.
+	Services int
+	// Problems lists all skipped input of the table's current services.
+	Problems []model.Problem
+
+	table      *Table
+	node       *nodeRules
+	nodeWas    *Node
+	services   map[model.ServiceName]*serviceState // nil value: removed
+	elements   map[string]*elementState
+	stale      map[string]time.Time // nil: unchanged
+	deleteSets []string
+}
+
+// NeedsFull reports whether the next Update must be full: nothing committed yet, or
+// the node settings changed.
+func (t *Table) NeedsFull(node *Node) bool {
+	return t.services == nil || !reflect.DeepEqual(t.nodeWas, node)
+}
+
+// Reset forgets what the table holds, after a transaction failed: the next Update is
+// full.
+func (t *Table) Reset() { *t = Table{} }
+
+// Sync fills tx, an empty transaction of the table's family, with the operations that
+// bring the committed content to snap. changed names the services that may differ
+// (model.ChangedServices); nil, or a table that NeedsFull, recreates the table. now
+// stamps chains that become stale.
+func (t *Table) Sync(tx *knftables.Transaction, snap *Snapshot, changed model.ServiceSet, now time.Time) (*Update, error) {
+	node, err := resolveNode(&snap.Node, snap.Family)
+	if err != nil {
+		return nil, fmt.Errorf("%s nftables rules: %w", snap.Family, err)
+	}
+	u := &Update{table: t, node: node, nodeWas: &snap.Node, services: map[model.ServiceName]*serviceState{},
+		elements: map[string]*elementState{}, Tx: tx}
+	if changed == nil || t.NeedsFull(&snap.Node) {
+		u.Full = true
+		writeSetup(u.Tx, node)
+		u.stale = map[string]time.Time{}
+	}
+
+	var services []model.Service
+	var names []model.ServiceName
+	if u.Full {
+		services = snap.Services
+		for name := range t.services {
+			names = append(names, name)
+		}
+	} else {
+		for i := range snap.Services {
+			if changed.Has(snap.Services[i].ServiceName()) {
+				services = append(services, snap.Services[i])
+			}
+		}
+		for name := range changed {
+			names = append(names, name)
+		}
+	}
+	next := buildServices(services, snap.Family, node)
+	for name := range next {
+		names = append(names, name)
+	}
+	slices.SortFunc(names, compareNames)
+	names = slices.Compact(names)
+
+	var rewrite []rewrite
+	for _, name := range names {
+		old := t.service(name, u.Full)
+		cur := next[name]
+		if old == nil && cur == nil {
+			continue
+		}
+		u.services[name] = cur
+		u.Services++
+		u.diffElements(name, old, cur)
+		if cur != nil {
+			rewrite = append(rewrite, struct{ old, cur *serviceState }{old, cur})
+		}
+		u.staleObjects(old, cur, now)
+	}
+	u.writeServices(rewrite)
+	u.writeElements()
+	u.Problems = u.problems()
+	return u, nil
+}
+
+// service returns the committed state of a service; none when the table is recreated.
+func (t *Table) service(name model.ServiceName, full bool) *serviceState {
+	if full {
+		return nil
+	}
+	return t.services[name]
+}
+
+func compareNames(a, b model.ServiceName) int {
+	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+// buildServices resolves services and builds their objects.
+func buildServices(services []model.Service, family model.Family, node *nodeRules) map[model.ServiceName]*serviceState {
+	ports, problems := model.Resolve(services, family, node.topology.Node)
+	out := make(map[model.ServiceName]*serviceState, len(services))
+	for i := range services {
+		name := services[i].ServiceName()
+		if out[name] == nil {
+			out[name] = &serviceState{}
+		}
+	}
+	for _, p := range ports {
+		addPort(&out[p.Service].objs, p, node)
+	}
+	for _, pr := range problems {
+		s := out[pr.Service]
+		s.problems = append(s.problems, pr)
+	}
+	return out
+}
+
+// rewrite is a service whose objects a sync writes, and what the table held for it.
+type rewrite = struct{ old, cur *serviceState }
+
+// writeServices writes the chains and affinity sets of the services given: in a full
+// sync all of them; in a partial one the chains whose rules differ from what the table
+// holds. Chains come first, empty, since rules and elements refer to them.
+func (u *Update) writeServices(services []rewrite) {
+	var write []*chain
+	for _, s := range services {
+		held := map[string][]rule{}
+		heldSets := map[string]time.Duration{}
+		if s.old != nil {
+			for _, c := range s.old.objs.chains {
+				held[c.name] = c.rules
+			}
+			for _, set := range s.old.objs.sets {
+				heldSets[set.name] = set.timeout
+			}
+		}
+		for _, set := range s.cur.objs.sets {
+			timeout, ok := heldSets[set.name]
+			if ok && timeout == set.timeout {
+				continue
+			}
+			if ok {
+				// A set's timeout cannot change in place; it is recreated (its entries,
+				// the clients' affinities, are lost, as when kube-proxy changes it).
+				u.Tx.Delete(&knftables.Set{Name: set.name})
+			}
+			u.Tx.Add(&knftables.Set{Name: set.name, Type: u.node.addrType,
+				Flags: []knftables.SetFlag{knftables.DynamicFlag, knftables.TimeoutFlag}, Timeout: ptr(set.timeout)})
+		}
+		for i := range s.cur.objs.chains {
+			c := &s.cur.objs.chains[i]
+			if rules, ok := held[c.name]; ok && slices.Equal(rules, c.rules) {
+				continue
+			}
+			u.Tx.Add(&knftables.Chain{Name: c.name})
+			if !u.Full {
+				u.Tx.Flush(&knftables.Chain{Name: c.name})
+			}
+			u.unstale(c.name)
+			write = append(write, c)
+		}
+	}
+	for _, c := range write {
+		for _, r := range c.rules {
+			rl := &knftables.Rule{Chain: c.name, Rule: r.text}
+			if r.comment != "" {
+				rl.Comment = ptr(r.comment)
+			}
+			u.Tx.Add(rl)
+		}
+	}
+}
+
+// staleObjects flushes the chains old had and cur has not (they are deleted by a later
+// StaleChains, once no element can still point to them), and deletes such affinity
+// sets at the end of the transaction, after the rules using them are gone.
+func (u *Update) staleObjects(old, cur *serviceState, now time.Time) {
+	if old == nil {
+		return
+	}
+	keep := map[string]bool{}
+	if cur != nil {
+		for _, c := range cur.objs.chains {
+			keep[c.name] = true
+		}
+		for _, s := range cur.objs.sets {
+			keep[s.name] = true
+		}
+	}
+	for _, c := range old.objs.chains {
+		if !keep[c.name] {
+			u.Tx.Flush(&knftables.Chain{Name: c.name})
+			u.staleChain(c.name, now)
+		}
+	}
+	for _, s := range old.objs.sets {
+		if !keep[s.name] {
+			u.deleteSets = append(u.deleteSets, s.name)
+		}
+	}
+}
+
+func (u *Update) staleChain(name string, now time.Time) {
+	if u.stale == nil {
+		u.stale = maps.Clone(u.table.stale)
+		if u.stale == nil {
+			u.stale = map[string]time.Time{}
+		}
+	}
+	u.stale[name] = now
+}
+
+// unstale keeps a chain written again from being deleted as stale.
+func (u *Update) unstale(name string) {
+	if _, ok := u.table.stale[name]; ok && u.stale == nil {
+		u.stale = maps.Clone(u.table.stale)
+	}
+	delete(u.stale, name)
+}
+
+func elementID(e *element) string { return e.container + "\x00" + key(e.key) }
+
+// diffElements records that service name wants cur's elements instead of old's.
+func (u *Update) diffElements(name model.ServiceName, old, cur *serviceState) {
+	if old != nil {
+		for i := range old.objs.elements {
+			delete(u.element(&old.objs.elements[i]).owners, name)
+		}
+	}
+	if cur != nil {
+		for _, e := range cur.objs.elements {
+			u.element(&e).owners[name] = e
+		}
+	}
+}
+
+// element returns the pending state of an element, copied from the table's on first use.
+func (u *Update) element(e *element) *elementState {
+	id := elementID(e)
+	if st, ok := u.elements[id]; ok {
+		return st
+	}
+	st := &elementState{owners: map[model.ServiceName]element{}}
+	if !u.Full {
+		if held, ok := u.table.elements[id]; ok {
+			maps.Copy(st.owners, held.owners)
+			st.applied = held.applied
+		}
+	}
+	u.elements[id] = st
+	return st
+}
+
+// writeElements adds and deletes the elements whose winner changed.
+func (u *Update) writeElements() {
+	ids := slices.Sorted(maps.Keys(u.elements))
+	var deletes, adds []*knftables.Element
+	for _, id := range ids {
+		st := u.elements[id]
+		var want *element
+		var wantOwner model.ServiceName
+		for owner, e := range st.owners {
+			if want == nil || compareNames(owner, wantOwner) < 0 {
+				e := e
+				want, wantOwner = &e, owner
+			}
+		}
+		if want != nil && st.applied != nil && slices.Equal(want.value, st.applied.value) {
+			st.applied = want
+			continue
+		}
+		if st.applied != nil {
+			deletes = append(deletes, nftElement(st.applied, false))
+		}
+		if want != nil {
+			adds = append(adds, nftElement(want, true))
+		}
+		st.applied = want
+	}
+	for _, e := range deletes {
+		u.Tx.Delete(e)
+	}
+	for _, e := range adds {
+		u.Tx.Add(e)
+	}
+	for _, name := range u.deleteSets {
+		u.Tx.Delete(&knftables.Set{Name: name})
+	}
+}
+
+func nftElement(e *element, withValue bool) *knftables.Element {
+	out := &knftables.Element{Key: e.key}
+	if e.value == nil {
+		out.Set = e.container
+	} else {
+		out.Map = e.container
+	}
+	if withValue {
+		out.Value = e.value
+		if e.comment != "" {
+			out.Comment = ptr(e.comment)
+		}
+	}
+	return out
+}
+
+// problems lists the skipped input of every service after the update.
+func (u *Update) problems() []model.Problem {
+	var out []model.Problem
+	for name, s := range u.table.services {
+		if _, ok := u.services[name]; !ok && !u.Full {
+			out = append(out, s.problems...)
+		}
+	}
+	for _, s := range u.services {
+		if s != nil {
+			out = append(out, s.problems...)
+		}
+	}
+	return out
+}
+
+// Commit records that the table now holds what the update's transaction wrote.
+func (u *Update) Commit() {
+	t := u.table
+	if u.Full {
+		t.services = map[model.ServiceName]*serviceState{}
+		t.elements = map[string]*elementState{}
+		t.stale = map[string]time.Time{}
+	}
+	t.node, t.nodeWas = u.node, u.nodeWas
+	for name, s := range u.services {
+		if s == nil {
+			delete(t.services, name)
+		} else {
+			t.services[name] = s
+		}
+	}
+	for id, st := range u.elements {
+		if len(st.owners) == 0 {
+			delete(t.elements, id)
+		} else {
+			t.elements[id] = st
+		}
+	}
+	if u.stale != nil {
+		t.stale = u.stale
+	}
+}
+
+// StaleChains adds to tx the deletion of the chains flushed at least StaleChainDelay
+// before now, forgets them, and returns how many. kube-proxy runs this transaction
+// apart from the sync, so that its failure cannot hold the sync back; a chain whose
+// deletion failed is flushed again by the next full sync, which recreates the table.
+func (t *Table) StaleChains(tx *knftables.Transaction, now time.Time) int {
+	n := 0
+	for _, name := range slices.Sorted(maps.Keys(t.stale)) {
+		if now.Sub(t.stale[name]) < StaleChainDelay {
+			continue
+		}
+		tx.Delete(&knftables.Chain{Name: name})
+		delete(t.stale, name)
+		n++
+	}
+	return n
+}
