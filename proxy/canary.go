@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"herald.dev/herald/proxy/nftables"
 	"herald.dev/herald/proxy/runner"
 )
 
@@ -30,6 +31,9 @@ const kubeProxyMessage = "kube-proxy programs this node (chain KUBE-PROXY-CANARY
 // for its nftables tables. It returns why the proxier must stay off, or "".
 func (p *Proxier) kubeProxyPresent(ctx context.Context) (string, error) {
 	for _, f := range p.families {
+		if f.run == nil {
+			continue // nftables mode without iptables binaries
+		}
 		for _, table := range canaryTables {
 			found, err := f.run.ChainExists(table, kubeProxyCanary)
 			if err != nil {
@@ -73,12 +77,25 @@ func (p *Proxier) checkCanaries(ctx context.Context) bool {
 	}
 	resync := false
 	for _, f := range p.families {
-		if found, err := f.run.ChainExists("mangle", kubeProxyCanary); err == nil && found {
-			p.disable(disabledKubeProxy, kubeProxyMessage)
-			return false
+		if f.run != nil {
+			if found, err := f.run.ChainExists("mangle", kubeProxyCanary); err == nil && found {
+				p.disable(disabledKubeProxy, kubeProxyMessage)
+				return false
+			}
 		}
-		if f.last == nil || f.needFull {
+		if !f.synced || f.needFull {
 			continue // nothing programmed yet, or a full sync is already due
+		}
+		if f.nft != nil {
+			gone, err := p.nftTableGone(ctx, f)
+			if err != nil {
+				p.log.V(1).Info("nftables table check failed", "family", f.family.String(), "error", err.Error())
+			} else if gone {
+				p.log.Info("nftables table gone: the ruleset was flushed behind the proxier's back; resyncing in full",
+					"family", f.family.String(), "table", nftables.TableName)
+				f.needFull, resync = true, true
+			}
+			continue
 		}
 		for _, table := range canaryTables {
 			if ctx.Err() != nil {

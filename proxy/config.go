@@ -24,6 +24,9 @@ type Mode string
 const (
 	// ModeIPTables programs kube-proxy's iptables rules (unless kube-proxy already does).
 	ModeIPTables Mode = "iptables"
+	// ModeNFTables programs kube-proxy's nftables rules, in nftables tables "herald"
+	// (ip and ip6), unless kube-proxy already programs the node.
+	ModeNFTables Mode = "nftables"
 	// ModeNone leaves the node's iptables alone: kube-proxy or another CNI proxies.
 	ModeNone Mode = "none"
 )
@@ -116,7 +119,7 @@ func DefaultConfig() Config {
 
 // AddFlags registers the proxier's flags, with c's values as defaults.
 func (c *Config) AddFlags(fs *pflag.FlagSet) {
-	fs.Var((*modeValue)(&c.Mode), "proxy", "service proxy: iptables (kube-proxy's iptables mode; stays off where kube-proxy runs) or none")
+	fs.Var((*modeValue)(&c.Mode), "proxy", "service proxy: iptables (kube-proxy's iptables mode), nftables (kube-proxy's nftables mode, in table ip/ip6 herald) or none; iptables and nftables stay off where kube-proxy runs")
 	fs.StringSliceVar(&c.ClusterCIDRs, "cluster-cidr", c.ClusterCIDRs, "pod CIDRs, at most one per family, to tell pod traffic from external traffic (empty: no local-traffic detection)")
 	fs.IntVar(&c.MasqueradeBit, "masquerade-bit", c.MasqueradeBit, "fwmark bit (0-31) of packets to masquerade, as kube-proxy's --iptables-masquerade-bit")
 	fs.StringSliceVar(&c.NodePortAddresses, "nodeport-addresses", c.NodePortAddresses, `CIDRs (or "primary" for the node IPs) of the local addresses NodePorts answer on (empty: all)`)
@@ -132,11 +135,11 @@ func (m *modeValue) String() string { return string(*m) }
 func (m *modeValue) Type() string   { return "mode" }
 func (m *modeValue) Set(s string) error {
 	switch Mode(s) {
-	case ModeIPTables, ModeNone:
+	case ModeIPTables, ModeNFTables, ModeNone:
 		*m = modeValue(s)
 		return nil
 	}
-	return fmt.Errorf("want %s or %s", ModeIPTables, ModeNone)
+	return fmt.Errorf("want %s, %s or %s", ModeIPTables, ModeNFTables, ModeNone)
 }
 
 // settings are the parsed flags.
@@ -162,11 +165,11 @@ func (c *Config) parse(node bool) (settings, error) {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	switch c.Mode {
-	case ModeIPTables:
+	case ModeIPTables, ModeNFTables:
 	case ModeNone:
 		return s, nil // nothing else is used
 	default:
-		bad("--proxy %q: want %s or %s", c.Mode, ModeIPTables, ModeNone)
+		bad("--proxy %q: want %s, %s or %s", c.Mode, ModeIPTables, ModeNFTables, ModeNone)
 	}
 	families := map[bool]bool{}
 	for _, cidr := range c.ClusterCIDRs {

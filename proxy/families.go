@@ -16,12 +16,39 @@ type hostTools struct {
 	ipv6Kernel bool
 }
 
-// probeHost looks at $PATH for the binaries of both families and at the namespace's
-// /proc for IPv6.
-func probeHost(backend runner.Backend, do runner.Do) (hostTools, error) {
-	var names []string
+// toolset names the binaries a mode needs per family.
+type toolset struct {
+	mode    Mode
+	backend runner.Backend // iptables mode: which iptables binaries
+}
+
+// commands returns the binaries the mode needs to program family f.
+func (ts toolset) commands(f model.Family) ([]string, error) {
+	if ts.mode == ModeNFTables {
+		return []string{"nft"}, nil
+	}
+	cmds, err := runner.CommandsFor(f, ts.backend)
+	if err != nil {
+		return nil, err
+	}
+	return cmds.All(), nil
+}
+
+// debianPackage is the package that brings the mode's binaries.
+func (ts toolset) debianPackage() string {
+	if ts.mode == ModeNFTables {
+		return "nftables"
+	}
+	return "iptables"
+}
+
+// probeHost looks at $PATH for the binaries of both families (the iptables ones in
+// nftables mode too: they tell whether kube-proxy's iptables mode runs) and at the
+// namespace's /proc for IPv6.
+func probeHost(ts toolset, do runner.Do) (hostTools, error) {
+	names := []string{"nft"}
 	for _, f := range []model.Family{model.IPv4, model.IPv6} {
-		cmds, err := runner.CommandsFor(f, backend)
+		cmds, err := runner.CommandsFor(f, ts.backend)
 		if err != nil {
 			return hostTools{}, err
 		}
@@ -50,7 +77,7 @@ type familyPlan struct {
 // so that a node without ip6tables or with IPv6 turned off at boot still gets its IPv4
 // Services; missing IPv4 tools, or no family left at all, are errors saying what to
 // install.
-func planFamilies(nodeIPs []netip.Addr, backend runner.Backend, host hostTools) (familyPlan, error) {
+func planFamilies(nodeIPs []netip.Addr, ts toolset, host hostTools) (familyPlan, error) {
 	plan := familyPlan{skipped: map[model.Family]string{}}
 	has := map[model.Family]bool{}
 	for _, ip := range nodeIPs {
@@ -65,22 +92,22 @@ func planFamilies(nodeIPs []netip.Addr, backend runner.Backend, host hostTools) 
 			plan.skipped[f] = fmt.Sprintf("the node has no %s address", f)
 			continue
 		}
-		cmds, err := runner.CommandsFor(f, backend)
+		cmds, err := ts.commands(f)
 		if err != nil {
 			return familyPlan{}, err
 		}
 		var missing []string
-		for _, c := range cmds.All() {
+		for _, c := range cmds {
 			if !host.installed[c] {
 				missing = append(missing, c)
 			}
 		}
 		switch {
 		case len(missing) > 0 && f == model.IPv4:
-			return familyPlan{}, fmt.Errorf("%s not found in $PATH: install the Debian package iptables (apt-get install iptables), "+
-				"or --proxy=none to leave Services to another proxy", strings.Join(missing, ", "))
+			return familyPlan{}, fmt.Errorf("%s not found in $PATH: install the Debian package %s (apt-get install %s), "+
+				"or --proxy=none to leave Services to another proxy", strings.Join(missing, ", "), ts.debianPackage(), ts.debianPackage())
 		case len(missing) > 0:
-			plan.skipped[f] = fmt.Sprintf("%s not found in $PATH (Debian package iptables)", strings.Join(missing, ", "))
+			plan.skipped[f] = fmt.Sprintf("%s not found in $PATH (Debian package %s)", strings.Join(missing, ", "), ts.debianPackage())
 		case f == model.IPv6 && !host.ipv6Kernel:
 			plan.skipped[f] = "the kernel has IPv6 turned off (no /proc/sys/net/ipv6; ipv6.disable=1 on its command line?)"
 		default:
@@ -95,7 +122,7 @@ func planFamilies(nodeIPs []netip.Addr, backend runner.Backend, host hostTools) 
 			why = append(why, plan.skipped[f])
 		}
 		if len(why) == 0 {
-			return familyPlan{}, fmt.Errorf("no node IPs: they decide which families (iptables, ip6tables) are programmed")
+			return familyPlan{}, fmt.Errorf("no node IPs: they decide which families (IPv4, IPv6) are programmed")
 		}
 		return familyPlan{}, fmt.Errorf("no IP family can be programmed: %s", strings.Join(why, "; "))
 	}

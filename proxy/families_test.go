@@ -25,6 +25,7 @@ func TestPlanFamilies(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		ips      []netip.Addr
+		mode     Mode
 		backend  runner.Backend
 		host     hostTools
 		program  []model.Family
@@ -63,9 +64,20 @@ func TestPlanFamilies(t *testing.T) {
 			skipped: map[model.Family]string{model.IPv6: "ip6tables-legacy, ip6tables-legacy-restore, ip6tables-legacy-save not found"}},
 		{name: "legacy backend, default names do not count", ips: []netip.Addr{v4}, backend: runner.BackendLegacy, host: hostTools{all, true},
 			err: "iptables-legacy, iptables-legacy-restore, iptables-legacy-save not found"},
+		{name: "nftables mode needs only nft", ips: []netip.Addr{v4, v6}, mode: ModeNFTables, host: hostTools{tools("nft"), true},
+			program: []model.Family{model.IPv4, model.IPv6}, skipped: map[model.Family]string{}},
+		{name: "nftables mode without nft", ips: []netip.Addr{v4}, mode: ModeNFTables, host: hostTools{all, true},
+			err: "nft not found in $PATH: install the Debian package nftables"},
+		{name: "nftables mode, kernel without IPv6", ips: []netip.Addr{v4, v6}, mode: ModeNFTables, host: hostTools{tools("nft"), false},
+			program: []model.Family{model.IPv4}, degraded: []model.Family{model.IPv6},
+			skipped: map[model.Family]string{model.IPv6: "/proc/sys/net/ipv6"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			plan, err := planFamilies(tc.ips, tc.backend, tc.host)
+			mode := tc.mode
+			if mode == "" {
+				mode = ModeIPTables
+			}
+			plan, err := planFamilies(tc.ips, toolset{mode: mode, backend: tc.backend}, tc.host)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want one containing %q", err, tc.err)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,15 +67,22 @@ func httpGet(h *netlab.Host, url string, timeout time.Duration) (int, string, er
 }
 
 // TestProxierTraffic sends real traffic from a client namespace through the node's
-// rules to pod namespaces: a VIP, a ClusterIP and a NodePort reach the pod; with
-// externalTrafficPolicy Local the pod sees the client's address and the health check
-// node port says 200 on a node with a local endpoint and 503 without; UDP flows move to
-// the new endpoint once the old one is removed (conntrack cleanup).
+// rules to pod namespaces, in both modes: a VIP, a ClusterIP and a NodePort reach the
+// pod; with externalTrafficPolicy Local the pod sees the client's address and the
+// health check node port says 200 on a node with a local endpoint and 503 without;
+// ClientIP affinity keeps a client on one pod; a Service without endpoints is rejected
+// and a client outside loadBalancerSourceRanges dropped; UDP flows move to the new
+// endpoint once the old one is removed (conntrack cleanup).
 func TestProxierTraffic(t *testing.T) {
 	if _, err := exec.LookPath("conntrack"); err != nil {
 		t.Fatalf("the UDP part needs the conntrack binary (Debian package conntrack): %v", err)
 	}
-	lab := newLab(t, "hpxt-")
+	t.Run("iptables", func(t *testing.T) { testProxierTraffic(t, ModeIPTables, "hpxt-") })
+	t.Run("nftables", func(t *testing.T) { testProxierTraffic(t, ModeNFTables, "hpxu-") })
+}
+
+func testProxierTraffic(t *testing.T, mode Mode, prefix string) {
+	lab := newLab(t, prefix)
 	node := addNode(t, lab)
 	client := addClient(t, lab)
 	for _, prefix := range []string{"198.51.100.0/24", "10.96.0.0/16"} {
@@ -82,7 +90,7 @@ func TestProxierTraffic(t *testing.T) {
 	}
 	addPod(t, lab, "pod1", "172.31.0.65")
 	addPod(t, lab, "pod2", "172.31.0.66")
-	h := startProxier(t, node, nil)
+	h := startProxier(t, node, func(c *Config) { c.Mode = mode })
 
 	local := func(s *corev1.Service) {
 		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
@@ -95,11 +103,16 @@ func TestProxierTraffic(t *testing.T) {
 	dns := func(s *corev1.Service) {
 		s.Spec.Ports = []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolUDP, Port: 53, NodePort: 30053}}
 	}
+	sticky := func(s *corev1.Service) { s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP }
+	fenced := func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"192.0.2.0/24"} }
 	svcs := []*corev1.Service{
 		lbService("web", "10.96.0.10", "198.51.100.10", 30080),
 		lbService("local", "10.96.0.20", "198.51.100.20", 30081, local),
 		lbService("remote", "10.96.0.21", "198.51.100.21", 30082, remote),
 		lbService("dns", "10.96.0.30", "198.51.100.30", 0, dns),
+		lbService("sticky", "10.96.0.40", "198.51.100.40", 0, sticky),
+		lbService("empty", "10.96.0.41", "198.51.100.41", 0),
+		lbService("fenced", "10.96.0.42", "198.51.100.42", 0, fenced),
 	}
 	dnsPod1 := slice("dns", 5353, corev1.ProtocolUDP, "172.31.0.65@node")
 	slices := []*discoveryv1.EndpointSlice{
@@ -107,6 +120,8 @@ func TestProxierTraffic(t *testing.T) {
 		slice("local", 8080, corev1.ProtocolTCP, "172.31.0.66@node"),
 		slice("remote", 8080, corev1.ProtocolTCP, "172.31.0.65@elsewhere"),
 		dnsPod1,
+		slice("sticky", 8080, corev1.ProtocolTCP, "172.31.0.65@node", "172.31.0.66@node"),
+		slice("fenced", 8080, corev1.ProtocolTCP, "172.31.0.65@node"),
 	}
 	h.p.Update(svcs, slices)
 	eventually(t, 10*time.Second, "first sync", func() error {
@@ -135,10 +150,28 @@ func TestProxierTraffic(t *testing.T) {
 	}
 	checkHealth(t, client, "http://172.31.0.3:30201/", http.StatusServiceUnavailable, "remote", 0)
 
+	// ClientIP affinity: every request of the client reaches the pod of its first.
+	_, first, err := httpGet(client, "http://198.51.100.40/", 3*time.Second)
+	if err != nil {
+		t.Fatalf("GET sticky VIP: %v", err)
+	}
+	for i := 0; i < 10; i++ {
+		if _, body, err := httpGet(client, "http://198.51.100.40/", 3*time.Second); err != nil || body != first {
+			t.Errorf("GET sticky VIP: %q %v; want %q again (ClientIP affinity)", body, err, first)
+		}
+	}
+	// No endpoints: rejected at once. Outside the source ranges: dropped.
+	if _, _, err := httpGet(client, "http://198.51.100.41/", 3*time.Second); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("GET VIP without endpoints: %v; want connection refused", err)
+	}
+	if _, body, err := httpGet(client, "http://198.51.100.42/", time.Second); err == nil || errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("GET VIP from outside its source ranges: %q %v; want a timeout (dropped)", body, err)
+	}
+
 	// UDP: a flow to pod1; pod1 is replaced by pod2 and the same client socket, sending
 	// again, reaches pod2 only because the proxier deleted the flow's conntrack entry.
 	var conn net.PacketConn
-	err := client.Do(func() error {
+	err = client.Do(func() error {
 		var err error
 		conn, err = net.ListenPacket("udp", "172.31.0.2:40053")
 		return err

@@ -16,8 +16,8 @@ import (
 	"herald.dev/herald/proxy/runner"
 )
 
-// Proxier programs this node's iptables as kube-proxy's iptables mode would, from the
-// Services and EndpointSlices handed to Update. Run owns the sync loop; Update and
+// Proxier programs this node's iptables or nftables as kube-proxy's iptables or
+// nftables mode would, from the Services and EndpointSlices handed to Update. Run owns the sync loop; Update and
 // Status may be called from any goroutine.
 type Proxier struct {
 	cfg      Config
@@ -73,7 +73,7 @@ const (
 	disabledKubeProxy = "kube-proxy"
 )
 
-// New checks cfg and finds the iptables binaries of the node's families. With --proxy
+// New checks cfg and finds the iptables (or nft) binaries of the node's families. With --proxy
 // none it returns a Proxier that does nothing but say so.
 func New(cfg Config) (*Proxier, error) {
 	s, err := cfg.parse(true)
@@ -96,20 +96,21 @@ func New(cfg Config) (*Proxier, error) {
 		p.disable(disabledFlag, "--proxy=none: the service proxy is off")
 		return p, nil
 	}
-	host, err := probeHost(cfg.Backend, cfg.InNetNS)
+	ts := toolset{mode: cfg.Mode, backend: cfg.Backend}
+	host, err := probeHost(ts, cfg.InNetNS)
 	if err != nil {
 		return nil, fmt.Errorf("proxier: %w", err)
 	}
-	plan, err := planFamilies(cfg.NodeIPs, cfg.Backend, host)
+	plan, err := planFamilies(cfg.NodeIPs, ts, host)
 	if err != nil {
 		return nil, fmt.Errorf("proxier: %w", err)
 	}
 	for _, f := range plan.program {
-		r, err := runner.New(f, cfg.InNetNS, cfg.Backend)
+		fam, err := p.newFamily(f, host)
 		if err != nil {
 			return nil, fmt.Errorf("proxier: %w", err)
 		}
-		p.families = append(p.families, &family{family: f, run: r})
+		p.families = append(p.families, fam)
 		m.families.WithLabelValues(f.String()).Set(1)
 	}
 	msg, kv := plan.summary()
@@ -201,6 +202,9 @@ func (p *Proxier) disable(reason, msg string) {
 		p.metrics.families.WithLabelValues(f.String()).Set(0)
 	}
 	p.log.Info("service proxy disabled: "+msg, "reason", reason)
+	if reason == disabledKubeProxy {
+		p.removeNFTTables()
+	}
 	if p.health != nil {
 		p.health.closeAll()
 	}

@@ -17,7 +17,13 @@ import (
 // herald one family value per family inside one loop.
 type family struct {
 	family model.Family
-	run    *runner.Runner
+	// run drives the family's iptables binaries: always in iptables mode; in nftables
+	// mode when installed, to notice kube-proxy's iptables mode. nft is the nftables
+	// mode's state (nil in iptables mode).
+	run *runner.Runner
+	nft *nftFamily
+	// synced: a sync of the family succeeded since the start or the last failure.
+	synced bool
 	// last is the snapshot of the last successful restore: what the kernel holds, and
 	// what the next partial sync is computed against. nil until the first success.
 	last *iptables.Snapshot
@@ -110,6 +116,9 @@ func (p *Proxier) syncAll(ctx context.Context) error {
 // services that changed since the last success, else nothing. problems collects the
 // generator's, by text, across families.
 func (p *Proxier) syncFamily(ctx context.Context, f *family, st *state, addrs []netip.Addr, problems map[string]bool) error {
+	if f.nft != nil {
+		return p.syncFamilyNFT(ctx, f, st, addrs, problems)
+	}
 	start := p.now()
 	node, err := p.node(f, addrs)
 	if err != nil {
@@ -147,7 +156,7 @@ func (p *Proxier) syncFamily(ctx context.Context, f *family, st *state, addrs []
 	p.noteProblems(f, payload.Problems, problems)
 
 	prev := f.last
-	f.last, f.active, f.large, f.needFull = snap, payload.ActiveNATChains, payload.LargeClusterMode, false
+	f.last, f.active, f.large, f.needFull, f.synced = snap, payload.ActiveNATChains, payload.LargeClusterMode, false, true
 	if full {
 		f.lastFull = start
 		if prev != nil {
@@ -285,7 +294,7 @@ func (p *Proxier) noteProblems(f *family, list []model.Problem, problems map[str
 func (p *Proxier) nextFullSync() (time.Time, bool) {
 	var next time.Time
 	for _, f := range p.families {
-		if f.last == nil {
+		if !f.synced {
 			continue
 		}
 		if at := f.lastFull.Add(p.cfg.SyncPeriod); next.IsZero() || at.Before(next) {

@@ -41,6 +41,7 @@ The lab is up (state, logs and binaries in %[1]s).
 	cmd.Flags().IntVar(&cfg.Workers, "workers", cfg.Workers, "worker nodes (worker, worker2, ...)")
 	cmd.Flags().StringVar(&cfg.Assets, "assets", "", "directory with etcd, kube-apiserver, kube-controller-manager and kubectl (default $KUBEBUILDER_ASSETS, else hack/setup-test-binaries.sh builds them)")
 	cmd.Flags().BoolVar(&cfg.DualStack, "dual-stack", false, "IPv6 too, as kind's dual-stack network: "+lab.Subnet6.String()+" on the bridge, IPv6 Node, pod and ClusterIP addresses")
+	cmd.Flags().StringVar(&cfg.Proxy, "proxy", "iptables", "the speakers' service proxy: iptables or nftables (kube-proxy's two modes)")
 	cmd.Flags().StringSliceVar(&cfg.SpeakerArgs, "speaker-arg", nil, "extra flag for every speaker (repeatable)")
 	return cmd
 }

@@ -32,14 +32,18 @@ func speakerCmd(s *State, h HostInfo) []string {
 	return append(append(cmd, proxierArgs(s)...), s.SpeakerArgs...)
 }
 
-// proxierArgs turn on the speaker's iptables proxier for the lab's pod network, both
-// families of it in a dual-stack lab.
+// proxierArgs turn on the speaker's proxier (iptables unless the lab says nftables)
+// for the lab's pod network, both families of it in a dual-stack lab.
 func proxierArgs(s *State) []string {
 	cidrs := ClusterCIDR.String()
 	if s.DualStack {
 		cidrs += "," + ClusterCIDR6.String()
 	}
-	return []string{"--proxy=iptables", "--cluster-cidr=" + cidrs}
+	mode := s.Proxy
+	if mode == "" {
+		mode = "iptables"
+	}
+	return []string{"--cluster-cidr=" + cidrs, "--proxy=" + mode}
 }
 
 // agentCmd runs `hack/lab agent` for worker h. It creates pod namespaces with `ip netns

@@ -71,6 +71,9 @@ type Config struct {
 	// addresses, kube-apiserver ClusterIP ranges in both families and the proxier
 	// both cluster CIDRs. IPv4 stays the primary family.
 	DualStack bool
+	// Proxy is the speakers' --proxy: "iptables" (the default when empty) or
+	// "nftables", kube-proxy's two modes.
+	Proxy string
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
 }
@@ -78,6 +81,13 @@ type Config struct {
 func (c *Config) normalize() error {
 	if c.Prefix == "" {
 		c.Prefix = DefaultPrefix
+	}
+	switch c.Proxy {
+	case "":
+		c.Proxy = "iptables"
+	case "iptables", "nftables":
+	default:
+		return fmt.Errorf("lab: proxy %q, want iptables or nftables", c.Proxy)
 	}
 	if c.Workers < 1 || c.Workers > MaxWorkers {
 		return fmt.Errorf("lab: %d workers, want 1 to %d", c.Workers, MaxWorkers)

@@ -20,8 +20,9 @@ func TestDualStackAddressing(t *testing.T) {
 	if !Subnet6.Contains(cpAddr6) || !Subnet6.Contains(clientAddr6) || workerAddr6(MaxWorkers-1).Compare(clientAddr6) >= 0 {
 		t.Errorf("control plane %s, client %s, last worker %s: want all in %s, workers below the client", cpAddr6, clientAddr6, workerAddr6(MaxWorkers-1), Subnet6)
 	}
-	single, dual := proxierArgs(&State{}), proxierArgs(&State{DualStack: true})
-	if single[1] != "--cluster-cidr=10.244.0.0/16" || dual[1] != "--cluster-cidr=10.244.0.0/16,fd00:10:244::/56" {
-		t.Errorf("proxier flags %v (IPv4-only), %v (dual-stack)", single, dual)
+	single, dual := proxierArgs(&State{}), proxierArgs(&State{DualStack: true, Proxy: "nftables"})
+	if single[0] != "--cluster-cidr=10.244.0.0/16" || dual[0] != "--cluster-cidr=10.244.0.0/16,fd00:10:244::/56" ||
+		single[1] != "--proxy=iptables" || dual[1] != "--proxy=nftables" {
+		t.Errorf("proxier flags %v (IPv4-only), %v (dual-stack, nftables)", single, dual)
 	}
 }

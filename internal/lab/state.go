@@ -36,6 +36,7 @@ type State struct {
 	SpeakerKubeconfig    string                 `json:"speakerKubeconfig"`
 	SpeakerArgs          []string               `json:"speakerArgs,omitempty"` // extra speaker flags
 	DualStack            bool                   `json:"dualStack,omitempty"`   // Config.DualStack
+	Proxy                string                 `json:"proxy,omitempty"`       // Config.Proxy; "" in labs from before it
 	Hosts                []HostInfo             `json:"hosts"`
 	Procs                map[string]netlab.Proc `json:"procs"` // by Proc.Key
 }

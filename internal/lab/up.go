@@ -62,7 +62,7 @@ func Up(ctx context.Context, cfg Config) (l *Lab, err error) {
 		return nil, err
 	}
 	l = &Lab{Net: nl, State: &State{Prefix: cfg.Prefix, RunDir: cfg.RunDir, Started: time.Now(), Assets: assets,
-		KubectlBin: filepath.Join(assets, "kubectl"), Procs: map[string]netlab.Proc{}, DualStack: cfg.DualStack}}
+		KubectlBin: filepath.Join(assets, "kubectl"), Procs: map[string]netlab.Proc{}, DualStack: cfg.DualStack, Proxy: cfg.Proxy}}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, l.Down())

@@ -1,0 +1,175 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+
+	"sigs.k8s.io/knftables"
+
+	"herald.dev/herald/proxy/model"
+	"herald.dev/herald/proxy/nftables"
+	"herald.dev/herald/proxy/runner"
+)
+
+// nftFamily is the nftables mode's state of one family: the table's content as last
+// committed, and the handle that runs transactions.
+type nftFamily struct {
+	nft   knftables.Interface
+	table *nftables.Table
+	// last are the services of the last committed sync, what the next partial sync is
+	// computed against.
+	last []model.Service
+}
+
+// newFamily prepares one family for the configured mode. In nftables mode the
+// iptables binaries, if installed, still serve to notice kube-proxy's iptables mode.
+func (p *Proxier) newFamily(f model.Family, host hostTools) (*family, error) {
+	fam := &family{family: f}
+	cmds, err := runner.CommandsFor(f, p.cfg.Backend)
+	if err != nil {
+		return nil, err
+	}
+	hasIPTables := true
+	for _, c := range cmds.All() {
+		hasIPTables = hasIPTables && host.installed[c]
+	}
+	if p.cfg.Mode == ModeIPTables || hasIPTables {
+		if fam.run, err = runner.New(f, p.cfg.InNetNS, p.cfg.Backend); err != nil {
+			return nil, err
+		}
+	}
+	if p.cfg.Mode == ModeNFTables {
+		nftFam := knftables.IPv4Family
+		if f == model.IPv6 {
+			nftFam = knftables.IPv6Family
+		}
+		var nft knftables.Interface
+		if err := p.inNetNS(func() (err error) {
+			nft, err = knftables.New(nftFam, nftables.TableName)
+			return err
+		}); err != nil {
+			return nil, fmt.Errorf("%s nftables: %w", f, err)
+		}
+		fam.nft = &nftFamily{nft: nft, table: nftables.NewTable()}
+	}
+	return fam, nil
+}
+
+// inNetNS runs fn in the proxier's namespace (the caller's when none is configured).
+func (p *Proxier) inNetNS(fn func() error) error {
+	if p.cfg.InNetNS == nil {
+		return fn()
+	}
+	return p.cfg.InNetNS(fn)
+}
+
+// nftNode is the nftables generator's Node: the configuration plus the addresses
+// probed on every sync, so that a change makes the sync full.
+func (p *Proxier) nftNode(addrs []netip.Addr) nftables.Node {
+	return nftables.Node{
+		Name:              p.cfg.NodeName,
+		Zone:              p.cfg.NodeZone,
+		IPs:               p.cfg.NodeIPs,
+		LocalDetector:     model.LocalDetector{PodCIDRs: p.settings.podCIDRs},
+		MasqueradeBit:     p.cfg.MasqueradeBit,
+		NodePortAddresses: p.settings.nodePortAddresses,
+		InterfaceAddrs:    addrs,
+	}
+}
+
+// syncFamilyNFT is syncFamily in nftables mode: a full sync recreates the family's
+// table in one transaction, a partial one writes only what changed.
+func (p *Proxier) syncFamilyNFT(ctx context.Context, f *family, st *state, addrs []netip.Addr, problems map[string]bool) error {
+	start := p.now()
+	nf := f.nft
+	snap := &nftables.Snapshot{Family: f.family, Node: p.nftNode(addrs), Services: st.services}
+	full := !f.synced || f.needFull || start.Sub(f.lastFull) >= p.cfg.SyncPeriod || nf.table.NeedsFull(&snap.Node)
+	var changed model.ServiceSet
+	if !full {
+		if changed = model.ChangedServices(nf.last, st.services); len(changed) == 0 {
+			for text := range f.problems {
+				problems[text] = true
+			}
+			return nil
+		}
+	} else {
+		changed = nil
+	}
+
+	// Chains flushed by an earlier sync are deleted apart, so that a failure here
+	// cannot hold the sync back (the next full sync recreates the table anyway).
+	if stale := nf.nft.NewTransaction(); nf.table.StaleChains(stale, start) > 0 && !full {
+		if err := p.inNetNS(func() error { return nf.nft.Run(ctx, stale) }); err != nil {
+			p.log.Error(err, "deleting stale nftables chains; the next full sync will", "family", f.family.String())
+		}
+	}
+
+	u, err := nf.table.Sync(nf.nft.NewTransaction(), snap, changed, start)
+	if err != nil {
+		return err
+	}
+	if u.Tx.NumOperations() > 0 {
+		if err := p.inNetNS(func() error { return nf.nft.Run(ctx, u.Tx) }); err != nil {
+			nf.table.Reset()
+			return fmt.Errorf("nft: %w", err)
+		}
+	}
+	u.Commit()
+	mode := "partial"
+	if u.Full {
+		mode = "full"
+	}
+	p.metrics.syncSeconds.WithLabelValues(mode).Observe(p.now().Sub(start).Seconds())
+	p.log.V(1).Info("synced", "family", f.family.String(), "mode", mode, "services", len(st.services),
+		"changed", u.Services, "operations", u.Tx.NumOperations(), "took", p.now().Sub(start).String())
+	p.noteProblems(f, u.Problems, problems)
+
+	prev := nf.last
+	nf.last, f.synced, f.needFull = st.services, true, false
+	if u.Full {
+		f.lastFull = start
+		changed = model.ChangedServices(prev, st.services)
+	}
+	if prev != nil {
+		p.clearStaleFlows(ctx, f.family, prev, st.services, changed)
+	}
+	return nil
+}
+
+// nftTableGone reports whether the family's table has disappeared (a firewall reload
+// ran `nft flush ruleset`, say), which calls for a full resync.
+func (p *Proxier) nftTableGone(ctx context.Context, f *family) (bool, error) {
+	if p.nft == nil {
+		return false, errors.New("no nft binary")
+	}
+	tables, err := p.nft.Tables(ctx)
+	if err != nil {
+		return false, err
+	}
+	family := "ip"
+	if f.family == model.IPv6 {
+		family = "ip6"
+	}
+	return !slices.Contains(tables, runner.NFTTable{Family: family, Name: nftables.TableName}), nil
+}
+
+// removeNFTTables deletes herald's nftables tables when kube-proxy takes the node:
+// unlike the iptables mode's KUBE-* chains, which kube-proxy rewrites as its own, a
+// table of herald's would go on translating Service traffic beside kube-proxy's.
+func (p *Proxier) removeNFTTables() {
+	for _, f := range p.families {
+		if f.nft == nil {
+			continue
+		}
+		tx := f.nft.nft.NewTransaction()
+		tx.Add(&knftables.Table{})
+		tx.Delete(&knftables.Table{})
+		if err := p.inNetNS(func() error { return f.nft.nft.Run(context.Background(), tx) }); err != nil {
+			p.log.Error(err, "deleting herald's nftables table beside kube-proxy's", "family", f.family.String())
+		}
+		f.nft.table.Reset()
+	}
+}
