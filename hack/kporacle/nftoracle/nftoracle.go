@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"herald.dev/herald/hack/kporacle/internal/kphost"
@@ -201,16 +203,42 @@ func (o *Oracle) setNeedFullSync() {
 	field.SetBool(true)
 }
 
-// Dump returns the Fake's ruleset after all syncs so far (knftables' Dump:
-// the table, then chains, sets and maps sorted by name, each followed by its
-// rules or elements). It fails when Options.NFT was not a *knftables.Fake;
-// for a real nftables, list the table with nft.
+// Dump returns the Fake's ruleset after all syncs so far, as "nft -f" input:
+// knftables' Dump (the table, then chains, sets and maps sorted by name, then
+// each chain's rules in order, then each set's and map's elements) with the
+// elements of each set and map sorted. knftables keeps elements in the order
+// they were added, which is kube-proxy's Go map order and means nothing to
+// nftables; sorting makes Dump deterministic. It fails when Options.NFT was
+// not a *knftables.Fake; for a real nftables, list the table with nft.
 func (o *Oracle) Dump() (string, error) {
 	fake, ok := o.nft.Interface.(*knftables.Fake)
 	if !ok {
 		return "", fmt.Errorf("Dump needs a *knftables.Fake, the oracle runs %T", o.nft.Interface)
 	}
-	return fake.Dump(), nil
+	return sortElements(fake.Dump()), nil
+}
+
+// sortElements sorts each run of "add element <family> <table> <set> ..."
+// lines that name the same set or map.
+func sortElements(dump string) string {
+	lines := strings.SplitAfter(dump, "\n")
+	setOf := func(line string) string {
+		fields := strings.Fields(line)
+		if len(fields) < 5 || fields[0] != "add" || fields[1] != "element" {
+			return ""
+		}
+		return fields[4]
+	}
+	for start := 0; start < len(lines); {
+		set := setOf(lines[start])
+		end := start + 1
+		for set != "" && end < len(lines) && setOf(lines[end]) == set {
+			end++
+		}
+		slices.Sort(lines[start:end])
+		start = end
+	}
+	return strings.Join(lines, "")
 }
 
 // Populate feeds services and then slices to o, as informers do before

@@ -208,3 +208,18 @@ func TestIPv6(t *testing.T) {
 	)
 	refuse(t, "IPv6 Dump", dump, " ip kube-proxy", "10.0.0.0/8")
 }
+
+// kube-proxy adds map elements in Go map order; Dump must not depend on it.
+func TestDumpIsDeterministic(t *testing.T) {
+	o, _ := newWorld(t, testOptions())
+	want, err := o.Dump()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		o, _ := newWorld(t, testOptions())
+		if got, _ := o.Dump(); got != want {
+			t.Fatalf("two Dumps of the same world differ:\n%s\n---\n%s", want, got)
+		}
+	}
+}
