@@ -3,11 +3,8 @@
 package oracle
 
 import (
-	"fmt"
 	"reflect"
 	"unsafe"
-
-	kpiptables "k8s.io/kubernetes/pkg/proxy/iptables"
 )
 
 // kube-proxy's NewProxier builds some of its host handles itself, with no
@@ -15,36 +12,9 @@ import (
 // socket, the health-check server that listens on healthCheckNodePorts and the
 // view of the host's network interfaces. The oracle swaps them for fakes right
 // after NewProxier returns, before the first sync, by writing the Proxier's
-// unexported fields. The field names and types are checked, so a kube-proxy
-// version that renames or retypes them makes New fail instead of silently
-// using the real host.
-
-// proxierField returns a settable view of the Proxier field name, which must
-// have exactly the type T.
-func proxierField[T any](p *kpiptables.Proxier, name string) (reflect.Value, error) {
-	field := reflect.ValueOf(p).Elem().FieldByName(name)
-	if !field.IsValid() {
-		return reflect.Value{}, fmt.Errorf("kube-proxy's iptables Proxier has no field %q", name)
-	}
-	if want := reflect.TypeFor[T](); field.Type() != want {
-		return reflect.Value{}, fmt.Errorf("kube-proxy's iptables Proxier field %q has type %s, want %s", name, field.Type(), want)
-	}
-	return reflect.NewAt(field.Type(), unsafe.Pointer(field.UnsafeAddr())).Elem(), nil
-}
-
-// replaceProxierField sets the Proxier field name to value and returns the
-// value it held before.
-func replaceProxierField[T any](p *kpiptables.Proxier, name string, value T) (old T, err error) {
-	field, err := proxierField[T](p, name)
-	if err != nil {
-		return old, err
-	}
-	if !field.IsNil() {
-		old = field.Interface().(T)
-	}
-	field.Set(reflect.ValueOf(&value).Elem())
-	return old, nil
-}
+// unexported fields (kphost.Replace). The field names and types are checked,
+// so a kube-proxy version that renames or retypes them makes New fail instead
+// of silently using the real host.
 
 // closer is implemented by the netlink socket inside kube-proxy's nfacct runner.
 type closer interface{ Close() }

@@ -10,20 +10,21 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"herald.dev/herald/hack/kporacle/internal/kphost"
 	v1 "k8s.io/api/core/v1"
 	proxyutil "k8s.io/kubernetes/pkg/proxy/util"
 )
 
 // Defaults of kube-proxy's configuration (pkg/proxy/apis/config/v1alpha1).
 const (
-	DefaultMasqueradeBit = 14
-	DefaultSyncPeriod    = 30 * time.Second
-	DefaultMinSyncPeriod = time.Second
+	DefaultMasqueradeBit = kphost.DefaultMasqueradeBit
+	DefaultSyncPeriod    = kphost.DefaultSyncPeriod
+	DefaultMinSyncPeriod = kphost.DefaultMinSyncPeriod
 )
 
 // NodePortAddressesPrimary is the special --nodeport-addresses value meaning
 // "the node's primary IP of each family".
-const NodePortAddressesPrimary = "primary"
+const NodePortAddressesPrimary = kphost.NodePortAddressesPrimary
 
 // Options configure the kube-proxy iptables proxier run by an Oracle. The zero
 // value of every field but NodeName is kube-proxy's default flag value on a
@@ -111,11 +112,9 @@ func (opts Options) resolve() (proxierParams, error) {
 	if opts.NodeName == "" {
 		return params, errors.New("NodeName is required")
 	}
-	if params.masqueradeBit == 0 {
-		params.masqueradeBit = DefaultMasqueradeBit
-	}
-	if params.masqueradeBit < 0 || params.masqueradeBit > 31 {
-		return params, fmt.Errorf("MasqueradeBit %d is outside 0..31", opts.MasqueradeBit)
+	var err error
+	if params.masqueradeBit, err = kphost.MasqueradeBit(opts.MasqueradeBit); err != nil {
+		return params, err
 	}
 	if params.syncPeriod == 0 {
 		params.syncPeriod = DefaultSyncPeriod
@@ -132,64 +131,11 @@ func (opts Options) resolve() (proxierParams, error) {
 			break
 		}
 	}
-	var err error
-	if params.localDetector, err = opts.localDetector(); err != nil {
+	if params.localDetector, err = kphost.LocalDetector(opts.IPv6, opts.ClusterCIDRs, opts.BridgeInterface, opts.InterfaceNamePrefix); err != nil {
 		return params, err
 	}
-	if params.nodePortAddresses, err = opts.resolveNodePortAddresses(params.primaryNodeIP); err != nil {
+	if params.nodePortAddresses, err = kphost.NodePortAddresses(opts.NodePortAddresses, params.primaryNodeIP); err != nil {
 		return params, err
 	}
 	return params, nil
-}
-
-// localDetector builds the local-traffic detector kube-proxy's
-// getLocalDetectors would build for this family.
-func (opts Options) localDetector() (proxyutil.LocalTrafficDetector, error) {
-	modes := 0
-	for _, set := range []bool{len(opts.ClusterCIDRs) > 0, opts.BridgeInterface != "", opts.InterfaceNamePrefix != ""} {
-		if set {
-			modes++
-		}
-	}
-	if modes > 1 {
-		return nil, errors.New("set at most one of ClusterCIDRs, BridgeInterface and InterfaceNamePrefix")
-	}
-	switch {
-	case opts.BridgeInterface != "":
-		return proxyutil.NewDetectLocalByBridgeInterface(opts.BridgeInterface), nil
-	case opts.InterfaceNamePrefix != "":
-		return proxyutil.NewDetectLocalByInterfaceNamePrefix(opts.InterfaceNamePrefix), nil
-	}
-	for _, cidr := range opts.ClusterCIDRs {
-		prefix, err := netip.ParsePrefix(cidr)
-		if err != nil {
-			return nil, fmt.Errorf("ClusterCIDRs: %w", err)
-		}
-		if prefix.Addr().Is6() == opts.IPv6 {
-			return proxyutil.NewDetectLocalByCIDR(prefix.Masked().String()), nil
-		}
-	}
-	return proxyutil.NewNoOpLocalDetector(), nil
-}
-
-// resolveNodePortAddresses checks the CIDRs and expands "primary" the way
-// kube-proxy's server does: to the primary node IP as a host prefix, unless
-// that is a loopback address.
-func (opts Options) resolveNodePortAddresses(primaryNodeIP net.IP) ([]string, error) {
-	if len(opts.NodePortAddresses) == 1 && opts.NodePortAddresses[0] == NodePortAddressesPrimary {
-		if primaryNodeIP.IsLoopback() {
-			return nil, nil
-		}
-		bits := 128
-		if primaryNodeIP.To4() != nil {
-			bits = 32
-		}
-		return []string{fmt.Sprintf("%s/%d", primaryNodeIP, bits)}, nil
-	}
-	for _, cidr := range opts.NodePortAddresses {
-		if _, err := netip.ParsePrefix(cidr); err != nil {
-			return nil, fmt.Errorf("NodePortAddresses: %w", err)
-		}
-	}
-	return opts.NodePortAddresses, nil
 }

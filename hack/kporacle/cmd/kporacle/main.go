@@ -2,10 +2,13 @@
 
 // Command kporacle prints the iptables-restore input kube-proxy v1.36.3's
 // iptables proxier would apply for a set of Services and EndpointSlices, on
-// its first (full) sync, without touching the machine's iptables.
+// its first (full) sync, without touching the machine's iptables. With
+// -mode nftables it prints the ruleset kube-proxy's nftables proxier builds
+// instead (knftables' fake, sorted).
 //
 //	kporacle -node-name test-node -node-ip 192.168.0.2 -cluster-cidr 10.0.0.0/8 objects.yaml
 //	kubectl get svc,endpointslices -A -o yaml | kporacle -node-name node-a -
+//	kporacle -mode nftables -node-name test-node -node-ip 192.168.0.2 objects.yaml
 package main
 
 import (
@@ -57,6 +60,9 @@ type cliFlags struct {
 	canonical          bool
 	dump               bool
 	verbosity          int
+	// mode is iptables or nftables; serviceCIDRs are for nftables only.
+	mode         string
+	serviceCIDRs listFlag
 }
 
 func parseFlags(args []string, stderr io.Writer) (*cliFlags, []string, error) {
@@ -83,6 +89,8 @@ func parseFlags(args []string, stderr io.Writer) (*cliFlags, []string, error) {
 	fs.StringVar(&f.table, "table", "all", "print only this table's section: filter, nat or all")
 	fs.BoolVar(&f.canonical, "canonical", false, "sort the output so it does not depend on kube-proxy's map order")
 	fs.BoolVar(&f.dump, "dump", false, "print the simulated tables after the sync (iptables-save format) instead of the restore input")
+	fs.StringVar(&f.mode, "mode", "iptables", "kube-proxy proxier: iptables, or nftables (prints the resulting ruleset; -table, -canonical, -dump, -random-fully, -nfacct, -tcp-be-liberal, -localhost-nodeports and the interface detectors do not apply)")
+	fs.Var(&f.serviceCIDRs, "service-cidr", "ServiceCIDRs (nftables mode: the cluster-ips-check drop rule)")
 	fs.IntVar(&f.verbosity, "v", 0, "kube-proxy log verbosity (logs go to stderr)")
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, err
@@ -96,6 +104,12 @@ func parseFlags(args []string, stderr io.Writer) (*cliFlags, []string, error) {
 			return nil, nil, fmt.Errorf("-node-ip: %w", err)
 		}
 		f.opts.NodeIPs = append(f.opts.NodeIPs, ip)
+	}
+	if f.mode != "iptables" && f.mode != "nftables" {
+		return nil, nil, fmt.Errorf("-mode %q: want iptables or nftables", f.mode)
+	}
+	if f.mode == "nftables" && (f.table != "all" || f.canonical || f.dump || f.opts.BridgeInterface != "" || f.opts.InterfaceNamePrefix != "") {
+		return nil, nil, errors.New("-mode nftables prints the whole ruleset: -table, -canonical, -dump, -pod-bridge-interface and -pod-interface-name-prefix do not apply")
 	}
 	if f.table != "all" && f.table != "filter" && f.table != "nat" {
 		return nil, nil, fmt.Errorf("-table %q: want filter, nat or all", f.table)

@@ -55,3 +55,17 @@ func TestRejectsOtherKinds(t *testing.T) {
 		t.Fatalf("run error = %v, want unsupported kind Pod", err)
 	}
 }
+
+// -mode nftables prints kube-proxy's nftables ruleset for the worked example.
+func TestNFTablesMode(t *testing.T) {
+	out := runCLI(t, "", "-mode", "nftables", "-node-name", "test-node", "-node-ip", "192.168.0.2",
+		"-cluster-cidr", "10.0.0.0/8", "-service-cidr", "172.30.0.0/16", "testdata/worked-example.yaml")
+	for _, want := range []string{
+		`add element ip kube-proxy service-ips { 1.2.3.4 . tcp . 80 : goto external-ULMVA6XW-ns1/svc1/tcp/p80 }`,
+		`add rule ip kube-proxy cluster-ips-check ip daddr { 172.30.0.0/16 } drop comment "Drop traffic to unallocated ClusterIPs"`,
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}

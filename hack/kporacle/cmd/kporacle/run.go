@@ -5,8 +5,10 @@ package main
 import (
 	"fmt"
 	"io"
+	"net"
 	"os"
 
+	"herald.dev/herald/hack/kporacle/nftoracle"
 	"herald.dev/herald/hack/kporacle/oracle"
 )
 
@@ -19,6 +21,9 @@ func run(args []string, stdin io.Reader, stdout io.Writer) error {
 	var in objects
 	if err := readInputs(files, stdin, &in); err != nil {
 		return err
+	}
+	if flags.mode == "nftables" {
+		return runNFTables(flags, in, stdout)
 	}
 	o, err := oracle.New(flags.opts)
 	if err != nil {
@@ -47,6 +52,50 @@ func run(args []string, stdin io.Reader, stdout io.Writer) error {
 		if text, err = oracle.Canonical(text); err != nil {
 			return err
 		}
+	}
+	_, err = io.WriteString(stdout, text)
+	return err
+}
+
+// runNFTables runs kube-proxy's nftables proxier for one family: the primary
+// node IP is the first -node-ip of that family (127.0.0.1 or ::1 without
+// one), and the fake host has all -node-ip addresses.
+func runNFTables(flags *cliFlags, in objects, stdout io.Writer) error {
+	opts := nftoracle.Options{
+		NodeName:          flags.opts.NodeName,
+		NodeIP:            net.IPv4(127, 0, 0, 1),
+		ClusterCIDRs:      flags.opts.ClusterCIDRs,
+		MasqueradeBit:     flags.opts.MasqueradeBit,
+		MasqueradeAll:     flags.opts.MasqueradeAll,
+		NodePortAddresses: flags.opts.NodePortAddresses,
+		ServiceCIDRs:      flags.serviceCIDRs,
+		Logger:            flags.opts.Logger,
+	}
+	if flags.opts.IPv6 {
+		opts.NodeIP = net.IPv6loopback
+	}
+	primary := false
+	for _, ip := range flags.opts.NodeIPs {
+		ip = ip.Unmap()
+		if ip.Is6() == flags.opts.IPv6 && !primary {
+			opts.NodeIP, primary = net.IP(ip.AsSlice()), true
+		}
+		opts.InterfaceAddrs = append(opts.InterfaceAddrs, net.IP(ip.AsSlice()))
+	}
+	if !primary {
+		opts.InterfaceAddrs = append(opts.InterfaceAddrs, opts.NodeIP)
+	}
+	o, err := nftoracle.New(opts)
+	if err != nil {
+		return err
+	}
+	nftoracle.Populate(o, in.services, in.slices)
+	if _, err := o.Sync(); err != nil {
+		return err
+	}
+	text, err := o.Dump()
+	if err != nil {
+		return err
 	}
 	_, err = io.WriteString(stdout, text)
 	return err
