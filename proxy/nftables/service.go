@@ -221,29 +221,33 @@ func firewallChain(p *model.PortInfo, names portNames, node *nodeRules) chain {
 	}}
 }
 
-// policyChain picks an endpoint at random: a DNAT through a numgen map, or with
-// ClientIP affinity, first the endpoint the client is known to, then a numgen vmap to
-// the endpoint chains.
+// policyChain picks an endpoint at random. kube-proxy writes one rule with a numgen
+// map ({ 0 : ep0, 1 : ep1, ... }), an anonymous set in the kernel; the kernel names
+// each new anonymous set by scanning every set of the table, so a table of 10,000
+// Services takes over a minute to load (measured: BenchmarkKubeProxyNFTables). herald
+// writes the same choice as a cascade without sets, as kube-proxy's iptables mode does:
+// endpoint i of n is taken with probability 1/(n-i), the last one always, which is
+// uniform. With ClientIP affinity the endpoint the client is known to comes first, and
+// the cascade jumps to the endpoint chains, which record the client.
 func policyChain(p *model.PortInfo, name string, eps []*model.EndpointInfo, node *nodeRules) chain {
 	c := chain{name: name}
-	var elems []string
-	for i, e := range eps {
-		if i > 0 {
-			elems = append(elems, ",")
-		}
-		if p.Affinity {
+	if p.Affinity {
+		for _, e := range eps {
 			epChain, set := endpointNames(p, e)
 			c.rules = append(c.rules, rule{text: knftables.Concat(node.ipX, "saddr", "@", set, "goto", epChain)})
-			elems = append(elems, strconv.Itoa(i), ":", "goto", epChain)
-		} else {
-			elems = append(elems, strconv.Itoa(i), ":", e.IP, ".", strconv.Itoa(e.Port))
 		}
 	}
-	if p.Affinity {
-		c.rules = append(c.rules, rule{text: knftables.Concat("numgen random mod", len(eps), "vmap", "{", elems, "}")})
-	} else {
-		c.rules = append(c.rules, rule{text: knftables.Concat("meta l4proto", p.Protocol, "dnat", node.ipX, "addr . port to",
-			"numgen random mod", len(eps), "map", "{", elems, "}")})
+	for i, e := range eps {
+		var pick []string
+		if i < len(eps)-1 {
+			pick = []string{"numgen random mod", strconv.Itoa(len(eps) - i), "0"}
+		}
+		if p.Affinity {
+			epChain, _ := endpointNames(p, e)
+			c.rules = append(c.rules, rule{text: knftables.Concat(pick, "goto", epChain)})
+		} else {
+			c.rules = append(c.rules, rule{text: knftables.Concat(pick, "meta l4proto", p.Protocol, "dnat to", e.HostPort)})
+		}
 	}
 	return c
 }

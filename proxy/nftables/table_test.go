@@ -67,7 +67,8 @@ func TestFullSyncRules(t *testing.T) {
 		"add element ip herald service-ips { 172.30.0.41 . tcp . 80 : goto service-" + web + " }",
 		"add element ip herald service-ips { 1.2.3.4 . tcp . 80 : goto external-" + web + " }",
 		"add element ip herald service-nodeports { tcp . 30080 : goto external-" + web + " }",
-		"add rule ip herald service-" + web + " meta l4proto tcp dnat ip addr . port to numgen random mod 2 map { 0 : 10.180.0.1 . 8080 , 1 : 10.180.0.2 . 8080 }",
+		"add rule ip herald service-" + web + " numgen random mod 2 0 meta l4proto tcp dnat to 10.180.0.1:8080",
+		"add rule ip herald service-" + web + " meta l4proto tcp dnat to 10.180.0.2:8080",
 		"add rule ip herald external-" + web + " mark set mark or 0x00004000 comment \"masquerade\"",
 		"add element ip herald hairpin-connections { 10.180.0.1 . 10.180.0.1 . tcp . 8080 }",
 		"add element ip herald no-endpoint-services { 172.30.0.42 . tcp . 80 comment \"ns1/empty:http\" : goto reject-chain }",
@@ -102,7 +103,7 @@ func TestPartialSyncTouchesOnlyTheChange(t *testing.T) {
 	}
 	tx := u.Tx.String()
 	b, a := portNameBase("ns1", "b", "tcp", "http"), portNameBase("ns1", "a", "tcp", "http")
-	if !strings.Contains(tx, "flush chain ip herald service-"+b) || !strings.Contains(tx, "1 : 10.180.0.3 . 8080") {
+	if !strings.Contains(tx, "flush chain ip herald service-"+b) || !strings.Contains(tx, "dnat to 10.180.0.3:8080") {
 		t.Errorf("b's policy chain not rewritten:\n%s", tx)
 	}
 	if strings.Contains(tx, a) || strings.Contains(tx, "external-"+b) || strings.Contains(tx, "element") {
