@@ -29,7 +29,7 @@ func benchObjects(n int) ([]*v1.Service, []*discoveryv1.EndpointSlice) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 			Spec: v1.ServiceSpec{Type: v1.ServiceTypeLoadBalancer, ClusterIP: fmt.Sprintf("10.96.%d.%d", hi, lo),
 				ClusterIPs: []string{fmt.Sprintf("10.96.%d.%d", hi, lo)},
-				Ports: []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: int32(30000 + i%2768)}}},
+				Ports:      []v1.ServicePort{{Name: "http", Protocol: v1.ProtocolTCP, Port: 80, NodePort: int32(30000 + i%2768)}}},
 			Status: v1.ServiceStatus{LoadBalancer: v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: fmt.Sprintf("198.18.%d.%d", hi, lo)}}}},
 		}
 		slice := &discoveryv1.EndpointSlice{
