@@ -112,7 +112,7 @@ bench: setup test-binaries ## Benchmarks (numbers, no assertions); writes bench.
 ##@ Demo
 
 .PHONY: demo
-demo: setup test-binaries ## The walkthrough in the network-namespace lab (root): VIPs, owners, curls, failover. Leaves the lab running. DUAL_STACK=1: a dual-stack lab, and a dual-stack Service at the end.
+demo: setup test-binaries ## The walkthrough in the network-namespace lab (root): VIPs, owners, curls, failover. Leaves the lab running. DUAL_STACK=1: a dual-stack lab, and a dual-stack Service at the end. PROXY=nftables: the proxier in nftables mode.
 	hack/demo.sh
 
 .PHONY: kind-demo

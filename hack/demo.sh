@@ -7,6 +7,8 @@
 # With DUAL_STACK=1 the lab is dual-stack (bin/lab up --dual-stack) and the walkthrough
 # ends with one dual-stack Service, svc-dual (hack/demo/dualstack.yaml): both VIPs, one
 # owner, curls per family, the ip6tables path, a failover of both families.
+# With PROXY=nftables the speakers proxy in nftables mode (bin/lab up --proxy nftables)
+# and the path of svc1 is shown in table ip herald instead of iptables' nat table.
 #   hack/demo.sh        run the walkthrough
 #   hack/demo.sh down   remove the lab
 set -euo pipefail
@@ -45,12 +47,31 @@ nat_path() {
     done
   done
 }
+# nft_path NODE VIP shows, with nft in NODE's namespace, the way of VIP through table
+# ip herald: its element of the service-ips map, then the external- and service- chains
+# it goes to, with their rules.
+nft_path() {
+  local node=$1 vip=$2 ext svc
+  nft() { "$lab" exec "$node" nft "$@"; }
+  run nft list map ip herald service-ips "| grep $vip"
+  nft list map ip herald service-ips | grep -F "$vip " || true
+  for ext in $(nft list map ip herald service-ips | grep -F "$vip " | grep -oE 'external-[^ ,}]+' | sort -u); do
+    run nft list chain ip herald "$ext"
+    nft list chain ip herald "$ext"
+    for svc in $(nft list chain ip herald "$ext" | grep -oE 'service-[^ ,}]+' | sort -u); do
+      run nft list chain ip herald "$svc"
+      nft list chain ip herald "$svc"
+    done
+  done
+}
 k() { "$lab" kubectl "$@"; }
 
 say "Building the lab (a previous one is removed first)"
 "$lab" down >/dev/null
 dual=${DUAL_STACK:-0}
 [[ $dual == 1 ]] && up_flags=(--dual-stack) || up_flags=()
+proxy=${PROXY:-iptables}
+up_flags+=(--proxy "$proxy")
 "$lab" up "${up_flags[@]}" >/dev/null # its progress goes to stderr; its hints are repeated at the end
 herald="$LAB_RUN_DIR/herald"
 
@@ -104,9 +125,15 @@ run ip neigh show dev eth0
 done
 
 owner=$("$lab" who-has "${vips[0]}" 2>/dev/null | sed -E 's/.*\((.*)\)$/\1/' | head -1 || true)
-say "svc1 on its owner ${owner:-(none)}: KUBE-SERVICES -> KUBE-EXT -> KUBE-SVC -> KUBE-SEP"
+if [[ $proxy == nftables ]]; then
+  say "svc1 on its owner ${owner:-(none)}, table ip herald: service-ips -> external- -> service- (DNAT)"
+else
+  say "svc1 on its owner ${owner:-(none)}: KUBE-SERVICES -> KUBE-EXT -> KUBE-SVC -> KUBE-SEP"
+fi
 if [[ -z $owner ]]; then
   echo "nobody answers ARP for ${vips[0]}: see bin/lab status and the speakers' logs."
+elif [[ $proxy == nftables ]]; then
+  nft_path "$owner" "${vips[0]}"
 elif ! "$lab" exec "$owner" iptables -V >/dev/null 2>&1; then
   echo "iptables is not installed here (apt-get install iptables)."
 else
