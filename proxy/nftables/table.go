@@ -44,8 +44,15 @@ type serviceState struct {
 // and what the table holds. Two services may want the same key (two Services claiming
 // one external IP and port, or one endpoint behind two Services); the first by name wins.
 type elementState struct {
-	owners  map[model.ServiceName]element
+	owners  []elementOwner // usually one
 	applied *element
+}
+
+// elementOwner is a service wanting an element, and the element as that service's
+// objects hold it.
+type elementOwner struct {
+	name model.ServiceName
+	e    *element
 }
 
 // NewTable returns a Table for a table that is to be recreated: the first Update is full.
@@ -287,12 +294,14 @@ func elementID(e *element) string { return e.container + "\x00" + key(e.key) }
 func (u *Update) diffElements(name model.ServiceName, old, cur *serviceState) {
 	if old != nil {
 		for i := range old.objs.elements {
-			delete(u.element(&old.objs.elements[i]).owners, name)
+			st := u.element(&old.objs.elements[i])
+			st.owners = slices.DeleteFunc(st.owners, func(o elementOwner) bool { return o.name == name })
 		}
 	}
 	if cur != nil {
-		for _, e := range cur.objs.elements {
-			u.element(&e).owners[name] = e
+		for i := range cur.objs.elements {
+			st := u.element(&cur.objs.elements[i])
+			st.owners = append(st.owners, elementOwner{name: name, e: &cur.objs.elements[i]})
 		}
 	}
 }
@@ -303,10 +312,10 @@ func (u *Update) element(e *element) *elementState {
 	if st, ok := u.elements[id]; ok {
 		return st
 	}
-	st := &elementState{owners: map[model.ServiceName]element{}}
+	st := &elementState{}
 	if !u.Full {
 		if held, ok := u.table.elements[id]; ok {
-			maps.Copy(st.owners, held.owners)
+			st.owners = slices.Clone(held.owners)
 			st.applied = held.applied
 		}
 	}
@@ -322,10 +331,9 @@ func (u *Update) writeElements() {
 		st := u.elements[id]
 		var want *element
 		var wantOwner model.ServiceName
-		for owner, e := range st.owners {
-			if want == nil || compareNames(owner, wantOwner) < 0 {
-				e := e
-				want, wantOwner = &e, owner
+		for _, o := range st.owners {
+			if want == nil || compareNames(o.name, wantOwner) < 0 {
+				want, wantOwner = o.e, o.name
 			}
 		}
 		if want != nil && st.applied != nil && slices.Equal(want.value, st.applied.value) {
