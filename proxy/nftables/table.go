@@ -336,7 +336,9 @@ func (u *Update) writeElements() {
 				want, wantOwner = o.e, o.name
 			}
 		}
-		if want != nil && st.applied != nil && slices.Equal(want.value, st.applied.value) {
+		// An element whose comment alone changed (a port renamed) is replaced too: nft's
+		// add of an existing key changes nothing, and kube-proxy leaves such comments stale.
+		if want != nil && st.applied != nil && slices.Equal(want.value, st.applied.value) && want.comment == st.applied.comment {
 			st.applied = want
 			continue
 		}

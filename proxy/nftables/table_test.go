@@ -168,3 +168,28 @@ func countServiceChains(chains []string) int {
 	}
 	return n
 }
+
+// A port of a Service without endpoints renamed changes only its elements' comments;
+// they are replaced, since nft's add of an existing element would keep the old comment.
+func TestRenamedPortReplacesElementComments(t *testing.T) {
+	fake := knftables.NewFake(knftables.IPv4Family, TableName)
+	table := NewTable()
+	svc := lbService("ns1", "a", "172.30.0.1", "1.2.3.1", 30001)
+	snap := &Snapshot{Family: model.IPv4, Node: testNode(), Services: []model.Service{svc}}
+	syncFake(t, fake, table, snap, nil, time.Unix(0, 0))
+
+	renamed := lbService("ns1", "a", "172.30.0.1", "1.2.3.1", 30001)
+	renamed.Ports[0].Name, renamed.EndpointSlices[0].Ports[0].Name = "web", "web"
+	next := &Snapshot{Family: model.IPv4, Node: testNode(), Services: []model.Service{renamed}}
+	u := syncFake(t, fake, table, next, model.ChangedServices(snap.Services, next.Services), time.Unix(1, 0))
+	tx := u.Tx.String()
+	for _, want := range []string{
+		"delete element ip herald no-endpoint-services { 172.30.0.1 . tcp . 80 }",
+		`add element ip herald no-endpoint-services { 172.30.0.1 . tcp . 80 comment "ns1/a:web" : goto reject-chain }`,
+		`add element ip herald no-endpoint-nodeports { tcp . 30001 comment "ns1/a:web" : goto reject-chain }`,
+	} {
+		if !strings.Contains(tx, want) {
+			t.Errorf("renaming the port does not write %q:\n%s", want, tx)
+		}
+	}
+}
