@@ -215,12 +215,13 @@ func (o *Oracle) Dump() (string, error) {
 	if !ok {
 		return "", fmt.Errorf("Dump needs a *knftables.Fake, the oracle runs %T", o.nft.Interface)
 	}
-	return sortElements(fake.Dump()), nil
+	return SortElements(fake.Dump()), nil
 }
 
-// sortElements sorts each run of "add element <family> <table> <set> ..."
-// lines that name the same set or map.
-func sortElements(dump string) string {
+// SortElements sorts each run of "add element <family> <table> <set> ..."
+// lines that name the same set or map, in a knftables Fake's Dump: nftables
+// keeps no element order, so two dumps of the same table compare equal after it.
+func SortElements(dump string) string {
 	lines := strings.SplitAfter(dump, "\n")
 	setOf := func(line string) string {
 		fields := strings.Fields(line)

@@ -31,6 +31,12 @@ type Options struct {
 	// first CIDR of the proxier's family is pod traffic. With none of the
 	// family, nothing is detected as local, as in kube-proxy.
 	ClusterCIDRs []string
+	// BridgeInterface is --detect-local-mode=BridgeInterface's bridge: traffic
+	// coming in on it is pod traffic. At most one of ClusterCIDRs,
+	// BridgeInterface and InterfaceNamePrefix.
+	BridgeInterface string
+	// InterfaceNamePrefix is --detect-local-mode=InterfaceNamePrefix's prefix.
+	InterfaceNamePrefix string
 	// MasqueradeBit is --iptables-masquerade-bit (kube-proxy uses it for the
 	// nftables mark too), 1 to 31; 0 means kube-proxy's default 14 (mark
 	// 0x00004000). Bit 0 cannot be selected.
@@ -90,7 +96,7 @@ func (opts Options) resolve() (proxierParams, error) {
 	if params.masqueradeBit, err = kphost.MasqueradeBit(opts.MasqueradeBit); err != nil {
 		return params, err
 	}
-	if params.localDetector, err = kphost.LocalDetector(nodeIP.Is6(), opts.ClusterCIDRs, "", ""); err != nil {
+	if params.localDetector, err = kphost.LocalDetector(nodeIP.Is6(), opts.ClusterCIDRs, opts.BridgeInterface, opts.InterfaceNamePrefix); err != nil {
 		return params, err
 	}
 	if params.nodePortAddresses, err = kphost.NodePortAddresses(opts.NodePortAddresses, params.nodeIP); err != nil {
