@@ -36,37 +36,63 @@ func WatchNDP(ns string, ip netip.Addr, interval time.Duration) (*NDPWatch, erro
 		return nil, fmt.Errorf("lab: NDP watch of %s: not an IPv6 address", ip)
 	}
 	group, _ := ndp.SolicitedNodeMulticast(ip) // ip is IPv6: no error
-	w := &NDPWatch{replyLog: replyLog{ip: ip}, group: group}
+	c, mac, err := dialNDP(ns)
+	if err != nil {
+		return nil, err
+	}
+	w := &NDPWatch{replyLog: replyLog{ip: ip}, c: c, group: group, solicit: &ndp.NeighborSolicitation{TargetAddress: ip,
+		Options: []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Source, Addr: mac}}}}
+	w.start(interval, w.ask, w.read)
+	return w, nil
+}
+
+// dialNDP opens an ICMPv6 socket on the link-local address of eth0 in the namespace ns
+// that receives only neighbour advertisements, and returns it with eth0's MAC.
+func dialNDP(ns string) (*ndp.Conn, net.HardwareAddr, error) {
+	var c *ndp.Conn
+	var mac net.HardwareAddr
 	err := netns.Do(ns, func() error {
 		ifi, err := net.InterfaceByName("eth0")
 		if err != nil {
 			return err
 		}
-		w.solicit = &ndp.NeighborSolicitation{TargetAddress: ip,
-			Options: []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Source, Addr: ifi.HardwareAddr}}}
+		mac = ifi.HardwareAddr
 		// ndp binds to the link-local address with the interface's name as its zone,
 		// which Go resolves through a process-wide cache of names: in a test that
 		// visits several namespaces, "eth0" may be another namespace's eth0 there. A
 		// numeric zone is the index itself.
 		byIndex := *ifi
 		byIndex.Name = strconv.Itoa(ifi.Index)
-		if w.c, _, err = ndp.Listen(&byIndex, ndp.LinkLocal); err != nil {
+		if c, _, err = ndp.Listen(&byIndex, ndp.LinkLocal); err != nil {
 			return err
 		}
 		var only ipv6.ICMPFilter
 		only.SetAll(true)
 		only.Accept(ipv6.ICMPTypeNeighborAdvertisement)
-		if err := w.c.SetICMPFilter(&only); err != nil {
-			_ = w.c.Close()
+		if err := c.SetICMPFilter(&only); err != nil {
+			_ = c.Close()
 			return err
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("lab: NDP client in %s: %w", ns, err)
+		return nil, nil, fmt.Errorf("lab: NDP client in %s: %w", ns, err)
 	}
-	w.start(interval, w.ask, w.read)
-	return w, nil
+	return c, mac, nil
+}
+
+// targetMAC is the target link-layer address of an advertisement for ip, if m is one.
+func targetMAC(m ndp.Message, ip netip.Addr) (string, bool) {
+	na, ok := m.(*ndp.NeighborAdvertisement)
+	if !ok || na.TargetAddress != ip {
+		return "", false
+	}
+	for _, o := range na.Options {
+		if l, ok := o.(*ndp.LinkLayerAddress); ok && l.Direction == ndp.Target {
+			return l.Addr.String(), true
+		}
+	}
+	return "", false
 }
 
 func (w *NDPWatch) ask() { _ = w.c.WriteTo(w.solicit, nil, w.group) }
@@ -77,14 +103,8 @@ func (w *NDPWatch) read() {
 	if err != nil {
 		return
 	}
-	na, ok := m.(*ndp.NeighborAdvertisement)
-	if !ok || na.TargetAddress != w.ip {
-		return
-	}
-	for _, o := range na.Options {
-		if l, ok := o.(*ndp.LinkLayerAddress); ok && l.Direction == ndp.Target {
-			w.record(l.Addr.String(), time.Now())
-		}
+	if mac, ok := targetMAC(m, w.ip); ok {
+		w.record(mac, time.Now())
 	}
 }
 
