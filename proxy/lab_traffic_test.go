@@ -131,6 +131,11 @@ func testProxierTraffic(t *testing.T, mode Mode, prefix string) {
 		return nil
 	})
 
+	table := map[Mode]string{ModeIPTables: "nat", ModeNFTables: "herald"}[mode]
+	if got := h.metric("herald_proxy_rules", "family", "IPv4", "table", table); got < 20 {
+		t.Errorf("herald_proxy_rules{family=IPv4,table=%s} = %v after the first sync; want the table's rules (20 or more)", table, got)
+	}
+
 	// Cluster policy: VIP, ClusterIP and NodePort reach pod1, masqueraded to the node.
 	for _, url := range []string{"http://198.51.100.10/", "http://10.96.0.10/", "http://172.31.0.3:30080/"} {
 		code, body, err := httpGet(client, url, 3*time.Second)

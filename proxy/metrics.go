@@ -31,7 +31,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"mode"}),
 		rules: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "herald_proxy_rules",
-			Help: "Rules in the proxier's chains after the last successful sync, by IP family and table.",
+			Help: "Rules in the proxier's chains after the last successful sync, by IP family and table (iptables mode: filter and nat; nftables mode: herald).",
 		}, []string{"family", "table"}),
 		syncErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "herald_proxy_sync_errors_total",

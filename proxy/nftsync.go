@@ -123,6 +123,7 @@ func (p *Proxier) syncFamilyNFT(ctx context.Context, f *family, st *state, addrs
 		mode = "full"
 	}
 	p.metrics.syncSeconds.WithLabelValues(mode).Observe(p.now().Sub(start).Seconds())
+	p.metrics.rules.WithLabelValues(f.family.String(), nftables.TableName).Set(float64(nf.table.Rules()))
 	p.log.V(1).Info("synced", "family", f.family.String(), "mode", mode, "services", len(st.services),
 		"changed", u.Services, "operations", u.Tx.NumOperations(), "took", p.now().Sub(start).String())
 	p.noteProblems(f, u.Problems, problems)

@@ -51,8 +51,10 @@ func ptr[T any](v T) *T { return &v }
 
 // writeSetup recreates the table with its shared chains, sets and maps, empty of
 // services: deleting and re-adding the table in the same transaction replaces
-// everything atomically, so a full sync needs neither listing nor flushing.
-func writeSetup(tx *knftables.Transaction, node *nodeRules) {
+// everything atomically, so a full sync needs neither listing nor flushing. It returns
+// the number of rules written.
+func writeSetup(tx *knftables.Transaction, node *nodeRules) (rules int) {
+	addRule := func(r *knftables.Rule) { tx.Add(r); rules++ }
 	tx.Add(&knftables.Table{})
 	tx.Delete(&knftables.Table{})
 	tx.Add(&knftables.Table{Comment: ptr(tableComment)})
@@ -66,23 +68,23 @@ func writeSetup(tx *knftables.Transaction, node *nodeRules) {
 			created[j.to] = true
 			tx.Add(&knftables.Chain{Name: j.to})
 		}
-		tx.Add(&knftables.Rule{Chain: j.from, Rule: knftables.Concat(j.match, "jump", j.to)})
+		addRule(&knftables.Rule{Chain: j.from, Rule: knftables.Concat(j.match, "jump", j.to)})
 	}
 
 	addrs := node.addrType
 	tx.Add(&knftables.Set{Name: setHairpin, Type: addrs + " . " + addrs + " . inet_proto . inet_service",
 		Comment: ptr("service hairpin connections")})
-	tx.Add(&knftables.Rule{Chain: chainMasquerading, Rule: knftables.Concat(
+	addRule(&knftables.Rule{Chain: chainMasquerading, Rule: knftables.Concat(
 		"mark", "and", node.mark, "!=", "0", "mark", "set", "mark", "xor", node.mark, "masquerade fully-random")})
-	tx.Add(&knftables.Rule{Chain: chainMasquerading, Rule: knftables.Concat(
+	addRule(&knftables.Rule{Chain: chainMasquerading, Rule: knftables.Concat(
 		"ct status dnat", node.ipX, "saddr", ".", node.ipX, "daddr", ".", "meta l4proto", ".", "th dport",
 		"@", setHairpin, "masquerade fully-random")})
 
 	tx.Add(&knftables.Set{Name: setClusterIPs, Type: addrs, Comment: ptr("Active ClusterIPs")})
-	tx.Add(&knftables.Rule{Chain: chainClusterIPsCheck, Rule: knftables.Concat(node.ipX, "daddr", "@", setClusterIPs, "reject"),
+	addRule(&knftables.Rule{Chain: chainClusterIPsCheck, Rule: knftables.Concat(node.ipX, "daddr", "@", setClusterIPs, "reject"),
 		Comment: ptr("Reject traffic to invalid ports of ClusterIPs")})
 	if node.serviceCIDRs != "" {
-		tx.Add(&knftables.Rule{Chain: chainClusterIPsCheck, Rule: knftables.Concat(node.ipX, "daddr", "{", node.serviceCIDRs, "}", "drop"),
+		addRule(&knftables.Rule{Chain: chainClusterIPsCheck, Rule: knftables.Concat(node.ipX, "daddr", "{", node.serviceCIDRs, "}", "drop"),
 			Comment: ptr("Drop traffic to unallocated ClusterIPs")})
 	}
 
@@ -98,20 +100,20 @@ func writeSetup(tx *knftables.Transaction, node *nodeRules) {
 	tx.Add(&knftables.Map{Name: mapNoEndpointNodePort, Type: "inet_proto . inet_service : verdict",
 		Comment: ptr("vmap to drop or reject packets to service nodeports with no endpoints")})
 	tx.Add(&knftables.Chain{Name: chainReject, Comment: ptr("helper for @no-endpoint-services / @no-endpoint-nodeports")})
-	tx.Add(&knftables.Rule{Chain: chainReject, Rule: "reject"})
-	tx.Add(&knftables.Rule{Chain: chainServiceEndpointsCheck, Rule: knftables.Concat(
+	addRule(&knftables.Rule{Chain: chainReject, Rule: "reject"})
+	addRule(&knftables.Rule{Chain: chainServiceEndpointsCheck, Rule: knftables.Concat(
 		node.ipX, "daddr", ".", "meta l4proto", ".", "th dport", "vmap", "@", mapNoEndpointServices)})
 	if node.nodePortIPs == nil {
-		tx.Add(&knftables.Rule{Chain: chainNodePortEndpointsCheck, Rule: knftables.Concat(
+		addRule(&knftables.Rule{Chain: chainNodePortEndpointsCheck, Rule: knftables.Concat(
 			node.noLocalhost, "meta l4proto . th dport", "vmap", "@", mapNoEndpointNodePort)})
 	} else {
-		tx.Add(&knftables.Rule{Chain: chainNodePortEndpointsCheck, Rule: knftables.Concat(
+		addRule(&knftables.Rule{Chain: chainNodePortEndpointsCheck, Rule: knftables.Concat(
 			node.ipX, "daddr", "@", setNodePortIPs, "meta l4proto . th dport", "vmap", "@", mapNoEndpointNodePort)})
 	}
 
 	tx.Add(&knftables.Map{Name: mapFirewallIPs, Type: addrs + " . inet_proto . inet_service : verdict",
 		Comment: ptr("destinations that are subject to LoadBalancerSourceRanges")})
-	tx.Add(&knftables.Rule{Chain: chainFirewallCheck, Rule: knftables.Concat(
+	addRule(&knftables.Rule{Chain: chainFirewallCheck, Rule: knftables.Concat(
 		node.ipX, "daddr", ".", "meta l4proto", ".", "th dport", "vmap", "@", mapFirewallIPs)})
 
 	tx.Add(&knftables.Map{Name: mapServiceIPs, Type: addrs + " . inet_proto . inet_service : verdict",
@@ -120,20 +122,21 @@ func writeSetup(tx *knftables.Transaction, node *nodeRules) {
 		Comment: ptr("NodePort traffic")})
 	switch {
 	case node.masqueradeAll:
-		tx.Add(&knftables.Rule{Chain: chainServices, Rule: knftables.Concat(node.ipX, "daddr", "@", setClusterIPs, node.masquerade),
+		addRule(&knftables.Rule{Chain: chainServices, Rule: knftables.Concat(node.ipX, "daddr", "@", setClusterIPs, node.masquerade),
 			Comment: ptr("masquerade all clusterIP traffic")})
 	case len(node.ifNotLocal) > 0:
 		// Traffic from off the cluster routed to a ClusterIP may leave the node again.
-		tx.Add(&knftables.Rule{Chain: chainServices, Rule: knftables.Concat(node.ipX, "daddr", "@", setClusterIPs, node.ifNotLocal, node.masquerade),
+		addRule(&knftables.Rule{Chain: chainServices, Rule: knftables.Concat(node.ipX, "daddr", "@", setClusterIPs, node.ifNotLocal, node.masquerade),
 			Comment: ptr("masquerade clusterIP traffic from outside cluster")})
 	}
-	tx.Add(&knftables.Rule{Chain: chainServices, Rule: knftables.Concat(
+	addRule(&knftables.Rule{Chain: chainServices, Rule: knftables.Concat(
 		node.ipX, "daddr", ".", "meta l4proto", ".", "th dport", "vmap", "@", mapServiceIPs)})
 	if node.nodePortIPs == nil {
-		tx.Add(&knftables.Rule{Chain: chainServices, Rule: knftables.Concat(
+		addRule(&knftables.Rule{Chain: chainServices, Rule: knftables.Concat(
 			"fib daddr type local", node.noLocalhost, "meta l4proto . th dport", "vmap", "@", mapServiceNodePorts)})
 	} else {
-		tx.Add(&knftables.Rule{Chain: chainServices, Rule: knftables.Concat(
+		addRule(&knftables.Rule{Chain: chainServices, Rule: knftables.Concat(
 			node.ipX, "daddr @nodeport-ips", "meta l4proto . th dport", "vmap", "@", mapServiceNodePorts)})
 	}
+	return rules
 }

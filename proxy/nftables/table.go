@@ -33,6 +33,7 @@ type Table struct {
 	services map[model.ServiceName]*serviceState
 	elements map[string]*elementState // by container and key
 	stale    map[string]time.Time     // flushed chains to delete, and since when
+	rules    int                      // in all chains
 }
 
 type serviceState struct {
@@ -76,6 +77,7 @@ type Update struct {
 	elements   map[string]*elementState
 	stale      map[string]time.Time // nil: unchanged
 	deleteSets []string
+	setupRules int // written by a full sync
 }
 
 // NeedsFull reports whether the next Update must be full: nothing committed yet, or
@@ -101,7 +103,7 @@ func (t *Table) Sync(tx *knftables.Transaction, snap *Snapshot, changed model.Se
 		elements: map[string]*elementState{}, Tx: tx}
 	if changed == nil || t.NeedsFull(&snap.Node) {
 		u.Full = true
-		writeSetup(u.Tx, node)
+		u.setupRules = writeSetup(u.Tx, node)
 		u.stale = map[string]time.Time{}
 	}
 
@@ -400,9 +402,14 @@ func (u *Update) Commit() {
 		t.services = map[model.ServiceName]*serviceState{}
 		t.elements = map[string]*elementState{}
 		t.stale = map[string]time.Time{}
+		t.rules = u.setupRules
 	}
 	t.node, t.nodeWas = u.node, u.nodeWas
 	for name, s := range u.services {
+		if old := t.services[name]; old != nil {
+			t.rules -= old.rules()
+		}
+		t.rules += s.rules()
 		if s == nil {
 			delete(t.services, name)
 		} else {
@@ -419,6 +426,21 @@ func (u *Update) Commit() {
 	if u.stale != nil {
 		t.stale = u.stale
 	}
+}
+
+// Rules counts the rules in the table's chains after the last committed Update.
+func (t *Table) Rules() int { return t.rules }
+
+// rules counts the rules of a service's chains; none for a removed service.
+func (s *serviceState) rules() int {
+	if s == nil {
+		return 0
+	}
+	n := 0
+	for _, c := range s.objs.chains {
+		n += len(c.rules)
+	}
+	return n
 }
 
 // StaleChains adds to tx the deletion of the chains flushed at least StaleChainDelay

@@ -48,6 +48,9 @@ func syncFake(t *testing.T, fake *knftables.Fake, table *Table, snap *Snapshot, 
 		t.Fatalf("transaction refused: %v\n%s", err, u.Tx)
 	}
 	u.Commit()
+	if want := strings.Count(fake.Dump(), "\nadd rule "); table.Rules() != want {
+		t.Errorf("Rules() = %d after the sync, the table holds %d", table.Rules(), want)
+	}
 	return u
 }
 
