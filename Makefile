@@ -102,12 +102,17 @@ test: setup verify-generated fmt-check vet test-binaries helm verify-rendered ##
 	$(MAKE) --no-print-directory test-oracle
 
 .PHONY: test-oracle
-test-oracle: ## herald's iptables rules against kube-proxy v1.36.3 run as a library (hack/kporacle, its own module).
+test-oracle: ## herald's iptables and nftables rules against kube-proxy v1.36.3 run as a library (hack/kporacle, its own module).
 	cd hack/kporacle && go vet ./... && go test -count=1 ./...
 
 .PHONY: bench
 bench: setup test-binaries ## Benchmarks (numbers, no assertions); writes bench.txt.
 	KUBEBUILDER_ASSETS=$$(hack/setup-test-binaries.sh) go test -run '^$$' -bench . -benchmem -count=1 $(GO_PACKAGES) | tee bench.txt
+
+.PHONY: bench-proxy
+bench-proxy: setup ## Proxier syncs at 1,000 and 10,000 Services, herald (nftables, iptables legacy and nft) then kube-proxy's nftables mode, 3 runs each (root, ~25 min); writes bench-proxy.txt.
+	go test -count=3 -run '^$$' -bench 'BenchmarkSync(Full|OneEndpointChanged)|BenchmarkProxierMemory' -benchtime=3x -benchmem ./proxy/ | tee bench-proxy.txt
+	cd hack/kporacle && go test -count=3 -run '^$$' -bench BenchmarkKubeProxyNFTables -benchtime=1x -timeout 60m ./nftoracle/ | tee -a ../../bench-proxy.txt
 
 ##@ Demo
 
