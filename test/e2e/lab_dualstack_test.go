@@ -28,7 +28,8 @@ const dualStackPrefix = "hd-"
 // families. Seen from the client, every IPv6 VIP is answered by one MAC over NDP, a
 // dual-stack Service's two VIPs by the same node, and requests over either family reach
 // the walkthrough's pods through the speakers' proxier (ip6tables for IPv6). A node
-// reaches an IPv6 ClusterIP too.
+// reaches an IPv6 ClusterIP too. An IPv6 Service with externalTrafficPolicy Local is
+// announced by its endpoint's node only and keeps the client's IPv6 address.
 func TestLabDualStack(t *testing.T) {
 	f := ownLab(t, dualStackPrefix, "dualstack", lab.Config{Workers: 3, DualStack: true}, false)
 	f.dualStackPool(t)
@@ -114,7 +115,38 @@ func TestLabDualStack(t *testing.T) {
 		return err
 	})
 
+	t.Run("local", func(t *testing.T) { testDualStackLocal(t, f) })
 	t.Run("failover", func(t *testing.T) { testDualStackFailover(t, f) })
+}
+
+// testDualStackLocal is TestLabLocalTrafficPolicy over IPv6: a SingleStack IPv6
+// Service with externalTrafficPolicy Local whose one endpoint is webpod1, on worker.
+// Its VIP is one the election gives first to another node, yet only worker answers
+// NDP for it, from before the Service exists to the end; the requests reach webpod1,
+// which sees the client's own IPv6 address.
+func testDualStackLocal(t *testing.T, f *fullLab) {
+	vip := freeIP6(f.usedIPs(t), func(ip netip.Addr) bool { return f.owner(ip) != "worker" })
+	if !vip.IsValid() {
+		t.Fatal("no free IPv6 address of the pool dual is elected first to a node other than worker")
+	}
+	watch := labtest.WatchNDP(t, f.clientNS, vip, 20*time.Millisecond)
+	start := time.Now()
+	single := corev1.IPFamilyPolicySingleStack
+	f.createService(t, lbService("local6", annotate(heraldv1.AnnotationLoadBalancerIPs, vip.String()), func(s *corev1.Service) {
+		s.Spec.IPFamilyPolicy, s.Spec.IPFamilies = &single, []corev1.IPFamily{corev1.IPv6Protocol}
+		s.Spec.Selector = map[string]string{podLabel: "webpod1"}
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	}))
+	if got := f.waitIngresses(t, "local6", 1); got[0] != vip {
+		t.Fatalf("Service local6 asked for %s and got %v", vip, got)
+	}
+	t.Logf("%s: rendezvous order %v; the only local pod, webpod1, is on worker", vip, election.Order(vip, f.nodes))
+	f.expectOwner(t, vip, "worker", "externalTrafficPolicy Local, the only endpoint on worker")
+	f.expectLocalAnswers(t, vip, "webpod1")
+	if macs := watch.MACsSince(start); !slices.Equal(macs, []string{f.macs["worker"]}) {
+		t.Errorf("NDP for %s, a VIP of externalTrafficPolicy Local with its only endpoint on worker, was answered by %s; want worker only",
+			vip, f.describeMACs(macs))
+	}
 }
 
 // testDualStackFailover fails the owner of a dual-stack Service three ways, its cable
@@ -227,17 +259,24 @@ func (f *fullLab) freeDualStackFirstFor(tb testing.TB, node string) (v4, v6 neti
 			v4 = ip
 		}
 	}
-	// Below ::fa, which the test expects no one to answer for.
-	for last := 0xf9; last >= 0xc8 && !v6.IsValid(); last-- {
-		ip := netip.MustParseAddr(fmt.Sprintf("fc00:f853:ccd:e793::%x", last))
-		if _, taken := used[ip]; !taken {
-			v6 = ip
-		}
-	}
+	v6 = freeIP6(used, nil)
 	if !v4.IsValid() || !v6.IsValid() {
 		tb.Fatalf("no free pair of pool dual for %s: IPv4 %s, IPv6 %s", node, v4, v6)
 	}
 	return v4, v6
+}
+
+// freeIP6 picks a free address of TestLabDualStack's pool's IPv6 range, from its top
+// end, that ok accepts (any, when ok is nil); the zero Addr when there is none. It stays
+// below ::fa, which the test expects no one to answer for.
+func freeIP6(used map[netip.Addr]string, ok func(netip.Addr) bool) netip.Addr {
+	for last := 0xf9; last >= 0xc8; last-- {
+		ip := netip.MustParseAddr(fmt.Sprintf("fc00:f853:ccd:e793::%x", last))
+		if _, taken := used[ip]; !taken && (ok == nil || ok(ip)) {
+			return ip
+		}
+	}
+	return netip.Addr{}
 }
 
 // neighbourEntry is the client's neighbour entry for ip as `ip neigh show` prints it,
