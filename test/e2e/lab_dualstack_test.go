@@ -28,8 +28,9 @@ const dualStackPrefix = "hd-"
 // families. Seen from the client, every IPv6 VIP is answered by one MAC over NDP, a
 // dual-stack Service's two VIPs by the same node, and requests over either family reach
 // the walkthrough's pods through the speakers' proxier (ip6tables for IPv6). A node
-// reaches an IPv6 ClusterIP too. An IPv6 Service with externalTrafficPolicy Local is
-// announced by its endpoint's node only and keeps the client's IPv6 address.
+// reaches an IPv6 ClusterIP too, and the client an IPv6 Service's NodePort on every
+// node's IPv6 address. An IPv6 Service with externalTrafficPolicy Local is announced
+// by its endpoint's node only and keeps the client's IPv6 address.
 func TestLabDualStack(t *testing.T) {
 	f := ownLab(t, dualStackPrefix, "dualstack", lab.Config{Workers: 3, DualStack: true}, false)
 	f.dualStackPool(t)
@@ -115,8 +116,27 @@ func TestLabDualStack(t *testing.T) {
 		return err
 	})
 
+	t.Run("nodeport", func(t *testing.T) { testDualStackNodePort(t, f, created["v6only"]) })
 	t.Run("local", func(t *testing.T) { testDualStackLocal(t, f) })
 	t.Run("failover", func(t *testing.T) { testDualStackFailover(t, f) })
+}
+
+// testDualStackNodePort reaches the NodePort of svc, a SingleStack IPv6 Service of the
+// walkthrough's pods, from the client on every worker's IPv6 address, worker3's too,
+// which runs no pod and forwards to the others.
+func testDualStackNodePort(t *testing.T, f *fullLab, svc *corev1.Service) {
+	nodePort := svc.Spec.Ports[0].NodePort
+	if nodePort == 0 {
+		t.Fatalf("Service %s has no NodePort: %+v", svc.Name, svc.Spec.Ports)
+	}
+	for _, w := range f.s.Workers() {
+		url := "http://" + netip.AddrPortFrom(w.Addr6, uint16(nodePort)).String() + "/"
+		res := f.expectCurls(t, url, 20, "NodePort of "+svc.Name+" on "+w.Name)
+		if n := res.Counts["Hostname: webpod1"] + res.Counts["Hostname: webpod2"]; n != 20 {
+			t.Errorf("NodePort of %s on %s: %d of 20 requests to %s answered by webpod1 or webpod2: %v", svc.Name, w.Name, n, url, res.Counts)
+		}
+		t.Logf("%s: 20 requests answered, %v", url, res.Counts)
+	}
 }
 
 // testDualStackLocal is TestLabLocalTrafficPolicy over IPv6: a SingleStack IPv6
