@@ -28,7 +28,9 @@ const dualStackPrefix = "hd-"
 // families. Seen from the client, every IPv6 VIP is answered by one MAC over NDP, a
 // dual-stack Service's two VIPs by the same node, and requests over either family reach
 // the walkthrough's pods through the speakers' proxier (ip6tables for IPv6). A node
-// reaches an IPv6 ClusterIP too.
+// reaches an IPv6 ClusterIP too, and the client an IPv6 Service's NodePort on every
+// node's IPv6 address. An IPv6 Service with externalTrafficPolicy Local is announced
+// by its endpoint's node only and keeps the client's IPv6 address.
 func TestLabDualStack(t *testing.T) {
 	f := ownLab(t, dualStackPrefix, "dualstack", lab.Config{Workers: 3, DualStack: true}, false)
 	f.dualStackPool(t)
@@ -114,18 +116,71 @@ func TestLabDualStack(t *testing.T) {
 		return err
 	})
 
+	t.Run("nodeport", func(t *testing.T) { testDualStackNodePort(t, f, created["v6only"]) })
+	t.Run("local", func(t *testing.T) { testDualStackLocal(t, f) })
 	t.Run("failover", func(t *testing.T) { testDualStackFailover(t, f) })
+}
+
+// testDualStackNodePort reaches the NodePort of svc, a SingleStack IPv6 Service of the
+// walkthrough's pods, from the client on every worker's IPv6 address, worker3's too,
+// which runs no pod and forwards to the others.
+func testDualStackNodePort(t *testing.T, f *fullLab, svc *corev1.Service) {
+	nodePort := svc.Spec.Ports[0].NodePort
+	if nodePort == 0 {
+		t.Fatalf("Service %s has no NodePort: %+v", svc.Name, svc.Spec.Ports)
+	}
+	for _, w := range f.s.Workers() {
+		url := "http://" + netip.AddrPortFrom(w.Addr6, uint16(nodePort)).String() + "/"
+		res := f.expectCurls(t, url, 20, "NodePort of "+svc.Name+" on "+w.Name)
+		if n := res.Counts["Hostname: webpod1"] + res.Counts["Hostname: webpod2"]; n != 20 {
+			t.Errorf("NodePort of %s on %s: %d of 20 requests to %s answered by webpod1 or webpod2: %v", svc.Name, w.Name, n, url, res.Counts)
+		}
+		t.Logf("%s: 20 requests answered, %v", url, res.Counts)
+	}
+}
+
+// testDualStackLocal is TestLabLocalTrafficPolicy over IPv6: a SingleStack IPv6
+// Service with externalTrafficPolicy Local whose one endpoint is webpod1, on worker.
+// Its VIP is one the election gives first to another node, yet only worker answers
+// NDP for it, from before the Service exists to the end; the requests reach webpod1,
+// which sees the client's own IPv6 address.
+func testDualStackLocal(t *testing.T, f *fullLab) {
+	vip := freeIP6(f.usedIPs(t), func(ip netip.Addr) bool { return f.owner(ip) != "worker" })
+	if !vip.IsValid() {
+		t.Fatal("no free IPv6 address of the pool dual is elected first to a node other than worker")
+	}
+	watch := labtest.WatchNDP(t, f.clientNS, vip, 20*time.Millisecond)
+	start := time.Now()
+	single := corev1.IPFamilyPolicySingleStack
+	f.createService(t, lbService("local6", annotate(heraldv1.AnnotationLoadBalancerIPs, vip.String()), func(s *corev1.Service) {
+		s.Spec.IPFamilyPolicy, s.Spec.IPFamilies = &single, []corev1.IPFamily{corev1.IPv6Protocol}
+		s.Spec.Selector = map[string]string{podLabel: "webpod1"}
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	}))
+	if got := f.waitIngresses(t, "local6", 1); got[0] != vip {
+		t.Fatalf("Service local6 asked for %s and got %v", vip, got)
+	}
+	t.Logf("%s: rendezvous order %v; the only local pod, webpod1, is on worker", vip, election.Order(vip, f.nodes))
+	f.expectOwner(t, vip, "worker", "externalTrafficPolicy Local, the only endpoint on worker")
+	f.expectLocalAnswers(t, vip, "webpod1")
+	if macs := watch.MACsSince(start); !slices.Equal(macs, []string{f.macs["worker"]}) {
+		t.Errorf("NDP for %s, a VIP of externalTrafficPolicy Local with its only endpoint on worker, was answered by %s; want worker only",
+			vip, f.describeMACs(macs))
+	}
 }
 
 // testDualStackFailover fails the owner of a dual-stack Service three ways, its cable
 // pulled, its speaker killed with SIGKILL and stopped with SIGTERM, twice each:
 //
-//   - Unwatched: the client, whose neighbour cache holds the owner's MAC for the IPv6
-//     VIP after one request, sends nothing more; its entry must move to the new owner's
-//     MAC, which only the new owner's unsolicited advertisement (Override=1) can do —
-//     answers to solicitations carry Override=0 and would leave it (RFC 4861 §7.2.5).
-//     Then both VIPs are answered by one MAC each, the same node's, the next of the
-//     election's order, and requests over both families succeed.
+//   - Unwatched: the client, whose neighbour cache holds the owner's MAC for both VIPs
+//     after one request to each, sends nothing more; both entries must move to the new
+//     owner's MAC. For the IPv6 VIP only the new owner's unsolicited advertisement
+//     (Override=1) can do that — answers to solicitations carry Override=0 and would
+//     leave it (RFC 4861 §7.2.5); for the IPv4 VIP only its gratuitous ARP, which
+//     updates an existing entry once the entry's locktime (1 s) has passed (hence the
+//     announcer's repeats). Then both VIPs are answered by one MAC each, the same
+//     node's, the next of the election's order, and requests over both families
+//     succeed.
 //   - Measured (MeasureFailovers): the same move seen by NDP, ARP and requests, with
 //     requests succeeding again over both families.
 //
@@ -133,8 +188,7 @@ func TestLabDualStack(t *testing.T) {
 // TestLabFailover).
 func testDualStackFailover(t *testing.T, f *fullLab) {
 	vips := f.dualStackServiceFor(t, "failover", "worker3")
-	v4, v6 := vips[0], vips[1]
-	next := f.owner(v4, without(f.nodes, "worker3")...) // the group's key is its IPv4 VIP
+	next := f.owner(vips[0], without(f.nodes, "worker3")...) // the group's key is its IPv4 VIP
 	expectOwners := func(t *testing.T, owner, when string) {
 		t.Helper()
 		for _, vip := range vips {
@@ -159,27 +213,31 @@ func testDualStackFailover(t *testing.T, f *fullLab) {
 		{lab.FaultStop, func(ctx context.Context) error { return f.s.StartSpeaker(ctx, "worker3") }},
 	} {
 		t.Run(c.fault+"/unwatched", func(t *testing.T) {
-			f.flushNeighbour(t, v6)
-			if _, err := f.get(t, lab.VIPURL(v6)); err != nil {
-				t.Fatalf("a request to %s before the fault: %v", v6, err)
-			}
-			if mac, entry := f.neighbourEntry(t, v6); mac != f.macs["worker3"] {
-				t.Fatalf("test premise: after a request the client's entry for %s is %q, want worker3's MAC %s", v6, entry, f.macs["worker3"])
+			for _, vip := range vips {
+				f.flushNeighbour(t, vip)
+				if _, err := f.get(t, lab.VIPURL(vip)); err != nil {
+					t.Fatalf("a request to %s before the fault: %v", vip, err)
+				}
+				if mac, entry := f.neighbourEntry(t, vip); mac != f.macs["worker3"] {
+					t.Fatalf("test premise: after a request the client's entry for %s is %q, want worker3's MAC %s", vip, entry, f.macs["worker3"])
+				}
 			}
 			heal := inflict(t, func(ctx context.Context) error { return f.s.Inflict(ctx, "worker3", c.fault) }, c.undo)
-			var entry string
-			err := testenv.Poll(labWait, 20*time.Millisecond, func() error {
-				var mac string
-				if mac, entry = f.neighbourEntry(t, v6); mac != f.macs[next] {
-					return fmt.Errorf("entry %q", entry)
+			for _, vip := range vips {
+				var entry string
+				err := testenv.Poll(labWait, 20*time.Millisecond, func() error {
+					var mac string
+					if mac, entry = f.neighbourEntry(t, vip); mac != f.macs[next] {
+						return fmt.Errorf("entry %q", entry)
+					}
+					return nil
+				})
+				if err != nil {
+					t.Errorf("after %s of worker3 the client's neighbour entry for %s is %q, want %s's MAC %s (its %s)",
+						c.fault, vip, entry, next, f.macs[next], map[bool]string{true: "unsolicited advertisement", false: "gratuitous ARP"}[vip.Is6()])
 				}
-				return nil
-			})
-			if err != nil {
-				t.Errorf("after %s of worker3 the client's neighbour entry for %s is %q, want %s's MAC %s (its unsolicited advertisement)",
-					c.fault, v6, entry, next, f.macs[next])
+				t.Logf("after %s of worker3, with no traffic from the client: %s", c.fault, entry)
 			}
-			t.Logf("after %s of worker3, with no traffic from the client: %s", c.fault, entry)
 			expectOwners(t, next, "after "+c.fault+" of the owner")
 			expectCurls(t, 20, "after "+c.fault+" of the owner")
 			heal()
@@ -227,17 +285,24 @@ func (f *fullLab) freeDualStackFirstFor(tb testing.TB, node string) (v4, v6 neti
 			v4 = ip
 		}
 	}
-	// Below ::fa, which the test expects no one to answer for.
-	for last := 0xf9; last >= 0xc8 && !v6.IsValid(); last-- {
-		ip := netip.MustParseAddr(fmt.Sprintf("fc00:f853:ccd:e793::%x", last))
-		if _, taken := used[ip]; !taken {
-			v6 = ip
-		}
-	}
+	v6 = freeIP6(used, nil)
 	if !v4.IsValid() || !v6.IsValid() {
 		tb.Fatalf("no free pair of pool dual for %s: IPv4 %s, IPv6 %s", node, v4, v6)
 	}
 	return v4, v6
+}
+
+// freeIP6 picks a free address of TestLabDualStack's pool's IPv6 range, from its top
+// end, that ok accepts (any, when ok is nil); the zero Addr when there is none. It stays
+// below ::fa, which the test expects no one to answer for.
+func freeIP6(used map[netip.Addr]string, ok func(netip.Addr) bool) netip.Addr {
+	for last := 0xf9; last >= 0xc8; last-- {
+		ip := netip.MustParseAddr(fmt.Sprintf("fc00:f853:ccd:e793::%x", last))
+		if _, taken := used[ip]; !taken && (ok == nil || ok(ip)) {
+			return ip
+		}
+	}
+	return netip.Addr{}
 }
 
 // neighbourEntry is the client's neighbour entry for ip as `ip neigh show` prints it,

@@ -50,7 +50,7 @@ func TestLabNFTables(t *testing.T) {
 	}))
 	vip := f.waitIP(t, local.Name)
 	f.expectOwner(t, vip, "worker3", "the only pod on worker3")
-	f.expectLocalAnswers(t, "http://"+vip.String()+"/", "localnft")
+	f.expectLocalAnswers(t, vip, "localnft")
 
 	vip = f.vips["svc1"]
 	owner := f.owner(vip)

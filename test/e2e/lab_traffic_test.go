@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/speaker/election"
 )
@@ -60,7 +61,6 @@ func TestLabLocalTrafficPolicy(t *testing.T) {
 		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 	}))
 	vip := f.waitIP(t, svc.Name)
-	url := "http://" + vip.String() + "/"
 	// worker2 never has a pod of the Service: it must never answer, whatever happens.
 	watch := labtest.WatchARP(t, f.clientNS, vip, 20*time.Millisecond)
 	defer watch.Close()
@@ -69,30 +69,32 @@ func TestLabLocalTrafficPolicy(t *testing.T) {
 	// One pod, on worker3: worker3 announces, whatever the hash prefers.
 	t.Logf("%s: rendezvous order %v; the only local pod is on worker3", vip, election.Order(vip, f.nodes))
 	f.expectOwner(t, vip, "worker3", "the only pod on worker3")
-	f.expectLocalAnswers(t, url, "local3")
+	f.expectLocalAnswers(t, vip, "local3")
 
 	// A second pod, on worker: the election picks between worker and worker3 only.
 	f.createPod(t, "local1", "worker", sel)
 	owner := f.owner(vip, "worker", "worker3")
 	f.expectOwner(t, vip, owner, "pods on worker and worker3")
 	podOn := map[string]string{"worker": "local1", "worker3": "local3"}
-	f.expectLocalAnswers(t, url, podOn[owner])
+	f.expectLocalAnswers(t, vip, podOn[owner])
 
 	// The owner's pod goes away: the other node with a pod takes the VIP.
 	other := without([]string{"worker", "worker3"}, owner)[0]
 	f.deletePod(t, podOn[owner])
 	f.expectOwner(t, vip, other, "the owner's pod deleted")
-	f.expectLocalAnswers(t, url, podOn[other])
+	f.expectLocalAnswers(t, vip, podOn[other])
 
 	if macs := watch.MACsSince(start); slices.Contains(macs, f.macs["worker2"]) {
 		t.Errorf("worker2, which never had a pod of the Service, answered ARP for %s: answers came from %s", vip, f.describeMACs(macs))
 	}
 }
 
-// expectLocalAnswers requires 20 requests from the client in a row to be answered by
-// pod, with the client's own address (172.18.0.100) as the pod sees it.
-func (f *fullLab) expectLocalAnswers(t *testing.T, url, pod string) {
+// expectLocalAnswers requires 20 requests from the client in a row to vip to be
+// answered by pod, with the client's own address of vip's family (172.18.0.100, or
+// fc00:f853:ccd:e793::100 in a dual-stack lab) as the pod sees it.
+func (f *fullLab) expectLocalAnswers(t *testing.T, vip netip.Addr, pod string) {
 	t.Helper()
+	url, client := lab.VIPURL(vip), f.clientAddr(t, vip)
 	labtest.Eventually(t, "a request to "+url+" answered by "+pod, func() error {
 		body, err := f.get(t, url)
 		if err == nil && whoamiField(body, "Hostname") != pod {
@@ -109,10 +111,26 @@ func (f *fullLab) expectLocalAnswers(t *testing.T, url, pod string) {
 		if host != pod {
 			t.Fatalf("request %d to %s was answered by %q, want the owner's local pod %s", i+1, url, host, pod)
 		}
-		if ap, err := netip.ParseAddrPort(remote); err != nil || ap.Addr() != netip.MustParseAddr("172.18.0.100") {
-			t.Fatalf("pod %s saw the request from %q, want the client's own address 172.18.0.100 (externalTrafficPolicy Local keeps it)", pod, remote)
+		if ap, err := netip.ParseAddrPort(remote); err != nil || ap.Addr() != client {
+			t.Fatalf("pod %s saw the request from %q, want the client's own address %s (externalTrafficPolicy Local keeps it)", pod, remote, client)
 		}
 	}
+}
+
+// clientAddr is the client's own address of ip's family.
+func (f *fullLab) clientAddr(tb testing.TB, ip netip.Addr) netip.Addr {
+	tb.Helper()
+	h, err := f.s.Host(lab.ClientHost)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if !ip.Is6() {
+		return h.Addr
+	}
+	if !h.Addr6.IsValid() {
+		tb.Fatalf("the client has no IPv6 address to reach %s from: the lab is not dual-stack", ip)
+	}
+	return h.Addr6
 }
 
 // Two Services with one sharing key and different ports share one IP, announced by one
