@@ -421,7 +421,7 @@ func (f *fullLab) expectOwner(tb testing.TB, vip netip.Addr, want, when string) 
 	if wantMAC == "" {
 		tb.Fatalf("%s: %q is no worker", when, want)
 	}
-	f.watchUntil(tb, vip, when, fmt.Sprintf("want exactly one: %s's (%s)", want, wantMAC), func(macs []string) bool {
+	f.watchUntil(tb, vip, when, fmt.Sprintf("exactly one: %s's (%s)", want, wantMAC), func(macs []string) bool {
 		return len(macs) == 1 && macs[0] == wantMAC
 	})
 }
@@ -429,7 +429,7 @@ func (f *fullLab) expectOwner(tb testing.TB, vip netip.Addr, want, when string) 
 // expectSilence waits until no MAC answers ARP for vip over a whole ownerWindow.
 func (f *fullLab) expectSilence(tb testing.TB, vip netip.Addr, when string) {
 	tb.Helper()
-	f.watchUntil(tb, vip, when, "want none", func(macs []string) bool { return len(macs) == 0 })
+	f.watchUntil(tb, vip, when, "none", func(macs []string) bool { return len(macs) == 0 })
 }
 
 // watchUntil asks from the client who has vip, by ARP or for an IPv6 VIP by NDP, until
