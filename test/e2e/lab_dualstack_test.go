@@ -385,17 +385,17 @@ func (f *fullLab) waitIngresses(tb testing.TB, name string, n int) []netip.Addr 
 }
 
 // settledOwner waits until exactly one worker's MAC answers for vip from the client
-// over a whole ownerWindow, over NDP for an IPv6 VIP and ARP for an IPv4 one, and
-// returns it.
+// over a whole ownerWindow, asked every 10 ms over NDP for an IPv6 VIP and ARP for an
+// IPv4 one, and returns it.
 func (f *fullLab) settledOwner(tb testing.TB, vip netip.Addr, service string) string {
 	tb.Helper()
 	var w lab.NeighbourWatch
 	if vip.Is6() {
-		nw := labtest.WatchNDP(tb, f.clientNS, vip, 20*time.Millisecond)
+		nw := labtest.WatchNDP(tb, f.clientNS, vip, 10*time.Millisecond)
 		defer nw.Close()
 		w = nw
 	} else {
-		aw := labtest.WatchARP(tb, f.clientNS, vip, 20*time.Millisecond)
+		aw := labtest.WatchARP(tb, f.clientNS, vip, 10*time.Millisecond)
 		defer aw.Close()
 		w = aw
 	}
