@@ -206,6 +206,13 @@ func testProxierTraffic(t *testing.T, mode Mode, prefix string) {
 		}
 		return nil
 	})
+	if mode == ModeNFTables {
+		// That endpoint change rewrote one chain: it went over netlink, and the
+		// answer from pod2 shows the kernel took it.
+		if got := h.metric("herald_proxy_nftables_transactions_total", "family", "IPv4", "path", "netlink"); got < 1 {
+			t.Errorf("herald_proxy_nftables_transactions_total{family=IPv4,path=netlink} = %v after an endpoint change; want 1 or more", got)
+		}
+	}
 }
 
 func checkHealth(t *testing.T, client *netlab.Host, url string, wantCode int, svc string, wantEndpoints int) {

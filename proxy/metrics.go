@@ -11,6 +11,7 @@ import (
 type metrics struct {
 	syncSeconds        *prometheus.HistogramVec
 	rules              *prometheus.GaugeVec
+	nftTransactions    *prometheus.CounterVec
 	syncErrors         prometheus.Counter
 	programmingSeconds prometheus.Histogram
 	skipped            prometheus.Gauge
@@ -33,6 +34,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "herald_proxy_rules",
 			Help: "Rules in the proxier's chains after the last successful sync, by IP family and table (iptables mode: filter and nat; nftables mode: herald).",
 		}, []string{"family", "table"}),
+		nftTransactions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_proxy_nftables_transactions_total",
+			Help: `nftables mode: sync transactions applied, by IP family and path: "netlink" (partial syncs of chain rewrites, --nftables-netlink), "nft" (the nft binary) or "none" (nothing to change).`,
+		}, []string{"family", "path"}),
 		syncErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "herald_proxy_sync_errors_total",
 			Help: "Syncs that failed (each is followed by a full resync).",
@@ -77,7 +82,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.syncSeconds, m.rules, m.syncErrors, m.programmingSeconds, m.skipped, m.disabled, m.families, m.healthz, m.livez} {
+	for _, c := range []prometheus.Collector{m.syncSeconds, m.rules, m.nftTransactions, m.syncErrors, m.programmingSeconds, m.skipped, m.disabled, m.families, m.healthz, m.livez} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}

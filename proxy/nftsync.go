@@ -11,6 +11,7 @@ import (
 
 	"herald.dev/herald/proxy/model"
 	"herald.dev/herald/proxy/nftables"
+	"herald.dev/herald/proxy/nftdirect"
 	"herald.dev/herald/proxy/runner"
 )
 
@@ -66,6 +67,24 @@ func (p *Proxier) inNetNS(fn func() error) error {
 	return p.cfg.InNetNS(fn)
 }
 
+// runNFT runs one transaction in the proxier's namespace and says how: "netlink" when
+// direct is allowed (partial syncs, stale-chain deletions), --nftables-netlink is on
+// and nftdirect translates every operation; "nft" otherwise, and when the kernel
+// refuses the netlink batch (atomic: it changed nothing), so that nft's error, if any,
+// is the one reported.
+func (p *Proxier) runNFT(ctx context.Context, nf *nftFamily, tx *knftables.Transaction, direct bool) (string, error) {
+	if direct && p.cfg.NFTNetlink {
+		if b, err := nftdirect.Compile(tx.String()); err == nil {
+			err := p.inNetNS(b.Apply)
+			if err == nil {
+				return "netlink", nil
+			}
+			p.log.V(1).Info("netlink batch refused; running it with nft", "error", err.Error())
+		}
+	}
+	return "nft", p.inNetNS(func() error { return nf.nft.Run(ctx, tx) })
+}
+
 // nftNode is the nftables generator's Node: the configuration plus the addresses
 // probed on every sync, so that a change makes the sync full.
 func (p *Proxier) nftNode(addrs []netip.Addr) nftables.Node {
@@ -102,7 +121,7 @@ func (p *Proxier) syncFamilyNFT(ctx context.Context, f *family, st *state, addrs
 	// Chains flushed by an earlier sync are deleted apart, so that a failure here
 	// cannot hold the sync back (the next full sync recreates the table anyway).
 	if stale := nf.nft.NewTransaction(); nf.table.StaleChains(stale, start) > 0 && !full {
-		if err := p.inNetNS(func() error { return nf.nft.Run(ctx, stale) }); err != nil {
+		if _, err := p.runNFT(ctx, nf, stale, true); err != nil {
 			p.log.Error(err, "deleting stale nftables chains; the next full sync will", "family", f.family.String())
 		}
 	}
@@ -111,8 +130,9 @@ func (p *Proxier) syncFamilyNFT(ctx context.Context, f *family, st *state, addrs
 	if err != nil {
 		return err
 	}
+	path := "none"
 	if u.Tx.NumOperations() > 0 {
-		if err := p.inNetNS(func() error { return nf.nft.Run(ctx, u.Tx) }); err != nil {
+		if path, err = p.runNFT(ctx, nf, u.Tx, !u.Full); err != nil {
 			nf.table.Reset()
 			return fmt.Errorf("nft: %w", err)
 		}
@@ -122,10 +142,11 @@ func (p *Proxier) syncFamilyNFT(ctx context.Context, f *family, st *state, addrs
 	if u.Full {
 		mode = "full"
 	}
+	p.metrics.nftTransactions.WithLabelValues(f.family.String(), path).Inc()
 	p.metrics.syncSeconds.WithLabelValues(mode).Observe(p.now().Sub(start).Seconds())
 	p.metrics.rules.WithLabelValues(f.family.String(), nftables.TableName).Set(float64(nf.table.Rules()))
 	p.log.V(1).Info("synced", "family", f.family.String(), "mode", mode, "services", len(st.services),
-		"changed", u.Services, "operations", u.Tx.NumOperations(), "took", p.now().Sub(start).String())
+		"changed", u.Services, "operations", u.Tx.NumOperations(), "path", path, "took", p.now().Sub(start).String())
 	p.noteProblems(f, u.Problems, problems)
 
 	prev := nf.last
