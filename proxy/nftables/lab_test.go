@@ -90,7 +90,7 @@ func applyReal(t *testing.T, node *netlab.Host, nft knftables.Interface, table *
 // endpoints rejected, a source range dropping the client; then partial syncs move an
 // endpoint and remove a Service.
 func TestRealNFTTraffic(t *testing.T) {
-	lab := labtest.NewNet(t, "hpxn-", netip.MustParsePrefix("172.31.2.0/24"))
+	lab := labtest.NewNet(t, "hpxv-", netip.MustParsePrefix("172.31.2.0/24"))
 	node := labHost(t, lab, "node", labNode, "net.ipv4.ip_forward=1",
 		"net.ipv4.conf.all.send_redirects=0", "net.ipv4.conf.eth0.send_redirects=0")
 	client := labHost(t, lab, "client", labClient, "net.ipv4.conf.all.accept_redirects=0",
