@@ -1,6 +1,13 @@
 package proxy
 
 import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,4 +115,72 @@ func TestTrackerKeepsProblemsAndSkipsBadServices(t *testing.T) {
 	if len(ch.problems) != 0 || ch.any || st != nil {
 		t.Fatalf("second update: problems %v, any %v, state %v; want none", ch.problems, ch.any, st)
 	}
+}
+
+// TestTrackerIncrementalEqualsFresh: after each of many random updates (Services and
+// slices added, edited, broken, deleted, slices moved between Services), the state of
+// the long-lived tracker, which assembles only what changed, equals the state a new
+// tracker builds from the same lists.
+func TestTrackerIncrementalEqualsFresh(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	tr := newTracker()
+	svcs := map[string]*corev1.Service{}
+	eps := map[string]*discoveryv1.EndpointSlice{}
+	version := 0
+	next := func() string { version++; return strconv.Itoa(version) }
+	var last *state
+	for step := range 400 {
+		name := fmt.Sprintf("svc%d", r.IntN(6))
+		slice := fmt.Sprintf("%s-%d", name, r.IntN(3))
+		switch r.IntN(7) {
+		case 0, 1:
+			svcs[name] = apiService(func(s *corev1.Service) {
+				s.Name, s.ResourceVersion = name, next()
+				s.Spec.Ports[0].Port = int32(80 + r.IntN(3))
+				if r.IntN(8) == 0 {
+					s.Spec.ClusterIP, s.Spec.ClusterIPs = "not-an-ip", []string{"not-an-ip"}
+				}
+			})
+		case 2:
+			delete(svcs, name)
+		case 3, 4:
+			owner := fmt.Sprintf("svc%d", r.IntN(6)) // sometimes another Service: a move
+			eps[slice] = apiSlice(func(s *discoveryv1.EndpointSlice) {
+				s.Name, s.ResourceVersion = slice, next()
+				s.Labels[discoveryv1.LabelServiceName] = owner
+				s.Endpoints[0].Addresses = []string{fmt.Sprintf("10.0.0.%d", 1+r.IntN(4))}
+			})
+		case 5:
+			delete(eps, slice)
+		case 6:
+			if s, ok := eps[slice]; ok { // a label edit: new version, same content
+				s = s.DeepCopy()
+				s.ResourceVersion, s.Labels["x"] = next(), next()
+				eps[slice] = s
+			}
+		}
+		svcList, sliceList := slices.Collect(maps.Values(svcs)), slices.Collect(maps.Values(eps))
+		st, ch := tr.update(time.Now(), svcList, sliceList)
+		if st != nil {
+			last = st
+		}
+		fresh, _ := newTracker().update(time.Now(), svcList, sliceList)
+		if !ch.any && last != nil && !sameServices(last.services, fresh.services) {
+			t.Fatalf("step %d: no change reported, but the lists now give\n%+v\nnot\n%+v", step, fresh.services, last.services)
+		}
+		if last != nil && !sameServices(last.services, fresh.services) {
+			t.Fatalf("step %d: incremental state\n%+v\nfresh\n%+v", step, last.services, fresh.services)
+		}
+		if last != nil && len(last.problems) != len(fresh.problems) {
+			t.Fatalf("step %d: %d problems, fresh %d", step, len(last.problems), len(fresh.problems))
+		}
+	}
+}
+
+func sameServices(a, b []model.Service) bool {
+	byName := func(x, y model.Service) int { return strings.Compare(x.Namespace+"/"+x.Name, y.Namespace+"/"+y.Name) }
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.SortFunc(a, byName)
+	slices.SortFunc(b, byName)
+	return reflect.DeepEqual(a, b)
 }
