@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,7 +46,9 @@ func benchProxier(b *testing.B, c benchCase) (*Proxier, []*corev1.Service, []*di
 	lab := newLab(b, "hpxb-")
 	node := addNode(b, lab)
 	// No Run: the benchmark calls syncAll itself, the way Run would.
-	p := newProxier(b, node, func(cfg *Config) { cfg.Mode, cfg.Backend = c.mode, c.backend }).p
+	p := newProxier(b, node, func(cfg *Config) {
+		cfg.Mode, cfg.Backend, cfg.NFTNetlink = c.mode, c.backend, !c.nftOnly
+	}).p
 	svcs, slices := benchObjects(n)
 	p.Update(svcs, slices)
 	if err := p.syncAll(context.Background()); err != nil {
@@ -59,9 +62,13 @@ type benchCase struct {
 	mode     Mode
 	backend  runner.Backend // iptables mode only
 	services int
+	nftOnly  bool // nftables mode with --nftables-netlink=false
 }
 
 func (c benchCase) String() string {
+	if c.mode == ModeNFTables && c.nftOnly {
+		return fmt.Sprintf("mode=nftables-nft-only/services=%d", c.services)
+	}
 	if c.mode == ModeNFTables {
 		return fmt.Sprintf("mode=nftables/services=%d", c.services)
 	}
@@ -77,11 +84,18 @@ func (c benchCase) String() string {
 // of an hour (its restore is superlinear in the chains it declares), so 10,000 runs on
 // the legacy backend and in nftables mode only.
 var benchCases = []benchCase{
-	{ModeNFTables, runner.BackendDefault, 1000},
-	{ModeNFTables, runner.BackendDefault, 10000},
-	{ModeIPTables, runner.BackendNFT, 1000},
-	{ModeIPTables, runner.BackendLegacy, 1000},
-	{ModeIPTables, runner.BackendLegacy, 10000},
+	{ModeNFTables, runner.BackendDefault, 1000, false},
+	{ModeNFTables, runner.BackendDefault, 10000, false},
+	{ModeIPTables, runner.BackendNFT, 1000, false},
+	{ModeIPTables, runner.BackendLegacy, 1000, false},
+	{ModeIPTables, runner.BackendLegacy, 10000, false},
+}
+
+// nftOnlyCases are the nftables mode's partial syncs without netlink, every transaction
+// through the nft binary, to show what --nftables-netlink saves.
+var nftOnlyCases = []benchCase{
+	{ModeNFTables, runner.BackendDefault, 1000, true},
+	{ModeNFTables, runner.BackendDefault, 10000, true},
 }
 
 // BenchmarkSyncFull is one full sync of n Services × 10 endpoints in a namespace: in
@@ -106,7 +120,7 @@ func BenchmarkSyncFull(b *testing.B) {
 // the tracker converts the one changed EndpointSlice, ChangedServices finds the one
 // Service, and a partial sync writes its chains plus the shared ones.
 func BenchmarkSyncOneEndpointChanged(b *testing.B) {
-	for _, c := range benchCases {
+	for _, c := range append(slices.Clone(benchCases), nftOnlyCases...) {
 		b.Run(c.String(), func(b *testing.B) {
 			n := c.services
 			p, svcs, slices := benchProxier(b, c)
@@ -133,7 +147,7 @@ func BenchmarkSyncOneEndpointChanged(b *testing.B) {
 // proxier's own. The speaker's other caches (Nodes, pools, its records) are not in it.
 // It measures once; the loop is empty.
 func BenchmarkProxierMemory(b *testing.B) {
-	for _, c := range []benchCase{{ModeNFTables, runner.BackendDefault, 10000}, {ModeIPTables, runner.BackendLegacy, 10000}} {
+	for _, c := range []benchCase{{ModeNFTables, runner.BackendDefault, 10000, false}, {ModeIPTables, runner.BackendLegacy, 10000, false}} {
 		b.Run(c.String(), func(b *testing.B) {
 			before := heapInUse()
 			p, svcs, slices := benchProxier(b, c)
