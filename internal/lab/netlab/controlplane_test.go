@@ -2,6 +2,7 @@ package netlab_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -58,13 +59,19 @@ func TestControlPlaneInNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eps, err := clientset(t, viaW1).DiscoveryV1().EndpointSlices("default").Get(ctx, "kubernetes", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("through w1: %v", err)
-	}
-	if len(eps.Endpoints) != 1 || !slices.Equal(eps.Endpoints[0].Addresses, []string{"172.18.0.2"}) {
-		t.Fatalf("the kubernetes Service's endpoints %+v, want the advertised 172.18.0.2", eps.Endpoints)
-	}
+	// kube-apiserver writes the kubernetes Service's EndpointSlice from a loop of its
+	// own, which may not have run yet when /readyz first answers.
+	viaW1Client := clientset(t, viaW1)
+	testenv.Eventually(t, time.Minute, 200*time.Millisecond, "the kubernetes Service's EndpointSlice through w1", func() error {
+		eps, err := viaW1Client.DiscoveryV1().EndpointSlices("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(eps.Endpoints) != 1 || !slices.Equal(eps.Endpoints[0].Addresses, []string{"172.18.0.2"}) {
+			return fmt.Errorf("endpoints %+v, want the advertised 172.18.0.2", eps.Endpoints)
+		}
+		return nil
+	})
 
 	// kube-controller-manager connected through the same kubeconfig: its
 	// ServiceAccount controller makes the default ServiceAccount.
