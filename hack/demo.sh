@@ -6,9 +6,10 @@
 # standing in for netshoot. Needs root. Leaves the lab running.
 # With DUAL_STACK=1 the lab is dual-stack (bin/lab up --dual-stack) and the walkthrough
 # ends with one dual-stack Service, svc-dual (hack/demo/dualstack.yaml): both VIPs, one
-# owner, curls per family, the ip6tables path, a failover of both families.
+# owner, curls per family, the IPv6 VIP's path, a failover of both families.
 # With PROXY=nftables the speakers proxy in nftables mode (bin/lab up --proxy nftables)
-# and the path of svc1 is shown in table ip herald instead of iptables' nat table.
+# and the paths of svc1 (and svc-dual's IPv6 VIP) are shown in tables ip (ip6) herald
+# instead of the nat tables of iptables (ip6tables).
 #   hack/demo.sh        run the walkthrough
 #   hack/demo.sh down   remove the lab
 set -euo pipefail
@@ -47,20 +48,20 @@ nat_path() {
     done
   done
 }
-# nft_path NODE VIP shows, with nft in NODE's namespace, the way of VIP through table
-# ip herald: its element of the service-ips map, then the external- and service- chains
-# it goes to, with their rules.
+# nft_path FAMILY NODE VIP shows, with nft in NODE's namespace, the way of VIP through
+# table FAMILY herald (ip or ip6): its element of the service-ips map, then the
+# external- and service- chains it goes to, with their rules.
 nft_path() {
-  local node=$1 vip=$2 ext svc
+  local family=$1 node=$2 vip=$3 ext svc
   nft() { "$lab" exec "$node" nft "$@"; }
-  run nft list map ip herald service-ips "| grep $vip"
-  nft list map ip herald service-ips | grep -F "$vip " || true
-  for ext in $(nft list map ip herald service-ips | grep -F "$vip " | grep -oE 'external-[^ ,}]+' | sort -u); do
-    run nft list chain ip herald "$ext"
-    nft list chain ip herald "$ext"
-    for svc in $(nft list chain ip herald "$ext" | grep -oE 'service-[^ ,}]+' | sort -u); do
-      run nft list chain ip herald "$svc"
-      nft list chain ip herald "$svc"
+  run nft list map "$family" herald service-ips "| grep $vip"
+  nft list map "$family" herald service-ips | grep -F "$vip " || true
+  for ext in $(nft list map "$family" herald service-ips | grep -F "$vip " | grep -oE 'external-[^ ,}]+' | sort -u); do
+    run nft list chain "$family" herald "$ext"
+    nft list chain "$family" herald "$ext"
+    for svc in $(nft list chain "$family" herald "$ext" | grep -oE 'service-[^ ,}]+' | sort -u); do
+      run nft list chain "$family" herald "$svc"
+      nft list chain "$family" herald "$svc"
     done
   done
 }
@@ -133,7 +134,7 @@ fi
 if [[ -z $owner ]]; then
   echo "nobody answers ARP for ${vips[0]}: see bin/lab status and the speakers' logs."
 elif [[ $proxy == nftables ]]; then
-  nft_path "$owner" "${vips[0]}"
+  nft_path ip "$owner" "${vips[0]}"
 elif ! "$lab" exec "$owner" iptables -V >/dev/null 2>&1; then
   echo "iptables is not installed here (apt-get install iptables)."
 else

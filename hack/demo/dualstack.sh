@@ -27,9 +27,15 @@ done
 
 v6=""
 for v in "${dvips[@]}"; do if [[ $v == *:* ]]; then v6=$v; fi; done
-say "svc-dual's IPv6 VIP on its owner ${downer:-(none)}: ip6tables KUBE-SERVICES -> KUBE-EXT -> KUBE-SVC -> KUBE-SEP"
+if [[ $proxy == nftables ]]; then
+  say "svc-dual's IPv6 VIP on its owner ${downer:-(none)}, table ip6 herald: service-ips -> external- -> service- (DNAT)"
+else
+  say "svc-dual's IPv6 VIP on its owner ${downer:-(none)}: ip6tables KUBE-SERVICES -> KUBE-EXT -> KUBE-SVC -> KUBE-SEP"
+fi
 if [[ -z $downer || -z $v6 ]]; then
   echo "nobody answers for ${v6:-the IPv6 VIP}: see bin/lab status and the speakers' logs."
+elif [[ $proxy == nftables ]]; then
+  nft_path ip6 "$downer" "$v6"
 elif ! "$lab" exec "$downer" ip6tables -V >/dev/null 2>&1; then
   echo "ip6tables is not installed here (apt-get install iptables)."
 else
