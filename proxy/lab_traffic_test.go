@@ -78,7 +78,14 @@ func TestProxierTraffic(t *testing.T) {
 		t.Fatalf("the UDP part needs the conntrack binary (Debian package conntrack): %v", err)
 	}
 	t.Run("iptables", func(t *testing.T) { testProxierTraffic(t, ModeIPTables, "hpxt-") })
-	t.Run("nftables", func(t *testing.T) { testProxierTraffic(t, ModeNFTables, "hpxu-") })
+	t.Run("nftables", func(t *testing.T) {
+		// Every nft transaction reopens the knftables handle, which otherwise only
+		// happens after full syncs of thousands of Services.
+		was := largeTransaction
+		largeTransaction = 0
+		t.Cleanup(func() { largeTransaction = was })
+		testProxierTraffic(t, ModeNFTables, "hpxu-")
+	})
 }
 
 func testProxierTraffic(t *testing.T, mode Mode, prefix string) {

@@ -18,8 +18,9 @@ import (
 // nftFamily is the nftables mode's state of one family: the table's content as last
 // committed, and the handle that runs transactions.
 type nftFamily struct {
-	nft   knftables.Interface
-	table *nftables.Table
+	family knftables.Family
+	nft    knftables.Interface
+	table  *nftables.Table
 	// last are the services of the last committed sync, what the next partial sync is
 	// computed against.
 	last []model.Service
@@ -43,21 +44,36 @@ func (p *Proxier) newFamily(f model.Family, host hostTools) (*family, error) {
 		}
 	}
 	if p.cfg.Mode == ModeNFTables {
-		nftFam := knftables.IPv4Family
+		nf := &nftFamily{family: knftables.IPv4Family, table: nftables.NewTable()}
 		if f == model.IPv6 {
-			nftFam = knftables.IPv6Family
+			nf.family = knftables.IPv6Family
 		}
-		var nft knftables.Interface
-		if err := p.inNetNS(func() (err error) {
-			nft, err = knftables.New(nftFam, nftables.TableName)
-			return err
-		}); err != nil {
+		if nf.nft, err = p.newNFT(nf.family); err != nil {
 			return nil, fmt.Errorf("%s nftables: %w", f, err)
 		}
-		fam.nft = &nftFamily{nft: nft, table: nftables.NewTable()}
+		fam.nft = nf
 	}
 	return fam, nil
 }
+
+// newNFT opens a knftables handle on herald's table of one family, in the proxier's
+// namespace (New probes nft there).
+func (p *Proxier) newNFT(family knftables.Family) (knftables.Interface, error) {
+	var nft knftables.Interface
+	err := p.inNetNS(func() (err error) {
+		nft, err = knftables.New(family, nftables.TableName)
+		return err
+	})
+	return nft, err
+}
+
+// largeTransaction is the operation count past which runNFT replaces the knftables
+// handle after running a transaction. A handle keeps the text of the largest
+// transaction it ran in a reusable buffer, about 20 MB after a full sync of 10,000
+// Services, for the life of the process; the two nft probes of a fresh handle cost
+// milliseconds beside the seconds such a transaction takes. (A variable so that a
+// test can have every transaction reopen the handle.)
+var largeTransaction = 20000
 
 // inNetNS runs fn in the proxier's namespace (the caller's when none is configured).
 func (p *Proxier) inNetNS(fn func() error) error {
@@ -82,7 +98,15 @@ func (p *Proxier) runNFT(ctx context.Context, nf *nftFamily, tx *knftables.Trans
 			p.log.V(1).Info("netlink batch refused; running it with nft", "error", err.Error())
 		}
 	}
-	return "nft", p.inNetNS(func() error { return nf.nft.Run(ctx, tx) })
+	err := p.inNetNS(func() error { return nf.nft.Run(ctx, tx) })
+	if tx.NumOperations() > largeTransaction {
+		if fresh, ferr := p.newNFT(nf.family); ferr == nil {
+			nf.nft = fresh
+		} else {
+			p.log.Error(ferr, "reopening nft after a large transaction; keeping the old handle")
+		}
+	}
+	return "nft", err
 }
 
 // nftNode is the nftables generator's Node: the configuration plus the addresses
