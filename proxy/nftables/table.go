@@ -2,6 +2,7 @@ package nftables
 
 import (
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"reflect"
 	"slices"
@@ -28,6 +29,7 @@ const StaleChainDelay = time.Second
 // and turns the next Snapshot into the transaction that gets it there. It is pure:
 // the shell runs the transaction and commits the Update when nft accepted it.
 type Table struct {
+	seed     maphash.Seed // of the chains' rule digests
 	node     *nodeRules
 	nodeWas  *Node
 	services map[model.ServiceName]*serviceState
@@ -39,6 +41,17 @@ type Table struct {
 type serviceState struct {
 	objs     serviceObjects
 	problems []model.Problem
+	// held replaces objs.chains once the state is committed: the chains' names and
+	// digests of their rules are all a later sync compares, and the rules' text is most
+	// of a large table's memory.
+	held []heldChain
+}
+
+// heldChain is a committed chain: its name, how many rules it has, and their digest.
+type heldChain struct {
+	name   string
+	rules  int
+	digest uint64
 }
 
 // elementState is one element of a shared set or map: every service that wants it,
@@ -57,7 +70,7 @@ type elementOwner struct {
 }
 
 // NewTable returns a Table for a table that is to be recreated: the first Update is full.
-func NewTable() *Table { return &Table{} }
+func NewTable() *Table { return &Table{seed: maphash.MakeSeed()} }
 
 // Update is one sync's transaction and what the table holds once it ran.
 type Update struct {
@@ -88,7 +101,7 @@ func (t *Table) NeedsFull(node *Node) bool {
 
 // Reset forgets what the table holds, after a transaction failed: the next Update is
 // full.
-func (t *Table) Reset() { *t = Table{} }
+func (t *Table) Reset() { *t = Table{seed: t.seed} }
 
 // Sync fills tx, an empty transaction of the table's family, with the operations that
 // bring the committed content to snap. changed names the services that may differ
@@ -196,11 +209,11 @@ type rewrite = struct{ old, cur *serviceState }
 func (u *Update) writeServices(services []rewrite) {
 	var write []*chain
 	for _, s := range services {
-		held := map[string][]rule{}
+		held := map[string]uint64{}
 		heldSets := map[string]time.Duration{}
 		if s.old != nil {
-			for _, c := range s.old.objs.chains {
-				held[c.name] = c.rules
+			for _, c := range s.old.held {
+				held[c.name] = c.digest
 			}
 			for _, set := range s.old.objs.sets {
 				heldSets[set.name] = set.timeout
@@ -221,7 +234,7 @@ func (u *Update) writeServices(services []rewrite) {
 		}
 		for i := range s.cur.objs.chains {
 			c := &s.cur.objs.chains[i]
-			if rules, ok := held[c.name]; ok && slices.Equal(rules, c.rules) {
+			if digest, ok := held[c.name]; ok && digest == u.table.digest(c.rules) {
 				continue
 			}
 			u.Tx.Add(&knftables.Chain{Name: c.name})
@@ -259,7 +272,7 @@ func (u *Update) staleObjects(old, cur *serviceState, now time.Time) {
 			keep[s.name] = true
 		}
 	}
-	for _, c := range old.objs.chains {
+	for _, c := range old.held {
 		if !keep[c.name] {
 			u.Tx.Flush(&knftables.Chain{Name: c.name})
 			u.staleChain(c.name, now)
@@ -409,12 +422,13 @@ func (u *Update) Commit() {
 		if old := t.services[name]; old != nil {
 			t.rules -= old.rules()
 		}
-		t.rules += s.rules()
 		if s == nil {
 			delete(t.services, name)
-		} else {
-			t.services[name] = s
+			continue
 		}
+		t.hold(s)
+		t.rules += s.rules()
+		t.services[name] = s
 	}
 	for id, st := range u.elements {
 		if len(st.owners) == 0 {
@@ -431,16 +445,39 @@ func (u *Update) Commit() {
 // Rules counts the rules in the table's chains after the last committed Update.
 func (t *Table) Rules() int { return t.rules }
 
-// rules counts the rules of a service's chains; none for a removed service.
+// rules counts the rules of a committed service's chains.
 func (s *serviceState) rules() int {
-	if s == nil {
-		return 0
-	}
 	n := 0
-	for _, c := range s.objs.chains {
-		n += len(c.rules)
+	for _, c := range s.held {
+		n += c.rules
 	}
 	return n
+}
+
+// hold turns a built service state into its committed form: chains by name, rule count
+// and digest.
+func (t *Table) hold(s *serviceState) {
+	s.held = make([]heldChain, len(s.objs.chains))
+	for i, c := range s.objs.chains {
+		s.held[i] = heldChain{name: c.name, rules: len(c.rules), digest: t.digest(c.rules)}
+	}
+	s.objs.chains = nil
+}
+
+// digest sums a chain's rules, text and comment, so that a sync can tell a chain whose
+// rules changed. It is 64 bits with a seed chosen per process: a changed chain wrongly
+// taken as unchanged is a 2⁻⁶⁴ chance per comparison, and would last only until the
+// next full sync.
+func (t *Table) digest(rules []rule) uint64 {
+	var h maphash.Hash
+	h.SetSeed(t.seed)
+	for _, r := range rules {
+		h.WriteString(r.text)
+		h.WriteByte(0)
+		h.WriteString(r.comment)
+		h.WriteByte(0)
+	}
+	return h.Sum64()
 }
 
 // StaleChains adds to tx the deletion of the chains flushed at least StaleChainDelay
