@@ -49,6 +49,7 @@ func benchProxier(b *testing.B, c benchCase) (*Proxier, []*corev1.Service, []*di
 	p := newProxier(b, node, func(cfg *Config) {
 		cfg.Mode, cfg.Backend, cfg.NFTNetlink = c.mode, c.backend, !c.nftOnly
 	}).p
+	b.Cleanup(p.closeNetlink) // Run would, when it returns
 	svcs, slices := benchObjects(n)
 	p.Update(svcs, slices)
 	if err := p.syncAll(context.Background()); err != nil {

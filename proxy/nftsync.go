@@ -91,7 +91,7 @@ func (p *Proxier) inNetNS(fn func() error) error {
 func (p *Proxier) runNFT(ctx context.Context, nf *nftFamily, tx *knftables.Transaction, direct bool) (string, error) {
 	if direct && p.cfg.NFTNetlink {
 		if b, err := nftdirect.Compile(tx.String()); err == nil {
-			err := p.inNetNS(b.Apply)
+			err := p.applyNetlink(b)
 			if err == nil {
 				return "netlink", nil
 			}
@@ -107,6 +107,33 @@ func (p *Proxier) runNFT(ctx context.Context, nf *nftFamily, tx *knftables.Trans
 		}
 	}
 	return "nft", err
+}
+
+// applyNetlink sends a batch over the proxier's nf_tables socket, opening it in the
+// proxier's namespace when there is none. After an error the socket is closed, since
+// it may hold unread acknowledgements; the next batch opens a new one.
+func (p *Proxier) applyNetlink(b *nftdirect.Batch) error {
+	if p.netlink == nil {
+		if err := p.inNetNS(func() (err error) {
+			p.netlink, err = nftdirect.Open()
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	err := p.netlink.Apply(b)
+	if err != nil {
+		p.closeNetlink()
+	}
+	return err
+}
+
+// closeNetlink closes the nf_tables socket, if open.
+func (p *Proxier) closeNetlink() {
+	if p.netlink != nil {
+		p.netlink.Close()
+		p.netlink = nil
+	}
 }
 
 // nftNode is the nftables generator's Node: the configuration plus the addresses

@@ -13,6 +13,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"herald.dev/herald/proxy/model"
+	"herald.dev/herald/proxy/nftdirect"
 	"herald.dev/herald/proxy/runner"
 )
 
@@ -32,6 +33,9 @@ type Proxier struct {
 	now      func() time.Time
 	// checked: kube-proxy's canary was looked for (Run's goroutine only).
 	checked bool
+	// netlink is the nf_tables socket of partial syncs in nftables mode, opened on
+	// first use and after an error (Run's goroutine only).
+	netlink *nftdirect.Conn
 
 	// wake is poked by Update; pokes coalesce.
 	wake chan struct{}
@@ -235,6 +239,7 @@ func (p *Proxier) Run(ctx context.Context) error {
 		return nil
 	}
 	defer p.health.closeAll()
+	defer p.closeNetlink()
 	if err := p.checkKubeProxy(ctx); err != nil && !errors.Is(err, errDisabled) {
 		p.log.Error(err, "cannot tell whether kube-proxy programs this node; asking again before the first sync")
 	}

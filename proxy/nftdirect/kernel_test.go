@@ -199,6 +199,20 @@ func applyIn(t *testing.T, ns, script string) {
 	}
 }
 
+// openIn opens a Conn in namespace ns, closed when the test ends.
+func openIn(t *testing.T, ns string) *Conn {
+	t.Helper()
+	var c *Conn
+	if err := netns.Do(ns, func() (err error) {
+		c, err = Open()
+		return err
+	}); err != nil {
+		t.Fatalf("netlink socket in %s: %v", ns, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // TestMatchesNFT applies the same random transactions with nft in one namespace and
 // over netlink in another, and requires equal tables after each: rules, comments and
 // the expressions the kernel holds (nft --debug=netlink prints them).
@@ -213,12 +227,21 @@ func TestMatchesNFT(t *testing.T) {
 			for _, ns := range []string{viaNFT, viaNetlink} {
 				nftIn(t, ns, f.setup(), "-f", "-")
 			}
+			// One socket for every round, as the proxier keeps it; it is used from
+			// whatever thread runs the test, and stays in its namespace.
+			conn := openIn(t, viaNetlink)
 			r := rand.New(rand.NewPCG(1, uint64(len(f.name))))
 			var elements []string
 			for round := range 40 {
 				script := f.randomScript(r, round, &elements)
 				nftIn(t, viaNFT, script, "-f", "-")
-				applyIn(t, viaNetlink, script)
+				b, err := Compile(script)
+				if err != nil {
+					t.Fatalf("compile: %v", err)
+				}
+				if err := conn.Apply(b); err != nil {
+					t.Fatalf("round %d: netlink: %v\n%s", round, err, script)
+				}
 				want := sortElements(nftIn(t, viaNFT, "", "--debug=netlink", "list", "table", f.name, "herald"))
 				got := sortElements(nftIn(t, viaNetlink, "", "--debug=netlink", "list", "table", f.name, "herald"))
 				if got != want {
@@ -260,6 +283,9 @@ func TestMatchesNFTCanFail(t *testing.T) {
 	}
 	if err := netns.Do(b, bad.Apply); err == nil {
 		t.Fatal("a rule in a chain that does not exist was accepted")
+	}
+	if err := openIn(t, b).Apply(bad); err == nil {
+		t.Fatal("a rule in a chain that does not exist was accepted over a kept socket")
 	}
 	if after := nftIn(t, b, "", "--debug=netlink", "list", "table", "ip", "herald"); after != before {
 		t.Errorf("a failed batch changed the table:\n%s\nwas\n%s", after, before)
