@@ -19,10 +19,10 @@ for v in "${dvips[@]}"; do
 done
 echo "one owner for both families: ${downer:-(none)}"
 
-say "20 curls per family from the client, counted by Hostname"
+say "100 curls per family from the client, counted by Hostname"
 for v in "${dvips[@]}"; do
-  run "for i in {1..20}; do curl -s $(url_of "$v") | grep Hostname; done | sort | uniq -c | sort -nr"
-  "$lab" curl -n 20 --parallel 1 --timeout 2s "$(url_of "$v")" || true
+  run "for i in {1..100}; do curl -s $(url_of "$v") | grep Hostname; done | sort | uniq -c | sort -nr"
+  "$lab" curl -n 100 --parallel 1 --timeout 2s "$(url_of "$v")" || true
 done
 
 v6=""
