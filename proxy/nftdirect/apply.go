@@ -61,14 +61,3 @@ func (c *Conn) Apply(b *Batch) error {
 	}
 	return nil
 }
-
-// Apply sends the batch to the kernel of the calling thread's network namespace over
-// a socket of its own, which it closes (and so waits for; see Conn).
-func (b *Batch) Apply() error {
-	c, err := Open()
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	return c.Apply(b)
-}

@@ -194,9 +194,20 @@ func applyIn(t *testing.T, ns, script string) {
 	if err != nil {
 		t.Fatalf("compile: %v", err)
 	}
-	if err := netns.Do(ns, b.Apply); err != nil {
+	if err := netns.Do(ns, func() error { return applyOnce(b) }); err != nil {
 		t.Fatalf("netlink in %s: %v\n%s", ns, err, script)
 	}
+}
+
+// applyOnce sends b over a socket of its own in the calling thread's namespace, and
+// closes it.
+func applyOnce(b *Batch) error {
+	c, err := Open()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return c.Apply(b)
 }
 
 // openIn opens a Conn in namespace ns, closed when the test ends.
@@ -281,7 +292,7 @@ func TestMatchesNFTCanFail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := netns.Do(b, bad.Apply); err == nil {
+	if err := netns.Do(b, func() error { return applyOnce(bad) }); err == nil {
 		t.Fatal("a rule in a chain that does not exist was accepted")
 	}
 	if err := openIn(t, b).Apply(bad); err == nil {
