@@ -18,6 +18,7 @@ type metrics struct {
 	disabled           *prometheus.GaugeVec
 	families           *prometheus.GaugeVec
 	healthz, livez     *prometheus.CounterVec
+	withheld           *prometheus.GaugeVec
 }
 
 // Sync durations: kube-proxy's buckets (1 ms × 2^k, 15 buckets, up to ~16 s).
@@ -65,6 +66,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "herald_proxy_healthz_total",
 			Help: "Answers of the proxier's /healthz (--healthz-bind-address), by HTTP status code, as kube-proxy's kubeproxy_proxy_healthz_total.",
 		}, []string{"code"}),
+		withheld: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "herald_proxy_endpoints_withheld",
+			Help: "Endpoints of a node this speaker knows dead that the API server still lists as able to serve, and that this node's proxier sends no traffic to. One series per withheld node, 0 once the API server marks them not ready too; none while no node is withheld.",
+		}, []string{"node"}),
 		livez: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_proxy_livez_total",
 			Help: "Answers of the proxier's /livez (--healthz-bind-address), by HTTP status code, as kube-proxy's kubeproxy_proxy_livez_total.",
@@ -82,7 +87,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.syncSeconds, m.rules, m.nftTransactions, m.syncErrors, m.programmingSeconds, m.skipped, m.disabled, m.families, m.healthz, m.livez} {
+	for _, c := range []prometheus.Collector{m.syncSeconds, m.rules, m.nftTransactions, m.syncErrors, m.programmingSeconds, m.skipped, m.disabled, m.families, m.healthz, m.livez, m.withheld} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}

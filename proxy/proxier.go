@@ -153,6 +153,7 @@ func (p *Proxier) Update(services []*corev1.Service, slices []*discoveryv1.Endpo
 		return
 	}
 	p.current = st
+	p.noteWithheld()
 	for name, ts := range ch.triggers {
 		p.triggers[name] = append(p.triggers[name], ts...)
 	}
@@ -168,6 +169,48 @@ func (p *Proxier) Update(services []*corev1.Service, slices []*discoveryv1.Endpo
 	select {
 	case p.wake <- struct{}{}:
 	default:
+	}
+}
+
+// SetWithheld withholds the endpoints on the nodes of the map, until the next call,
+// from every Service this node proxies: they get no new connection (as if not ready).
+// For a node whose value is true (unreachable) the flows this node had DNATed to them
+// are cleared after the sync too, so that clients of a dead node's pods see a reset at
+// once instead of a hang. The speaker calls it with the nodes it knows dead
+// (speaker/deadnodes), long before the API server marks them not ready.
+func (p *Proxier) SetWithheld(nodes map[string]bool) {
+	if p.disabled() {
+		return
+	}
+	now := p.now()
+	p.mu.Lock()
+	st, changed := p.tracker.setWithheld(nodes)
+	if changed {
+		p.current = st
+		for _, f := range p.families {
+			if _, ok := p.pending[f.family]; !ok {
+				p.pending[f.family] = now
+			}
+		}
+	}
+	p.noteWithheld()
+	p.mu.Unlock()
+	if !changed {
+		return
+	}
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// noteWithheld exports herald_proxy_endpoints_withheld for the tracker's withheld
+// nodes. Called with p.mu held after the tracker changed.
+func (p *Proxier) noteWithheld() {
+	counts := p.tracker.withheldCounts()
+	p.metrics.withheld.Reset()
+	for n, c := range counts {
+		p.metrics.withheld.WithLabelValues(n).Set(float64(c))
 	}
 }
 

@@ -20,8 +20,9 @@ import (
 //   - an endpoint that was serving and no longer is (or is gone): the flows to the
 //     port's VIPs and NodePort that were DNATed to it.
 //
-// VIPs are the ClusterIP, externalIPs and load balancer IPs of the family. TCP is never
-// touched: its flows end on their own.
+// VIPs are the ClusterIP, externalIPs and load balancer IPs of the family. TCP and SCTP
+// flows end on their own, except those DNATed to an endpoint that became withheld
+// (withheldFlows): its node is dead.
 func staleFlows(family model.Family, prev, next []model.Service, changed model.ServiceSet) [][]string {
 	before, after := byName(prev, changed), byName(next, changed)
 	var out [][]string
@@ -58,6 +59,7 @@ func staleFlows(family model.Family, prev, next []model.Service, changed model.S
 		if cur == nil {
 			continue
 		}
+		out = append(out, withheldFlows(family, old, cur)...)
 		for _, np := range cur.Ports {
 			// A UDP port that is new is "newly active" as soon as it has endpoints.
 			if np.Protocol == model.UDP && findPort(old, np.Name) == nil &&
@@ -158,11 +160,67 @@ func clearNAT(family model.Family, svc *model.Service, p model.ServicePort, endp
 
 // filter is a conntrack filter for UDP flows of the family.
 func filter(family model.Family, args ...string) []string {
-	f := []string{"-p", "udp"}
+	return protoFilter(family, model.UDP, args...)
+}
+
+// protoFilter is a conntrack filter for flows of the family and protocol.
+func protoFilter(family model.Family, proto model.Protocol, args ...string) []string {
+	f := []string{"-p", strings.ToLower(string(proto))}
 	if family == model.IPv6 {
-		f = []string{"-f", "ipv6", "-p", "udp"}
+		f = append([]string{"-f", "ipv6"}, f...)
 	}
 	return append(f, args...)
+}
+
+// withheldFlows clears the TCP and SCTP flows of cur's ports that were DNATed to an
+// endpoint unreachable now and not before: its node is dead (UDP flows go with those
+// of every endpoint that stopped serving, which a withheld one does). Unlike flows to a pod that is merely going away,
+// these have nobody left at the other end: cleared, the client's next packet is
+// proxied again, to a live pod that answers with a reset (or rejected when none is
+// left), instead of vanishing until the client gives up.
+func withheldFlows(family model.Family, old, cur *model.Service) [][]string {
+	var out [][]string
+	addrs := vips(family, cur)
+	if len(addrs) == 0 {
+		return nil
+	}
+	for _, np := range cur.Ports {
+		if np.Protocol != model.TCP && np.Protocol != model.SCTP {
+			continue
+		}
+		was := unreachableEndpoints(family, old, np)
+		for ip := range unreachableEndpoints(family, cur, np) {
+			if was[ip] {
+				continue
+			}
+			for _, vip := range addrs {
+				out = append(out, protoFilter(family, np.Protocol, "--orig-dst", vip, "--dst-nat", ip))
+			}
+			if np.NodePort != 0 {
+				out = append(out, protoFilter(family, np.Protocol, "--dport", strconv.Itoa(np.NodePort), "--dst-nat", ip))
+			}
+		}
+	}
+	return out
+}
+
+// unreachableEndpoints are the addresses of the family's endpoints of port p that are
+// unreachable.
+func unreachableEndpoints(family model.Family, svc *model.Service, p model.ServicePort) map[string]bool {
+	out := map[string]bool{}
+	for _, slice := range svc.EndpointSlices {
+		for _, ep := range slice.Ports {
+			if ep.Name != p.Name || ep.Protocol != p.Protocol {
+				continue
+			}
+			for _, e := range slice.Endpoints {
+				if ip := e.IP.Unmap(); e.Unreachable && inFamily(family, ip) {
+					out[ip.String()] = true
+				}
+			}
+		}
+	}
+	return out
 }
 
 func inFamily(f model.Family, a netip.Addr) bool {

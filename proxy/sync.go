@@ -258,7 +258,8 @@ func (p *Proxier) node(f *family, addrs []netip.Addr) (iptables.Node, error) {
 	return n, nil
 }
 
-// clearStaleFlows deletes the UDP conntrack entries the sync left stuck. Failures are
+// clearStaleFlows deletes the conntrack entries the sync left stuck (staleFlows): UDP
+// flows, and the flows to endpoints of dead nodes. Failures are
 // logged, not returned: the rules are right, and a stale flow ends when its client stops.
 func (p *Proxier) clearStaleFlows(ctx context.Context, fam model.Family, prev, next []model.Service, changed model.ServiceSet) {
 	flows := staleFlows(fam, prev, next, changed)
@@ -266,12 +267,12 @@ func (p *Proxier) clearStaleFlows(ctx context.Context, fam model.Family, prev, n
 		return
 	}
 	if p.conntrck == nil {
-		p.log.V(1).Info("not deleting stale UDP flows: no conntrack binary", "filters", len(flows))
+		p.log.V(1).Info("not deleting stale flows: no conntrack binary", "filters", len(flows))
 		return
 	}
 	for _, filter := range flows {
 		if err := p.conntrck.Delete(ctx, filter...); err != nil {
-			p.log.Error(err, "deleting stale UDP flows")
+			p.log.Error(err, "deleting stale flows")
 		}
 	}
 }

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"cmp"
+	"maps"
+	"net/netip"
 	"reflect"
 	"slices"
 	"time"
@@ -31,6 +33,9 @@ type tracker struct {
 	gen       uint64 // counts updates; entries note the last one that listed them
 	started   bool
 	start     time.Time
+	// withheld are the nodes whose endpoints are withheld (setWithheld), each true when
+	// it is unreachable.
+	withheld map[string]bool
 }
 
 type serviceEntry struct {
@@ -210,7 +215,7 @@ func (t *tracker) state() *state {
 			slices.SortFunc(list, func(a, b *sliceEntry) int { return cmp.Compare(a.name, b.name) })
 			svc.EndpointSlices = make([]model.EndpointSlice, len(list))
 			for i, se := range list {
-				svc.EndpointSlices[i] = se.slice
+				svc.EndpointSlices[i] = withhold(se.slice, t.withheld)
 			}
 		}
 		t.assembled[name] = svc
@@ -228,4 +233,95 @@ func (t *tracker) state() *state {
 		st.problems = append(st.problems, e.problems...)
 	}
 	return st
+}
+
+// setWithheld makes the endpoints on the nodes of the map withheld until the next
+// call, marked unreachable where the node's value is true, and returns the new state
+// and whether it differs (nil before the first update, when there is none to change).
+// Only the Services with an endpoint on a node whose entry changed are assembled again.
+func (t *tracker) setWithheld(nodes map[string]bool) (*state, bool) {
+	changed := map[string]bool{}
+	for n, unreachable := range nodes {
+		if was, ok := t.withheld[n]; !ok || was != unreachable {
+			changed[n] = true
+		}
+	}
+	for n := range t.withheld {
+		if _, ok := nodes[n]; !ok {
+			changed[n] = true
+		}
+	}
+	t.withheld = maps.Clone(nodes)
+	if len(changed) == 0 || !t.started {
+		return nil, false
+	}
+	any := false
+	for name, list := range t.bySvc {
+		for _, se := range list {
+			if se.ok && onNodes(se.slice, changed) {
+				t.dirty[name], any = true, true
+				break
+			}
+		}
+	}
+	if !any {
+		return nil, false
+	}
+	return t.state(), true
+}
+
+// withhold returns slice with its endpoints on withheld nodes marked Withheld, not
+// ready and not serving; slice itself (shared, never changed) when it has none.
+func withhold(slice model.EndpointSlice, withheld map[string]bool) model.EndpointSlice {
+	if len(withheld) == 0 || !onNodes(slice, withheld) {
+		return slice
+	}
+	eps := make([]model.Endpoint, len(slice.Endpoints))
+	for i, e := range slice.Endpoints {
+		if unreachable, ok := withheld[e.NodeName]; ok && e.NodeName != "" {
+			e.Withheld, e.Unreachable, e.Ready, e.Serving = true, unreachable, false, false
+		}
+		eps[i] = e
+	}
+	slice.Endpoints = eps
+	return slice
+}
+
+// onNodes says whether an endpoint of slice is on one of nodes.
+func onNodes(slice model.EndpointSlice, nodes map[string]bool) bool {
+	for _, e := range slice.Endpoints {
+		if _, ok := nodes[e.NodeName]; ok && e.NodeName != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// withheldCounts counts, per withheld node, the distinct endpoint addresses the API
+// server says can serve (ready or serving) that are withheld: what the withholding
+// takes out of service. It falls to 0 once the API server marks them not ready too.
+func (t *tracker) withheldCounts() map[string]int {
+	if len(t.withheld) == 0 {
+		return nil
+	}
+	ips := map[string]map[netip.Addr]bool{}
+	for _, se := range t.slices {
+		if !se.ok {
+			continue
+		}
+		for _, e := range se.slice.Endpoints {
+			if _, ok := t.withheld[e.NodeName]; !ok || !(e.Ready || e.Serving) {
+				continue
+			}
+			if ips[e.NodeName] == nil {
+				ips[e.NodeName] = map[netip.Addr]bool{}
+			}
+			ips[e.NodeName][e.IP] = true
+		}
+	}
+	out := make(map[string]int, len(t.withheld))
+	for n := range t.withheld {
+		out[n] = len(ips[n])
+	}
+	return out
 }

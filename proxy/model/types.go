@@ -166,6 +166,14 @@ type Endpoint struct {
 	Ready       bool
 	Serving     bool
 	Terminating bool
+	// Withheld: the endpoint's node is known dead (its speaker vanished from memberlist
+	// without a goodbye and nothing proves it alive), so it gets no new connections and
+	// its open flows are cleared, long before the API server marks it not ready. The
+	// tracker sets it together with Ready and Serving false; the API never does.
+	Withheld bool
+	// Unreachable: withheld, and its node answers nothing on the network any more, so
+	// the flows DNATed to it are cleared too.
+	Unreachable bool
 	// ZoneHints and NodeHints are hints.forZones[].name and hints.forNodes[].name
 	// (topology-aware routing / trafficDistribution).
 	ZoneHints []string

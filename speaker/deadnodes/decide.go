@@ -1,0 +1,105 @@
+package deadnodes
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// Record is what this speaker knows of another speaker's record in the API server.
+type Record struct {
+	// RenewedAt is the writer's last renewal and Duration how long it stays fresh.
+	RenewedAt time.Time
+	Duration  time.Duration
+	// ChangedAt is when this speaker last saw the record change, by its own clock;
+	// zero if not since it started.
+	ChangedAt time.Time
+}
+
+// Input is one speaker's knowledge.
+type Input struct {
+	Self string
+	// Quorum: this speaker hears a majority of the speakers (quorum.ModeQuorum).
+	Quorum bool
+	// Live are the live memberlist members.
+	Live []string
+	// Lost says when memberlist last lost each member that is not live.
+	Lost map[string]time.Time
+	// Left are the members that said they were leaving before they went.
+	Left map[string]bool
+	// Records are the speakers' records by node.
+	Records map[string]Record
+	// AliveAt is, per node, when a probe of its address last got an answer, and
+	// SilentAt when a probe sent then last went unanswered for the probe timeout.
+	AliveAt, SilentAt map[string]time.Time
+	// Nodes are the names of the Node objects.
+	Nodes []string
+	Now   time.Time
+}
+
+// Config holds the rule's timings.
+type Config struct {
+	// AliveFor is how long a probe's answer proves a node alive.
+	AliveFor time.Duration
+}
+
+// DefaultConfig lets an answer count for a few probe periods (the speaker probes every
+// second), so one slow answer does not withhold a live node.
+func DefaultConfig() Config { return Config{AliveFor: 5 * time.Second} }
+
+// Node is a node whose endpoints are withheld.
+type Node struct {
+	Name string
+	// Since is when this speaker lost it (for a node already dead when it started,
+	// when its record expired).
+	Since time.Time
+	// Unreachable: a probe sent since then went unanswered.
+	Unreachable bool
+}
+
+// Decide returns the withheld nodes, sorted by name (see the package doc).
+func Decide(cfg Config, in Input) []Node {
+	if !in.Quorum {
+		return nil
+	}
+	live := make(map[string]bool, len(in.Live))
+	for _, n := range in.Live {
+		live[n] = true
+	}
+	var out []Node
+	for _, n := range in.Nodes {
+		if n == in.Self || live[n] || in.Left[n] {
+			continue
+		}
+		rec, hasRecord := in.Records[n]
+		since, lost := in.Lost[n]
+		switch {
+		case lost:
+		case hasRecord && !in.Now.Before(rec.RenewedAt.Add(rec.Duration)):
+			since = rec.RenewedAt.Add(rec.Duration)
+		default:
+			continue // never a speaker, or one this speaker has not seen die
+		}
+		if hasRecord && rec.ChangedAt.After(since) {
+			continue // it renews its record: cut off from memberlist, not dead
+		}
+		if at, ok := in.AliveAt[n]; ok && at.After(since) && in.Now.Sub(at) < cfg.AliveFor {
+			continue
+		}
+		silent, ok := in.SilentAt[n]
+		out = append(out, Node{Name: n, Since: since, Unreachable: ok && !silent.Before(since)})
+	}
+	slices.SortFunc(out, func(a, b Node) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Suspects are the nodes worth probing: those Decide would withhold if no probe had
+// answered. A speaker probes them and feeds the answers back as AliveAt and SilentAt.
+func Suspects(in Input) []string {
+	in.AliveAt = nil
+	var out []string
+	for _, n := range Decide(Config{}, in) {
+		out = append(out, n.Name)
+	}
+	return out
+}
