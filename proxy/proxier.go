@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"sync"
 	"time"
@@ -153,7 +154,9 @@ func (p *Proxier) Update(services []*corev1.Service, slices []*discoveryv1.Endpo
 		return
 	}
 	p.current = st
-	p.noteWithheld()
+	if len(p.tracker.withheld) > 0 {
+		p.noteWithheld()
+	}
 	for name, ts := range ch.triggers {
 		p.triggers[name] = append(p.triggers[name], ts...)
 	}
@@ -184,6 +187,7 @@ func (p *Proxier) SetWithheld(nodes map[string]bool) {
 	}
 	now := p.now()
 	p.mu.Lock()
+	same := maps.Equal(p.tracker.withheld, nodes)
 	st, changed := p.tracker.setWithheld(nodes)
 	if changed {
 		p.current = st
@@ -193,7 +197,9 @@ func (p *Proxier) SetWithheld(nodes map[string]bool) {
 			}
 		}
 	}
-	p.noteWithheld()
+	if !same {
+		p.noteWithheld()
+	}
 	p.mu.Unlock()
 	if !changed {
 		return

@@ -60,6 +60,10 @@ type Config struct {
 	Metrics   metricsserve.Config
 	ProbeAddr string
 
+	// WithholdDeadEndpoints: the proxier withholds the endpoints of nodes the
+	// speakers know dead (speaker/deadnodes) before the API server marks them not ready.
+	WithholdDeadEndpoints bool
+
 	// Proxy configures the embedded proxier (--proxy and its flags); the speaker fills
 	// in the node name, IPs and zone.
 	Proxy proxy.Config
@@ -91,6 +95,8 @@ func DefaultConfig() Config {
 		Metrics:           metricsserve.Defaults(":7474"),
 		ProbeAddr:         ":7475",
 		Proxy:             proxy.DefaultConfig(),
+
+		WithholdDeadEndpoints: true,
 	}
 }
 
@@ -117,6 +123,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	c.Metrics.AddFlags(fs)
 	fs.StringVar(&c.ProbeAddr, "health-probe-bind-address", c.ProbeAddr, "address of /healthz and /readyz")
 	c.Proxy.AddFlags(fs)
+	fs.BoolVar(&c.WithholdDeadEndpoints, "withhold-dead-endpoints", c.WithholdDeadEndpoints, "stop proxying to the endpoints of a node whose speaker vanished without a goodbye and that answers nothing, within a second instead of when the API server marks it not ready (50 s)")
 }
 
 // validate reports every invalid setting that can be checked before start-up (the

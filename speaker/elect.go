@@ -34,6 +34,7 @@ func (s *Speaker) runElection(ctx context.Context) {
 	verdict, records := s.decide(ctx, live)
 	s.observe(verdict, live)
 	if verdict.Mode.Silent() {
+		s.updateWithheld(ctx, verdict, live, records, nil)
 		s.apply(s.tracker.Silence(), nil, nil, false)
 		s.vips.Elected(ctx, vipstatus.Election{Now: time.Now()}) // publishes nothing, takes nothing back
 		s.publishRecord(verdict, live, records)
@@ -46,6 +47,9 @@ func (s *Speaker) runElection(ctx context.Context) {
 		return
 	}
 	in.Members = verdict.Electors
+	// Before the election's announcements: endpoints of a dead node are out of every
+	// Service as soon as the node's IPs move.
+	s.updateWithheld(ctx, verdict, live, records, in.Nodes)
 	view, services, problems := BuildView(in)
 	for _, p := range problems {
 		s.log.Info("left out of the election", "object", p.Object, "error", p.Err.Error())

@@ -27,6 +27,7 @@ import (
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/scheme"
 	"herald.dev/herald/proxy"
+	"herald.dev/herald/speaker/deadnodes"
 	"herald.dev/herald/speaker/layer2"
 	"herald.dev/herald/speaker/members"
 	"herald.dev/herald/speaker/quorum"
@@ -87,6 +88,11 @@ type Speaker struct {
 	// ownedServices are the Services of each IP this node announces.
 	ownedServices map[netip.Addr][]string
 
+	// prober asks the hosts of vanished speakers whether they are up; withheld are the
+	// nodes whose endpoints the proxier withholds (loop goroutine only).
+	prober   *hostProber
+	withheld []deadnodes.Node
+
 	// peers are the other speakers' MACs (from their records): their claims on the
 	// wire are a split brain, not an address conflict.
 	peers      peerMACs
@@ -146,6 +152,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		ownedServices: map[netip.Addr][]string{},
 		claimLogAt:    map[netip.Addr]time.Time{},
 	}
+	s.prober = newHostProber(cfg.Members.BindPort, s.pokeElection)
 	s.reports = newReporter(cfg.NodeName, mgr.GetCache(), s.recorder)
 	s.vips = vipstatus.NewPublisher(cfg.NodeName, mgr.GetCache(), mgr.GetClient(), log.WithName("vipstatus"))
 	s.records = newRecords(cfg.NodeName, cfg.Namespace, cfg.Records, mgr.GetCache(), mgr.GetAPIReader(), mgr.GetClient(),
@@ -228,6 +235,8 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	defer stopL2()
 	l2Done := make(chan error, 1)
 	go func() { l2Done <- s.l2.Run(l2Ctx) }()
+
+	go s.prober.run(ctx)
 
 	recordsCtx, stopRecords := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRecords()

@@ -1,0 +1,187 @@
+package speaker
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// hostProber asks the nodes whose speaker vanished whether their host is still up: a
+// TCP connection to the node's address that is accepted or refused (a reset) comes
+// from a live kernel, so the node is up and only its speaker is down; no answer
+// within the timeout is a node that is gone (or cut off on the network). It probes
+// the memberlist port and kube-proxy's health port, 10256 (herald's proxier or
+// kube-proxy serves it), so a firewall that drops only memberlist's port does not
+// make a live node look dead.
+type hostProber struct {
+	ports    []int
+	timeout  time.Duration
+	interval time.Duration
+	changed  func() // called when a node's answer changed
+	dial     func(ctx context.Context, addr string) error
+
+	mu       sync.Mutex
+	targets  map[string]netip.Addr
+	aliveAt  map[string]time.Time
+	silentAt map[string]time.Time
+	wake     chan struct{}
+}
+
+const (
+	// hostProbeTimeout: a live host on the LAN answers a SYN within a millisecond.
+	hostProbeTimeout = 250 * time.Millisecond
+	// hostProbeInterval: how often suspects are probed again.
+	hostProbeInterval = time.Second
+	// kubeProxyHealthPort is kube-proxy's /healthz port, open on a node with a proxy.
+	kubeProxyHealthPort = 10256
+)
+
+// newHostProber probes the memberlist port (unless 0: every speaker picked its own)
+// and kube-proxy's health port, and calls changed when an answer changes.
+func newHostProber(memberlistPort int, changed func()) *hostProber {
+	ports := []int{kubeProxyHealthPort}
+	if memberlistPort != 0 && memberlistPort != kubeProxyHealthPort {
+		ports = append(ports, memberlistPort)
+	}
+	return &hostProber{
+		ports: ports, timeout: hostProbeTimeout, interval: hostProbeInterval,
+		changed: changed, dial: dialAnswer,
+		targets: map[string]netip.Addr{}, aliveAt: map[string]time.Time{}, silentAt: map[string]time.Time{},
+		wake: make(chan struct{}, 1),
+	}
+}
+
+// dialAnswer returns nil when the host answered (accepted or refused the connection).
+func dialAnswer(ctx context.Context, addr string) error {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err == nil {
+		_ = c.Close()
+		return nil
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return nil
+	}
+	return err
+}
+
+// set makes the nodes of targets the ones probed; a new one is probed at once.
+func (p *hostProber) set(targets map[string]netip.Addr) {
+	p.mu.Lock()
+	fresh := false
+	for n, a := range targets {
+		if old, ok := p.targets[n]; !ok || old != a {
+			fresh = true
+		}
+	}
+	p.targets = targets
+	for _, m := range []map[string]time.Time{p.aliveAt, p.silentAt} {
+		for n := range m {
+			if _, ok := targets[n]; !ok {
+				delete(m, n)
+			}
+		}
+	}
+	p.mu.Unlock()
+	if fresh {
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// answers returns copies of when each target last answered and when a probe sent to
+// it last went unanswered.
+func (p *hostProber) answers() (aliveAt, silentAt map[string]time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	aliveAt, silentAt = make(map[string]time.Time, len(p.aliveAt)), make(map[string]time.Time, len(p.silentAt))
+	for n, t := range p.aliveAt {
+		aliveAt[n] = t
+	}
+	for n, t := range p.silentAt {
+		silentAt[n] = t
+	}
+	return aliveAt, silentAt
+}
+
+// run probes the targets every interval, and at once when set adds one, until ctx
+// ends.
+func (p *hostProber) run(ctx context.Context) {
+	tick := time.NewTicker(p.interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-p.wake:
+		}
+		p.mu.Lock()
+		targets := make(map[string]netip.Addr, len(p.targets))
+		for n, a := range p.targets {
+			targets[n] = a
+		}
+		p.mu.Unlock()
+		p.round(ctx, targets)
+	}
+}
+
+// round probes every target once, all at the same time, and records the outcomes.
+func (p *hostProber) round(ctx context.Context, targets map[string]netip.Addr) {
+	var wg sync.WaitGroup
+	for node, addr := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sent := time.Now()
+			up := p.probe(ctx, addr)
+			if ctx.Err() != nil {
+				return
+			}
+			p.mu.Lock()
+			_, wasAlive := p.aliveAt[node]
+			_, wasSilent := p.silentAt[node]
+			if _, still := p.targets[node]; !still {
+				p.mu.Unlock()
+				return
+			}
+			if up {
+				p.aliveAt[node] = sent
+				delete(p.silentAt, node)
+			} else {
+				p.silentAt[node] = sent
+				delete(p.aliveAt, node)
+			}
+			p.mu.Unlock()
+			if up != wasAlive || !up != wasSilent {
+				p.changed()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// probe says whether addr answered on any of the ports within the timeout.
+func (p *hostProber) probe(ctx context.Context, addr netip.Addr) bool {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	answered := make(chan bool, len(p.ports))
+	for _, port := range p.ports {
+		go func() {
+			answered <- p.dial(ctx, net.JoinHostPort(addr.String(), strconv.Itoa(port))) == nil
+		}()
+	}
+	for range p.ports {
+		if <-answered {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,137 @@
+package speaker
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"herald.dev/herald/speaker/deadnodes"
+	"herald.dev/herald/speaker/quorum"
+)
+
+// Event reasons on the Node of a node whose endpoints the proxiers withhold.
+const (
+	ReasonEndpointsWithheld = "EndpointsWithheld"
+	ReasonEndpointsRestored = "EndpointsRestored"
+)
+
+// updateWithheld decides which nodes are dead (speaker/deadnodes), hands them to the
+// proxier, points the host prober at the suspects, and reports changes. Called by the
+// loop after every election, with the Nodes the election read (nil when silent: a
+// silent speaker withholds nothing).
+func (s *Speaker) updateWithheld(ctx context.Context, v quorum.Verdict, live []string, recs []quorum.Record, nodes []*corev1.Node) {
+	if !s.cfg.WithholdDeadEndpoints {
+		return
+	}
+	in := deadnodes.Input{
+		Self: s.cfg.NodeName, Quorum: v.Mode == quorum.ModeQuorum && nodes != nil, Live: live,
+		Lost: s.lostAt, Left: map[string]bool{}, Records: map[string]deadnodes.Record{}, Now: time.Now(),
+	}
+	for n := range s.lostAt {
+		if s.members.LeftGracefully(n) {
+			in.Left[n] = true
+		}
+	}
+	for _, r := range recs {
+		in.Records[r.Node] = deadnodes.Record{RenewedAt: r.RenewedAt, Duration: r.Duration, ChangedAt: r.ChangedAt}
+	}
+	addrs := map[string]netip.Addr{}
+	for _, n := range nodes {
+		in.Nodes = append(in.Nodes, n.Name)
+		if a, ok := probeAddr(n, s.cfg.Members.BindAddr); ok {
+			addrs[n.Name] = a
+		}
+	}
+	in.AliveAt, in.SilentAt = s.prober.answers()
+
+	targets := map[string]netip.Addr{}
+	for _, n := range deadnodes.Suspects(in) {
+		if a, ok := addrs[n]; ok {
+			targets[n] = a
+		}
+	}
+	s.prober.set(targets)
+
+	dead := deadnodes.Decide(deadnodes.DefaultConfig(), in)
+	set := make(map[string]bool, len(dead))
+	for _, d := range dead {
+		set[d.Name] = d.Unreachable
+	}
+	s.proxier.SetWithheld(set)
+	s.reportWithheld(ctx, dead, isReporter(live, s.cfg.NodeName))
+	s.withheld = dead
+}
+
+// reportWithheld logs each change of the withheld nodes and, on the one speaker that
+// reports for the cluster, writes an Event on the Node.
+func (s *Speaker) reportWithheld(ctx context.Context, dead []deadnodes.Node, reporter bool) {
+	before := map[string]deadnodes.Node{}
+	for _, d := range s.withheld {
+		before[d.Name] = d
+	}
+	for _, d := range dead {
+		old, was := before[d.Name]
+		delete(before, d.Name)
+		switch {
+		case !was:
+			s.log.Info("withholding the endpoints of a node whose speaker vanished without a goodbye", "node", d.Name, "since", d.Since)
+			if reporter {
+				s.eventOn(ctx, d.Name, corev1.EventTypeWarning, ReasonEndpointsWithheld, fmt.Sprintf(
+					"the speakers lost %s without a goodbye and nothing shows it alive: its endpoints get no new connections from any node's proxier", d.Name))
+			}
+		case d.Unreachable && !old.Unreachable:
+			s.log.Info("a withheld node answers nothing: clearing the flows to its endpoints", "node", d.Name)
+		}
+	}
+	restored := make([]string, 0, len(before))
+	for n := range before {
+		restored = append(restored, n)
+	}
+	slices.Sort(restored)
+	for _, n := range restored {
+		s.log.Info("the endpoints of a node are no longer withheld", "node", n)
+		if reporter {
+			s.eventOn(ctx, n, corev1.EventTypeNormal, ReasonEndpointsRestored, fmt.Sprintf(
+				"%s is back (or shown alive): its endpoints get traffic again", n))
+		}
+	}
+}
+
+// eventOn writes an Event on the Node named node.
+func (s *Speaker) eventOn(ctx context.Context, node, typ, reason, note string) {
+	var n corev1.Node
+	if err := s.cache.Get(ctx, types.NamespacedName{Name: node}, &n); err != nil {
+		s.log.V(1).Info("no Node to write an Event on", "node", node, "error", err.Error())
+		return
+	}
+	s.recorder.Eventf(&n, nil, typ, reason, "Withhold", "%s", note)
+}
+
+// probeAddr is the InternalIP of n to probe, of bindAddr's family when it has one.
+func probeAddr(n *corev1.Node, bindAddr string) (netip.Addr, bool) {
+	want4 := !strings.Contains(bindAddr, ":")
+	var other netip.Addr
+	for _, a := range n.Status.Addresses {
+		if a.Type != corev1.NodeInternalIP {
+			continue
+		}
+		ip, err := netip.ParseAddr(a.Address)
+		if err != nil {
+			continue
+		}
+		ip = ip.Unmap()
+		if ip.Is4() == want4 {
+			return ip, true
+		}
+		if !other.IsValid() {
+			other = ip
+		}
+	}
+	return other, other.IsValid()
+}
