@@ -1,6 +1,7 @@
 package members
 
 import (
+	"bytes"
 	"strings"
 	"sync"
 	"time"
@@ -53,10 +54,15 @@ func (m *Members) LeftGracefully(name string) bool {
 	return !m.live[name] && m.left[name]
 }
 
-// messageDelegate is memberlist's Delegate: it only receives the leaving messages.
+// messageDelegate is memberlist's Delegate: it receives the leaving messages and the
+// members' states (state.go).
 type messageDelegate Members
 
 func (d *messageDelegate) NotifyMsg(b []byte) {
+	if rest, ok := bytes.CutPrefix(b, []byte(statePrefix)); ok {
+		d.stateMsg(rest)
+		return
+	}
 	name, ok := strings.CutPrefix(string(b), leavingPrefix)
 	if !ok || name == "" {
 		return
@@ -69,7 +75,5 @@ func (d *messageDelegate) NotifyMsg(b []byte) {
 
 func (d *messageDelegate) NodeMeta(int) []byte                    { return nil }
 func (d *messageDelegate) GetBroadcasts(int, int) [][]byte        { return nil }
-func (d *messageDelegate) LocalState(bool) []byte                 { return nil }
-func (d *messageDelegate) MergeRemoteState(buf []byte, join bool) {}
 
 var _ memberlist.Delegate = (*messageDelegate)(nil)

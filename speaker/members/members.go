@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -24,6 +25,13 @@ type Members struct {
 	// leaving are the members that said they are leaving (leaving.go); left those
 	// whose last departure followed such a word.
 	leaving, left map[string]bool
+	// name is this member's; own is its state and states those of its peers (state.go).
+	name   string
+	own    peerState
+	states map[string]peerState
+	// sender is ml for the delegates, which memberlist may call before Start has
+	// set ml.
+	sender atomic.Pointer[memberlist.Memberlist]
 
 	shutdown sync.Once
 }
@@ -42,6 +50,8 @@ func Start(cfg Config, log logr.Logger, reg prometheus.Registerer) (*Members, er
 		live:    map[string]bool{},
 		leaving: map[string]bool{},
 		left:    map[string]bool{},
+		name:    cfg.NodeName,
+		states:  map[string]peerState{},
 		gauge: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "herald_memberlist_members",
 			Help: "Members of the speakers' memberlist cluster that this speaker sees alive, itself included.",
@@ -81,6 +91,7 @@ func Start(cfg Config, log logr.Logger, reg prometheus.Registerer) (*Members, er
 		return nil, fmt.Errorf("starting memberlist on %s:%d: %w", cfg.BindAddr, cfg.BindPort, err)
 	}
 	m.ml = ml
+	m.sender.Store(ml)
 	return m, nil
 }
 
@@ -174,16 +185,34 @@ func (d *eventDelegate) set(name string, live bool) {
 		delete(m.live, name)
 		m.left[name] = m.leaving[name]
 		delete(m.leaving, name)
+		delete(m.states, name) // a member that comes back starts afresh
 	}
 	m.gauge.Set(float64(len(m.live)))
 	m.mu.Unlock()
+	m.notify()
+}
+
+// notify wakes the receiver of Events; notifications coalesce.
+func (m *Members) notify() {
 	select {
 	case m.events <- struct{}{}:
 	default:
 	}
 }
 
-func (d *eventDelegate) NotifyJoin(n *memberlist.Node)   { d.set(n.Name, true) }
+// NotifyJoin marks the member live and, for a peer, exchanges states with it.
+func (d *eventDelegate) NotifyJoin(n *memberlist.Node) {
+	d.set(n.Name, true)
+	m := (*Members)(d)
+	if n.Name == m.name {
+		return
+	}
+	m.mu.Lock()
+	msg := m.stateMessage(true)
+	m.mu.Unlock()
+	m.send(n, msg)
+}
+
 func (d *eventDelegate) NotifyLeave(n *memberlist.Node)  { d.set(n.Name, false) }
 func (d *eventDelegate) NotifyUpdate(n *memberlist.Node) { d.set(n.Name, true) }
 

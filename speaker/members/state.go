@@ -1,0 +1,159 @@
+package members
+
+import (
+	"bytes"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// Every member publishes a small state of its own (the speaker: the IPs it
+// announces) and keeps the latest state of every live peer. A state travels
+//   - to every live peer over TCP when its owner publishes a new one;
+//   - to a peer that joins (as seen by either side): the member that sees a peer
+//     join sends its state and asks for the peer's in return, so a member that
+//     returns after peers declared it dead learns their states, and they learn its;
+//   - in memberlist's push/pull exchanges (on join and every PushPullInterval), which
+//     heal a lost message.
+//
+// A peer's state is forgotten when memberlist declares it dead or left: a member that
+// comes back starts from the state it sends then. Versions order one member's states
+// (a restarted member starts above its previous versions: they are clock based).
+
+// statePrefix starts a state message; stateAsk marks one whose receiver should answer
+// with its own state.
+const (
+	statePrefix = "herald-state:"
+	stateAsk    = "?"
+)
+
+// peerState is one member's latest state.
+type peerState struct {
+	version uint64
+	data    []byte
+}
+
+// Publish makes data this member's state and sends it to every live peer, without
+// waiting for them.
+func (m *Members) Publish(data []byte) {
+	m.mu.Lock()
+	v := max(uint64(time.Now().UnixNano()), m.own.version+1)
+	m.own = peerState{version: v, data: slices.Clone(data)}
+	msg := m.stateMessage(false)
+	m.mu.Unlock()
+	for _, n := range m.ml.Members() {
+		if n.Name != m.ml.LocalNode().Name {
+			m.send(n, msg)
+		}
+	}
+}
+
+// States returns the latest state of every live peer whose state this member has.
+// Live peers missing from it are those whose state has not arrived yet.
+func (m *Members) States() map[string][]byte {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string][]byte, len(m.states))
+	for n, s := range m.states {
+		if m.live[n] {
+			out[n] = s.data
+		}
+	}
+	return out
+}
+
+// stateMessage encodes this member's state; called with m.mu held.
+func (m *Members) stateMessage(ask bool) []byte {
+	var b bytes.Buffer
+	b.WriteString(statePrefix)
+	if ask {
+		b.WriteString(stateAsk)
+	}
+	b.WriteString(m.name)
+	b.WriteByte('\n')
+	b.WriteString(strconv.FormatUint(m.own.version, 10))
+	b.WriteByte('\n')
+	b.Write(m.own.data)
+	return b.Bytes()
+}
+
+// send delivers msg to n over TCP in the background: memberlist calls the delegates
+// with its locks held, and a slow peer must not hold anyone up.
+func (m *Members) send(n *memberlist.Node, msg []byte) {
+	ml := m.sender.Load()
+	if ml == nil {
+		return // not started yet: the peer gets the state in a push/pull
+	}
+	node := *n
+	go func() {
+		if err := ml.SendReliable(&node, msg); err != nil {
+			m.log.V(1).Info("sending this speaker's state", "peer", node.Name, "error", err.Error())
+		}
+	}()
+}
+
+// receiveState stores a state message (without its prefix) and says whether it was
+// news, and whether its sender asks for this member's state.
+func (m *Members) receiveState(b []byte) (from string, ask bool, ok bool) {
+	b, ask = bytes.CutPrefix(b, []byte(stateAsk))
+	name, rest, found := bytes.Cut(b, []byte{'\n'})
+	if !found || len(name) == 0 {
+		return "", false, false
+	}
+	ver, data, found := bytes.Cut(rest, []byte{'\n'})
+	if !found {
+		return "", false, false
+	}
+	v, err := strconv.ParseUint(string(ver), 10, 64)
+	if err != nil {
+		return "", false, false
+	}
+	from = string(name)
+	m.mu.Lock()
+	old, had := m.states[from]
+	news := from != m.name && (!had || v > old.version)
+	if news {
+		m.states[from] = peerState{version: v, data: slices.Clone(data)}
+	}
+	m.mu.Unlock()
+	if news {
+		m.notify()
+	}
+	return from, ask, true
+}
+
+// LocalState is this member's state for memberlist's push/pull.
+func (d *messageDelegate) LocalState(bool) []byte {
+	m := (*Members)(d)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stateMessage(false)
+}
+
+// MergeRemoteState takes the peer's state from a push/pull.
+func (d *messageDelegate) MergeRemoteState(buf []byte, _ bool) {
+	if rest, ok := bytes.CutPrefix(buf, []byte(statePrefix)); ok {
+		(*Members)(d).receiveState(rest)
+	}
+}
+
+// stateMsg stores a peer's state and answers a peer that asks for this member's.
+func (d *messageDelegate) stateMsg(b []byte) {
+	m := (*Members)(d)
+	from, ask, ok := m.receiveState(b)
+	ml := m.sender.Load()
+	if !ok || !ask || ml == nil {
+		return
+	}
+	for _, n := range ml.Members() {
+		if n.Name == from {
+			m.mu.Lock()
+			msg := m.stateMessage(false)
+			m.mu.Unlock()
+			m.send(n, msg)
+			return
+		}
+	}
+}

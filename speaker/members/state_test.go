@@ -1,0 +1,102 @@
+package members
+
+import (
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func statesString(s map[string][]byte) string {
+	out := map[string]string{}
+	for n, b := range s {
+		out[n] = string(b)
+	}
+	return fmt.Sprint(out)
+}
+
+func TestStatesReachEveryPeerAndAComeback(t *testing.T) {
+	ms := cluster(t, 3)
+	a, b, c := ms[0], ms[1], ms[2]
+	a.Publish([]byte("a1"))
+	b.Publish([]byte("b1"))
+	want := map[string]map[string]string{
+		a.name: {b.name: "b1", c.name: ""},
+		b.name: {a.name: "a1", c.name: ""},
+		c.name: {a.name: "a1", b.name: "b1"},
+	}
+	for _, m := range ms {
+		eventually(t, 5*time.Second, func() bool {
+			got := m.States()
+			w := want[m.name]
+			if len(got) != len(w) {
+				return false
+			}
+			for n, v := range w {
+				if g, ok := got[n]; !ok || string(g) != v {
+					return false
+				}
+			}
+			return true
+		}, func() string { return fmt.Sprintf("%s has states %s, want %v", m.name, statesString(m.States()), want[m.name]) })
+	}
+
+	// A newer state replaces the older one; an older version is ignored.
+	a.Publish([]byte("a2"))
+	eventually(t, 5*time.Second, func() bool { return string(c.States()[a.name]) == "a2" },
+		func() string { return "c did not get a's second state: " + statesString(c.States()) })
+	a.mu.Lock()
+	old := a.own
+	a.own.version--
+	a.own.data = []byte("stale")
+	stale := a.stateMessage(false)
+	a.own = old
+	a.mu.Unlock()
+	(*messageDelegate)(c.Members).NotifyMsg(stale)
+	if got := string(c.States()[a.name]); got != "a2" {
+		t.Errorf("an older version replaced a's state: %q", got)
+	}
+
+	// c dies and a new c comes back at the same name: its old state is gone, and it
+	// learns its peers' states from the join alone.
+	c.Publish([]byte("c-old"))
+	eventually(t, 5*time.Second, func() bool { return string(a.States()[c.name]) == "c-old" },
+		func() string { return "a did not get c's state: " + statesString(a.States()) })
+	if err := c.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() bool { _, ok := a.States()[c.name]; return !ok },
+		func() string { return "a kept the state of dead c: " + statesString(a.States()) })
+	// Same name, same address: a node whose speaker restarted.
+	_, port, _ := strings.Cut(c.Addr(), ":")
+	cfg := testConfig(c.name, testKey)
+	cfg.BindPort, _ = strconv.Atoi(port)
+	m2, err := Start(cfg, logr.Discard(), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m2.Shutdown() })
+	c2 := member{m2, c.name, nil}
+	if _, err := c2.Join([]string{a.Addr(), b.Addr()}); err != nil {
+		t.Fatal(err)
+	}
+	wantC2 := map[string][]byte{a.name: []byte("a2"), b.name: []byte("b1")}
+	eventually(t, 5*time.Second, func() bool {
+		return maps.EqualFunc(c2.States(), wantC2, func(x, y []byte) bool { return string(x) == string(y) })
+	}, func() string { return "the returning c has states " + statesString(c2.States()) })
+	eventually(t, 5*time.Second, func() bool { s, ok := a.States()[c.name]; return ok && len(s) == 0 },
+		func() string { return "a has for the returning c: " + statesString(a.States()) })
+
+	// Garbage is ignored.
+	for _, msg := range []string{statePrefix, statePrefix + "x", statePrefix + "x\nnotanumber\n", statePrefix + "\n1\n"} {
+		(*messageDelegate)(a.Members).NotifyMsg([]byte(msg))
+	}
+	if _, ok := a.States()["x"]; ok {
+		t.Error("a malformed state was stored")
+	}
+}
