@@ -43,7 +43,9 @@ func TestStatesReachEveryPeerAndAComeback(t *testing.T) {
 				}
 			}
 			return true
-		}, func() string { return fmt.Sprintf("%s has states %s, want %v", m.name, statesString(m.States()), want[m.name]) })
+		}, func() string {
+			return fmt.Sprintf("%s has states %s, want %v", m.name, statesString(m.States()), want[m.name])
+		})
 	}
 
 	// A newer state replaces the older one; an older version is ignored.
