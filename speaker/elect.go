@@ -36,6 +36,7 @@ func (s *Speaker) runElection(ctx context.Context) {
 	if verdict.Mode.Silent() {
 		s.updateWithheld(ctx, verdict, live, records, nil)
 		s.apply(s.tracker.Silence(), nil, nil, false)
+		s.publishClaims(nil)                                     // none: a node back from silence must not look like an incumbent
 		s.vips.Elected(ctx, vipstatus.Election{Now: time.Now()}) // publishes nothing, takes nothing back
 		s.publishRecord(verdict, live, records)
 		return
@@ -50,6 +51,17 @@ func (s *Speaker) runElection(ctx context.Context) {
 	// Before the election's announcements: endpoints of a dead node are out of every
 	// Service as soon as the node's IPs move.
 	s.updateWithheld(ctx, verdict, live, records, in.Nodes)
+	take := verdict.Take
+	// The speakers that hear a majority, and those holding what they have, keep every
+	// IP with the node announcing it (no fail-back). An arbitrated election places by
+	// hash alone: the sides of a split know different claims.
+	if verdict.Mode == quorum.ModeQuorum || verdict.Mode == quorum.ModeHold {
+		var waiting bool
+		in.Claims, waiting = s.claimsOf(live)
+		// A peer that just joined and whose claims have not arrived yet may announce
+		// IPs this speaker would otherwise take.
+		take = take && !waiting
+	}
 	view, services, problems := BuildView(in)
 	for _, p := range problems {
 		s.log.Info("left out of the election", "object", p.Object, "error", p.Err.Error())
@@ -57,7 +69,7 @@ func (s *Speaker) runElection(ctx context.Context) {
 	s.metrics.problems.Set(float64(len(problems)))
 	decisions := election.Elect(view, services)
 	s.metrics.elections.Inc()
-	plan := s.tracker.Apply(decisions, verdict.Take)
+	plan := s.tracker.Apply(decisions, take)
 	trusted := verdict.Mode == quorum.ModeQuorum || verdict.Mode == quorum.ModeArbitrated
 	if trusted {
 		// Before apply: a takeover's first frames may go out before apply returns.
@@ -68,6 +80,7 @@ func (s *Speaker) runElection(ctx context.Context) {
 		})
 	}
 	s.apply(plan, decisions, in.Members, trusted)
+	s.publishClaims(rebalanceTokens(in.Services))
 	if returned {
 		// A partition healed: peers that took our IPs over meanwhile made LAN hosts
 		// point at them. Announce what we still own so hosts come back at once.

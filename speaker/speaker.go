@@ -92,6 +92,13 @@ type Speaker struct {
 	// nodes whose endpoints the proxier withholds (loop goroutine only).
 	prober   *hostProber
 	withheld []deadnodes.Node
+	// claims are the IPs this speaker announces as it last published them (claimsRaw
+	// encoded), and peerClaims its peers' (loop goroutine only).
+	claims          Claims
+	claimsRaw       []byte
+	claimsSent      bool
+	claimsWaitUntil time.Time
+	peerClaims      map[string]peerClaims
 
 	// peers are the other speakers' MACs (from their records): their claims on the
 	// wire are a split brain, not an address conflict.
@@ -151,6 +158,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		takeovers:     map[string]pendingTakeover{},
 		ownedServices: map[netip.Addr][]string{},
 		claimLogAt:    map[netip.Addr]time.Time{},
+		peerClaims:    map[string]peerClaims{},
 	}
 	s.prober = newHostProber(cfg.Members.BindPort, s.pokeElection)
 	s.reports = newReporter(cfg.NodeName, mgr.GetCache(), s.recorder)

@@ -25,6 +25,10 @@ type Inputs struct {
 	// LBClass is the loadBalancerClass herald serves besides Services without one.
 	LBClass            string
 	IgnoreExcludeLabel bool
+	// Claims are the IPs each speaker announces, by node (this one and its live
+	// peers): whose claims are current are the election's incumbents. Nil: placement
+	// by hash alone.
+	Claims map[string]Claims
 }
 
 // Problem is an object the election had to leave out, with why.
@@ -43,6 +47,9 @@ func BuildView(in Inputs) (election.View, []election.Service, []Problem) {
 	v := election.View{
 		Members:            slices.Clone(in.Members),
 		IgnoreExcludeLabel: in.IgnoreExcludeLabel,
+	}
+	if len(in.Claims) > 0 {
+		v.Incumbents = incumbents(in.Claims, rebalanceTokens(in.Services))
 	}
 	for _, n := range in.Nodes {
 		v.Nodes = append(v.Nodes, nodeView(n))

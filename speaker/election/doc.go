@@ -34,7 +34,9 @@
 //  1. how many active Services they fit (partly or fully), more first;
 //  2. how many they fit fully, more first (a node with a ready pod beats one whose pod is
 //     terminating, so a rolling update moves the IP before the old pod is gone);
-//  3. sha256(nodeName + "#" + key) compared as bytes, smaller first (NodeHash), where the
+//  3. the incumbent first: the node View.Incumbents names for the group's IPs (the node
+//     announcing them now), when they all name the same eligible node;
+//  4. sha256(nodeName + "#" + key) compared as bytes, smaller first (NodeHash), where the
 //     key is the smallest IP of the group (netip.Addr order, so IPv4 before IPv6; for a
 //     lone single-stack Service it is its IP, for a dual-stack one its IPv4).
 //
@@ -49,9 +51,13 @@
 // announced" is not kept: it existed because MetalLB elects per Service and shared IPs
 // could get two owners, which grouping makes impossible.
 //
-// A node's rank depends only on that node and the Services, never on the other members.
-// Hence removing a node that is not the owner never moves an IP, and adding a node moves
-// only the IPs it now ranks first for.
+// A node's rank depends only on that node, the Services and which node announces the
+// IPs now, never on the other members. Hence removing a node that is not the owner never
+// moves an IP, and adding a node moves only the IPs it now ranks first for, which with
+// an incumbent is none: the hash places a new IP (and an IP whose owner died, among the
+// survivors), and a node that comes back takes nothing back from a healthy owner. The
+// incumbents come from the speakers themselves (each publishes the IPs it announces,
+// speaker/members), so every speaker that heard them elects the same owners.
 //
 // # Representation
 //

@@ -42,6 +42,7 @@ type elector struct {
 // tie.
 type candidate struct {
 	cover, ready int32
+	incumbent    bool
 	prefix       uint64 // first 8 bytes of the hash, big-endian
 	node         int
 }
@@ -81,7 +82,7 @@ func (e *elector) elect(g *group, out []Decision) []Decision {
 			sv.nodes.each(func(i int) { e.add(i, fitReady) })
 		}
 	}
-	ranked := e.rank(g.key())
+	ranked := e.rank(g.key(), e.incumbent(g))
 	e.reset()
 	if len(ranked) == 0 {
 		reason, msg := e.c.noCandidate(g, active, e.union)
@@ -158,15 +159,35 @@ func (e *elector) addLocal(sv *service) {
 	e.localSeen = e.localSeen[:0]
 }
 
+// incumbent returns the index of the eligible node that View.Incumbents names for the
+// IPs of g, or -1 when none does or they name different nodes.
+func (e *elector) incumbent(g *group) int {
+	at := -1
+	for _, ip := range g.ips {
+		n, ok := e.c.incumbents[ip]
+		if !ok {
+			continue
+		}
+		i, eligible := e.c.index[n]
+		switch {
+		case !eligible || (at >= 0 && at != i):
+			return -1
+		default:
+			at = i
+		}
+	}
+	return at
+}
+
 // rank orders the touched nodes: more Services fitted, then more fitted fully, then
-// smaller NodeHash.
-func (e *elector) rank(key netip.Addr) []candidate {
+// the incumbent, then smaller NodeHash.
+func (e *elector) rank(key netip.Addr, incumbent int) []candidate {
 	suffix := hashSuffix(key)
 	r := e.ranked[:0]
 	for _, i := range e.touched {
 		h := &e.hashes[i]
 		*h = hashWithSuffix(e.c.names[i], suffix)
-		r = append(r, candidate{cover: e.cover[i], ready: e.ready[i], prefix: binary.BigEndian.Uint64(h[:8]), node: i})
+		r = append(r, candidate{cover: e.cover[i], ready: e.ready[i], incumbent: i == incumbent, prefix: binary.BigEndian.Uint64(h[:8]), node: i})
 	}
 	slices.SortFunc(r, func(a, b candidate) int {
 		switch {
@@ -174,6 +195,11 @@ func (e *elector) rank(key netip.Addr) []candidate {
 			return cmp.Compare(b.cover, a.cover)
 		case a.ready != b.ready:
 			return cmp.Compare(b.ready, a.ready)
+		case a.incumbent != b.incumbent:
+			if a.incumbent {
+				return -1
+			}
+			return 1
 		case a.prefix != b.prefix:
 			return cmp.Compare(a.prefix, b.prefix)
 		}

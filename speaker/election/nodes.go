@@ -1,6 +1,7 @@
 package election
 
 import (
+	"net/netip"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -19,6 +20,8 @@ type cluster struct {
 	live        int      // distinct live members
 
 	ads []advertisement
+	// incumbents is View.Incumbents.
+	incumbents map[netip.Addr]string
 }
 
 // advertisement is an Advertisement with its pool list as a set and its node selection
@@ -31,7 +34,7 @@ type advertisement struct {
 
 func newCluster(v View) *cluster {
 	nodes := nodesByName(v.Nodes)
-	c := &cluster{index: map[string]int{}}
+	c := &cluster{index: map[string]int{}, incumbents: v.Incumbents}
 	seen := make(map[string]bool, len(v.Members))
 	for _, m := range v.Members {
 		if m == "" || seen[m] {

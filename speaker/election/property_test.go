@@ -240,12 +240,39 @@ func reference(v View, svcs []Service) map[netip.Addr][]string {
 				cands = append(cands, sc)
 			}
 		}
+		// The incumbent: the one eligible node the group's IPs name, if they agree.
+		inc, conflict := "", false
+		for a := range g {
+			n, ok := v.Incumbents[a]
+			if !ok {
+				continue
+			}
+			if (inc != "" && inc != n) || !slices.ContainsFunc(v.Nodes, func(x Node) bool { return x.Name == n }) {
+				conflict = true
+			}
+			inc = n
+		}
+		eligible := false
+		for _, n := range v.Nodes {
+			if n.Name == inc && slices.Contains(v.Members, n.Name) && !n.NetworkUnavailable && (!isExcluded(n) || v.IgnoreExcludeLabel) {
+				eligible = true
+			}
+		}
+		if conflict || !eligible {
+			inc = ""
+		}
 		slices.SortFunc(cands, func(a, b scored) int {
 			if a.cover != b.cover {
 				return b.cover - a.cover
 			}
 			if a.ready != b.ready {
 				return b.ready - a.ready
+			}
+			if (a.name == inc) != (b.name == inc) {
+				if a.name == inc {
+					return -1
+				}
+				return 1
 			}
 			ha, hb := sha256.Sum256([]byte(a.name+"#"+key.String())), sha256.Sum256([]byte(b.name+"#"+key.String()))
 			return bytes.Compare(ha[:], hb[:])

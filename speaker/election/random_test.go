@@ -103,6 +103,7 @@ func shuffled(rnd *rand.Rand, v View, svcs []Service) (View, []Service) {
 		Nodes:              slices.Clone(v.Nodes),
 		Advertisements:     slices.Clone(v.Advertisements),
 		IgnoreExcludeLabel: v.IgnoreExcludeLabel,
+		Incumbents:         v.Incumbents,
 	}
 	shuffle(len(v2.Members), func(i, j int) { v2.Members[i], v2.Members[j] = v2.Members[j], v2.Members[i] })
 	shuffle(len(v2.Nodes), func(i, j int) { v2.Nodes[i], v2.Nodes[j] = v2.Nodes[j], v2.Nodes[i] })

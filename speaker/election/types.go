@@ -63,6 +63,10 @@ type View struct {
 	Nodes   []Node
 	// Advertisements are all L2Advertisements; those not covering a Service are ignored.
 	Advertisements []Advertisement
+	// Incumbents are the nodes announcing IPs now, by IP: a group whose IPs name one
+	// incumbent keeps it as owner while it is among the best candidates (no fail-back).
+	// Nil or empty: placement by hash alone.
+	Incumbents map[netip.Addr]string
 	// IgnoreExcludeLabel lets nodes carrying ExcludeLabel announce anyway (single-node
 	// and kind clusters, whose control-plane nodes carry it; https://github.com/metallb/metallb/issues/2274).
 	IgnoreExcludeLabel bool

@@ -1,0 +1,65 @@
+package speaker
+
+import (
+	"net/netip"
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestClaimsRoundTrip(t *testing.T) {
+	c := Claims{
+		netip.MustParseAddr("172.18.255.201"): "",
+		netip.MustParseAddr("172.18.255.200"): "2026-11-25T10:00:00Z",
+		netip.MustParseAddr("fc00::1"):        "a,b",
+	}
+	raw := c.Encode()
+	if want := "172.18.255.200 2026-11-25T10:00:00Z\n172.18.255.201\nfc00::1 a,b\n"; string(raw) != want {
+		t.Errorf("Encode = %q, want %q", raw, want)
+	}
+	got, err := DecodeClaims(raw)
+	if err != nil || !reflect.DeepEqual(got, c) {
+		t.Errorf("DecodeClaims = %v, %v; want %v", got, err, c)
+	}
+	if _, err := DecodeClaims([]byte("not-an-ip x\n")); err == nil {
+		t.Error("a malformed line was accepted")
+	}
+	if got, err := DecodeClaims(nil); err != nil || len(got) != 0 {
+		t.Errorf("no claims: %v, %v", got, err)
+	}
+}
+
+func claimService(name, rebalance string, ips ...string) *corev1.Service {
+	s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+	if rebalance != "" {
+		s.Annotations = map[string]string{RebalanceAnnotation: rebalance}
+	}
+	for _, ip := range ips {
+		s.Status.LoadBalancer.Ingress = append(s.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
+	}
+	return s
+}
+
+func TestIncumbentsFromClaims(t *testing.T) {
+	ip1, ip2, ip3 := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("10.0.0.3")
+	tokens := rebalanceTokens([]*corev1.Service{
+		claimService("a", "", "10.0.0.1"),
+		claimService("b", "t2", "10.0.0.2"),
+		claimService("c", "t3", "10.0.0.3"),
+		claimService("d", "t1", "10.0.0.3"), // shares 10.0.0.3
+	})
+	if want := map[netip.Addr]string{ip1: "", ip2: "t2", ip3: "t1,t3"}; !reflect.DeepEqual(tokens, want) {
+		t.Fatalf("tokens = %v, want %v", tokens, want)
+	}
+	claims := map[string]Claims{
+		"w1": {ip1: "", ip2: "t-old"}, // ip2: claimed before the rebalance
+		"w2": {ip2: "t2", ip3: "t1,t3"},
+		"w3": {ip3: "t1,t3", netip.MustParseAddr("10.0.0.9"): ""}, // ip3: a move under way; 10.0.0.9: gone
+	}
+	want := map[netip.Addr]string{ip1: "w1", ip2: "w2"}
+	if got := incumbents(claims, tokens); !reflect.DeepEqual(got, want) {
+		t.Errorf("incumbents = %v, want %v", got, want)
+	}
+}

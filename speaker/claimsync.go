@@ -1,0 +1,69 @@
+package speaker
+
+import (
+	"bytes"
+	"net/netip"
+	"time"
+)
+
+// peerClaims caches the decoded claims of a peer with the bytes they came from.
+type peerClaims struct {
+	raw    []byte
+	claims Claims
+}
+
+// claimsOf returns the claims of this speaker and of its live peers, and whether a
+// peer that joined less than JoinWait ago has not sent its claims yet (after that, a
+// peer without claims, a speaker of an older version, say, counts as claiming
+// nothing). Loop goroutine only.
+func (s *Speaker) claimsOf(live []string) (map[string]Claims, bool) {
+	states := s.members.States()
+	out := map[string]Claims{s.cfg.NodeName: s.claims}
+	waiting := false
+	now := time.Now()
+	for _, m := range live {
+		if m == s.cfg.NodeName {
+			continue
+		}
+		raw, ok := states[m]
+		if !ok {
+			if until := s.since[m].Add(s.cfg.Quorum.JoinWait); until.After(now) {
+				waiting = true
+				if until.After(s.claimsWaitUntil) { // one timer per deadline
+					s.claimsWaitUntil = until
+					time.AfterFunc(until.Sub(now), s.pokeElection)
+				}
+			}
+			continue
+		}
+		pc, cached := s.peerClaims[m]
+		if !cached || !bytes.Equal(pc.raw, raw) {
+			c, err := DecodeClaims(raw)
+			if err != nil {
+				s.log.Info("ignoring a peer's claims", "peer", m, "error", err.Error())
+				c = Claims{}
+			}
+			pc = peerClaims{raw: raw, claims: c}
+			s.peerClaims[m] = pc
+		}
+		out[m] = pc.claims
+	}
+	for m := range s.peerClaims {
+		if _, ok := states[m]; !ok {
+			delete(s.peerClaims, m)
+		}
+	}
+	return out, waiting
+}
+
+// publishClaims tells the peers which IPs this speaker announces now, under tokens,
+// when that changed. Loop goroutine only.
+func (s *Speaker) publishClaims(tokens map[netip.Addr]string) {
+	c := ownClaims(s.tracker.OwnedIPs(), tokens)
+	raw := c.Encode()
+	if s.claimsSent && bytes.Equal(raw, s.claimsRaw) {
+		return
+	}
+	s.claims, s.claimsRaw, s.claimsSent = c, raw, true
+	s.members.Publish(raw)
+}
