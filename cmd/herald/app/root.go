@@ -17,6 +17,7 @@ func NewRootCommand() *cobra.Command {
 		newControllerCommand(),
 		newSpeakerCommand(),
 		newStatusCommand(),
+		newRebalanceCommand(),
 		newMigrateCommand(),
 		newVersionCommand(),
 	)
