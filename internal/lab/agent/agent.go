@@ -1,10 +1,15 @@
 // Package agent is the lab's stand-in for the kubelet. One agent runs per lab node, in
-// the node's network namespace: it registers the Node and keeps it Ready, and turns each
+// the node's network namespace: it registers the Node, renews its Lease in
+// kube-node-lease and reports it Ready as a kubelet does, so that the node lifecycle
+// controller marks it NotReady once the agent can no longer reach the API server (cable
+// pulled, agent killed) and the agent marks it Ready again when it can. It turns each
 // Pod bound to the node (spec.nodeName) into a network namespace with a veth pair to the
 // node, an address from the node's pod CIDR and a traefik/whoami-like HTTP server on the
 // pod's container ports, then reports the Pod Running and Ready with its IP, so that the
-// real EndpointSlice controller publishes it. A deleted Pod's namespace is removed and
-// the Pod deleted for good, as a kubelet does once its containers are gone.
+// real EndpointSlice controller publishes it, and reports it again when someone else
+// (the node lifecycle controller, while the node was cut off) marked it not ready. A
+// deleted Pod's namespace is removed and the Pod deleted for good, as a kubelet does
+// once its containers are gone.
 //
 // The agent does not schedule: Pods must name their node, as the walkthrough's do. It
 // runs no container image: whatever the image, the pod answers like whoami. Its HTTP
@@ -106,6 +111,12 @@ type Agent struct {
 	// ipam6 hands out the pods' IPv6 addresses on a dual-stack node, else it is nil.
 	ipam6 *ipam
 	pods  map[string]*podNet // by namespace/name; touched only by the sync worker
+	// statusPosted is when the node's status was last posted; touched by registration,
+	// then only by the heartbeat.
+	statusPosted time.Time
+	// rechecking says the last recheck of the pods' statuses failed; touched only by the
+	// sync worker.
+	rechecking bool
 }
 
 // Run registers the node and serves its pods until ctx ends.
@@ -143,6 +154,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	a.log.Printf("node %s registered (InternalIPs %v, pod CIDRs %v)", cfg.Node, cfg.nodeIPs(), cfg.podCIDRs())
+	go a.renewLeases(ctx)
 	go a.heartbeat(ctx, cfg.Heartbeat)
 	return a.servePods(ctx)
 }

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,23 +49,66 @@ func (a *Agent) register(ctx context.Context) error {
 	return a.postStatus(ctx)
 }
 
-// postStatus reports the node Ready with a fresh heartbeat. Nothing in the lab marks a
-// silent node NotReady (kube-controller-manager's node lifecycle controller is off), so
-// the heartbeat is for people reading `kubectl get nodes` and for what may watch it.
-func (a *Agent) postStatus(ctx context.Context) error {
+// NodeStatusReportFrequency is how often the agent posts the node's status when nothing
+// in it changed: the kubelet's default nodeStatusReportFrequency. The Lease, renewed
+// every 10 s, is the heartbeat; the status is a report.
+const NodeStatusReportFrequency = 5 * time.Minute
+
+// postStatus reports the node Ready with a fresh heartbeat, now.
+func (a *Agent) postStatus(ctx context.Context) error { return a.syncStatus(ctx, true) }
+
+// syncStatus computes the node's status, as a kubelet does every
+// nodeStatusUpdateFrequency, and posts it when force says so, when it differs from what
+// the API server holds (heartbeat times aside: say the node lifecycle controller set
+// Ready=Unknown while the node was cut off) or when NodeStatusReportFrequency has passed
+// since the last post.
+func (a *Agent) syncStatus(ctx context.Context, force bool) error {
 	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
 		n, err := a.cs.CoreV1().Nodes().Get(ctx, a.cfg.Node, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
+		old := n.Status.DeepCopy()
 		a.nodeStatus(&n.Status)
-		_, err = a.cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
-		return err
+		if !force && time.Since(a.statusPosted) < NodeStatusReportFrequency && !statusChanged(old, &n.Status) {
+			return nil
+		}
+		if _, err = a.cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		a.statusPosted = time.Now()
+		if was := readyStatus(old); was != corev1.ConditionTrue && was != "" {
+			a.log.Printf("node %s status posted: Ready (was %s)", a.cfg.Node, was)
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("node %s status: %w", a.cfg.Node, err)
 	}
 	return nil
+}
+
+// statusChanged compares two node statuses as the kubelet's nodeStatusHasChanged does:
+// everything but the conditions' heartbeat times.
+func statusChanged(a, b *corev1.NodeStatus) bool {
+	strip := func(st *corev1.NodeStatus) *corev1.NodeStatus {
+		st = st.DeepCopy()
+		for i := range st.Conditions {
+			st.Conditions[i].LastHeartbeatTime = metav1.Time{}
+		}
+		return st
+	}
+	return !equality.Semantic.DeepEqual(strip(a), strip(b))
+}
+
+// readyStatus is the status of the Ready condition, "" when there is none.
+func readyStatus(st *corev1.NodeStatus) corev1.ConditionStatus {
+	for _, c := range st.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status
+		}
+	}
+	return ""
 }
 
 func (a *Agent) nodeStatus(st *corev1.NodeStatus) {
@@ -107,22 +151,28 @@ func (a *Agent) nodeStatus(st *corev1.NodeStatus) {
 	}
 }
 
-// heartbeat posts the node's status every interval until ctx ends; a failure is logged
-// and retried at the next tick (the API server may be unreachable while the node's link
-// is down, as for a real kubelet).
+// heartbeat syncs the node's status every interval until ctx ends (syncStatus posts it
+// when needed); a failure is logged and retried at the next tick (the API server may be
+// unreachable while the node's link is down, as for a real kubelet).
 func (a *Agent) heartbeat(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	failing := false
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 			hctx, cancel := context.WithTimeout(ctx, every)
-			if err := a.postStatus(hctx); err != nil {
-				a.log.Printf("heartbeat: %v", err)
-			}
+			err := a.syncStatus(hctx, false)
 			cancel()
+			switch {
+			case err != nil && !failing:
+				a.log.Printf("node status: %v (retrying every %v)", err, every)
+			case err == nil && failing:
+				a.log.Printf("node status synced again")
+			}
+			failing = err != nil
 		}
 	}
 }

@@ -54,10 +54,27 @@ func (a *Agent) servePods(ctx context.Context) error {
 		<-ctx.Done()
 		queue.ShutDown()
 	}()
+	go func() {
+		t := time.NewTicker(podStatusRecheck)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				queue.Add(recheckKey)
+			}
+		}
+	}()
 	for {
 		key, quit := queue.Get()
 		if quit {
 			return nil
+		}
+		if key == recheckKey {
+			a.recheckStatuses(ctx)
+			queue.Done(key)
+			continue
 		}
 		if err := a.sync(ctx, lister, key); err != nil {
 			a.log.Printf("pod %s: %v (retrying)", key, err)

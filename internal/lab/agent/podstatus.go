@@ -3,9 +3,11 @@ package agent
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
@@ -101,4 +103,59 @@ func runningStatus(pod *corev1.Pod, rec Record, hostIPs []string, now metav1.Tim
 			State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}},
 		})
 	}
+}
+
+// podStatusRecheck is how often the agent compares its pods' statuses in the API server
+// with what it runs, as the kubelet's status manager reconciles every 10 s.
+const podStatusRecheck = 10 * time.Second
+
+// recheckKey is queued every podStatusRecheck; no Pod's key looks like it.
+const recheckKey = "/recheck"
+
+// recheckStatuses reads the node's Pods from the API server, not the informer's cache,
+// and reports again each pod the agent runs whose status no longer says Running and
+// Ready: the node lifecycle controller marks every pod of a node it lost not ready, and
+// when the node comes back its watch may be a while re-established (the connection died
+// with the cable, and client-go backs off), while a kubelet fixes them within seconds.
+// A failure (the API server still out of reach) waits for the next tick.
+func (a *Agent) recheckStatuses(ctx context.Context) {
+	if len(a.pods) == 0 {
+		return
+	}
+	lctx, cancel := context.WithTimeout(ctx, podStatusRecheck)
+	defer cancel()
+	list, err := a.cs.CoreV1().Pods("").List(lctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", a.cfg.Node).String(),
+	})
+	if err == nil {
+		for i := range list.Items {
+			pod := &list.Items[i]
+			p := a.pods[pod.Namespace+"/"+pod.Name]
+			if p == nil || p.rec.UID != string(pod.UID) || pod.DeletionTimestamp != nil || reported(pod, p.rec) {
+				continue // not the agent's to report, or reported already
+			}
+			a.log.Printf("pod %s/%s: reported %s, Ready %s: reporting it Running and Ready again",
+				pod.Namespace, pod.Name, pod.Status.Phase, podReadyStatus(pod))
+			if err = a.reportRunning(ctx, pod, p.rec); err != nil {
+				break
+			}
+		}
+	}
+	switch {
+	case err != nil && !a.rechecking:
+		a.log.Printf("rechecking pod statuses: %v (retrying every %v)", err, podStatusRecheck)
+	case err == nil && a.rechecking:
+		a.log.Printf("pod statuses rechecked again")
+	}
+	a.rechecking = err != nil
+}
+
+// podReadyStatus is the status of the pod's Ready condition, "" when it has none.
+func podReadyStatus(pod *corev1.Pod) corev1.ConditionStatus {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status
+		}
+	}
+	return ""
 }
