@@ -101,9 +101,15 @@ func run(dir, assets, serviceCIDRs string, opts ...testenv.Option) error {
 	}
 
 	// kube-controller-manager runs the controllers a cluster has (ServiceAccounts,
-	// namespaces, EndpointSlices), so the local cluster behaves like a real one.
+	// namespaces, EndpointSlices), so the local cluster behaves like a real one. That
+	// includes the node lifecycle controller with Kubernetes' defaults: a node whose
+	// Lease goes unrenewed for 50 s (--node-monitor-grace-period, checked every 5 s) goes
+	// Ready=Unknown, its pods not ready, and tainted unreachable; pods tolerate that for
+	// 300 s (the DefaultTolerationSeconds admission plugin) before they are evicted. The
+	// lab's agents renew their nodes' Leases as kubelets do. Pod CIDRs are the lab's
+	// (no node IPAM), and there is no cloud.
 	kcm := exec.Command(filepath.Join(assets, "kube-controller-manager"),
-		"--kubeconfig="+path, "--leader-elect=false", "--controllers=*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle,-service-lb-controller",
+		"--kubeconfig="+path, "--leader-elect=false", "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller",
 		"--use-service-account-credentials=false", "--bind-address=127.0.0.1", "--secure-port=0")
 	logf, err := os.Create(filepath.Join(dir, "kube-controller-manager.log"))
 	if err != nil {
