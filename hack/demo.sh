@@ -160,9 +160,13 @@ fi
 if [[ -n $owner ]]; then
   "$lab" link-up "$owner" >/dev/null
   sleep 2
-  echo "after the link came back:"
+  echo "after the link came back: ${owner} takes nothing back (no fail-back: a move would break open connections)"
   "$lab" who-has "${vips[0]}" || true
   status -n default
+  echo "herald rebalance svc1: back to the node the hash places it on, on purpose"
+  "$lab" exec cp "$herald" rebalance svc1 -n default || true
+  sleep 2
+  "$lab" who-has "${vips[0]}" || true
 fi
 
 if [[ $dual == 1 ]]; then

@@ -80,3 +80,11 @@ func (c *cluster) pool() {
 		c.t.Fatal(err)
 	}
 }
+
+// rebalance asks for svc's IPs (namespace default) to go where the hash places them,
+// as `herald rebalance` does: with no fail-back, a node that comes back gets nothing
+// back until then.
+func (c *cluster) rebalance(svc string) {
+	c.t.Helper()
+	rebalanceService(c.t, c.API, keyIn("default", svc))
+}

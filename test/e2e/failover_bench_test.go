@@ -150,6 +150,7 @@ func BenchmarkFailoverDualStack(b *testing.B) {
 					if err := fault.undo(b.Context()); err != nil {
 						b.Fatalf("undoing %s of worker3: %v", fault.name, err)
 					}
+					f.rebalance(b, "failover") // no fail-back: back to worker3 on purpose
 				}
 				if err != nil {
 					b.Fatalf("%s of worker3: %v", fault.name, err)

@@ -203,6 +203,14 @@ func testDualStackFailover(t *testing.T, f *fullLab) {
 	}
 	expectOwners(t, "worker3", "before the faults")
 	expectCurls(t, 20, "before the faults")
+	// backHome: once the fault is undone worker3 takes nothing back (no fail-back),
+	// until a rebalance.
+	backHome := func(t *testing.T, fault string) {
+		t.Helper()
+		expectOwners(t, next, "after "+fault+" was undone")
+		f.rebalance(t, "failover")
+		expectOwners(t, "worker3", "after "+fault+" was undone and a rebalance")
+	}
 
 	for _, c := range []struct {
 		fault string
@@ -241,7 +249,7 @@ func testDualStackFailover(t *testing.T, f *fullLab) {
 			expectOwners(t, next, "after "+c.fault+" of the owner")
 			expectCurls(t, 20, "after "+c.fault+" of the owner")
 			heal()
-			expectOwners(t, "worker3", "after "+c.fault+" was undone")
+			backHome(t, c.fault)
 		})
 		t.Run(c.fault+"/measured", func(t *testing.T) {
 			res, err := f.s.MeasureFailovers(t.Context(), vips, c.fault)
@@ -269,7 +277,7 @@ func testDualStackFailover(t *testing.T, f *fullLab) {
 			}
 			expectOwners(t, next, "after "+c.fault+" of the owner")
 		})
-		expectOwners(t, "worker3", "after "+c.fault+" was undone")
+		backHome(t, c.fault)
 	}
 }
 

@@ -19,7 +19,8 @@ import (
 // The owner of a VIP fails three ways: its cable pulled, its speaker killed with
 // SIGKILL, its speaker stopped with SIGTERM. Each time the next node of the election
 // takes the VIP, exactly one MAC answers, and every request succeeds again; once the
-// fault is undone the VIP goes back to its first owner, again with one MAC answering.
+// fault is undone the VIP stays where it is (no fail-back) until a rebalance sends it
+// back to its first owner, again with one MAC answering.
 //
 // The VIP is chosen so that worker3, which runs no pod, owns it: with the cable of a
 // node running a pod pulled, requests the proxier sends to that pod would fail, as they
@@ -68,16 +69,20 @@ func TestLabFailover(t *testing.T) {
 			f.expectOwner(t, vip, next, "after "+c.fault+" of the owner")
 			f.expectCurls(t, url, 100, "after "+c.fault+" of the owner")
 
+			// worker3 is back and takes nothing back (no fail-back) until a rebalance.
 			undo()
-			f.expectOwner(t, vip, "worker3", "after "+c.fault+" was undone")
+			f.expectOwner(t, vip, next, "after "+c.fault+" was undone")
 			f.expectCurls(t, url, 20, "after "+c.fault+" was undone")
+			f.rebalance(t, "failover")
+			f.expectOwner(t, vip, "worker3", "after "+c.fault+" was undone and a rebalance")
 		})
 	}
 }
 
 // A node labelled node.kubernetes.io/exclude-from-external-load-balancers gives up the
 // VIPs it owns, each to the next node of its election order; VIPs owned by other nodes
-// stay where they are; with the label removed the VIPs come back.
+// stay where they are; with the label removed they stay too (no fail-back), and a
+// rebalance sends them back.
 func TestLabNodeExclusionLabel(t *testing.T) {
 	f := fullLabFor(t)
 	excluded := f.owner(f.vips["svc2"])
@@ -98,9 +103,14 @@ func TestLabNodeExclusionLabel(t *testing.T) {
 	}
 	f.expectCurls(t, "http://"+f.vips["svc2"].String()+"/", 100, "svc2 with its owner "+excluded+" excluded")
 
+	// Without the label the node takes nothing back (no fail-back) until a rebalance.
 	f.setNodeLabel(t, excluded, election.ExcludeLabel, nil)
 	for _, name := range walkthrough {
-		f.expectOwner(t, f.vips[name], f.owner(f.vips[name]), name+" after the label was removed")
+		f.expectOwner(t, f.vips[name], f.owner(f.vips[name], rest...), name+" after the label was removed")
+	}
+	f.rebalance(t, walkthrough...)
+	for _, name := range walkthrough {
+		f.expectOwner(t, f.vips[name], f.owner(f.vips[name]), name+" after the label was removed and a rebalance")
 	}
 }
 
@@ -148,8 +158,12 @@ func TestLabL2AdvertisementNodeSelectors(t *testing.T) {
 	f.expectOwner(t, vip, order[2], "nodeSelectors select "+order[2]+" only")
 	f.expectCurls(t, "http://"+vip.String()+"/", 20, "announced by "+order[2])
 
+	// A node the advertisement selects now takes nothing from the owner it still
+	// selects (no fail-back), until a rebalance.
 	f.updateAd(t, ad, func() { ad.Spec.NodeSelectors = []heraldv1.LabelSelector{hostname(order[2]), hostname(order[1])} })
-	f.expectOwner(t, vip, order[1], "nodeSelectors select "+order[1]+" and "+order[2])
+	f.expectOwner(t, vip, order[2], "nodeSelectors select "+order[1]+" and "+order[2])
+	f.rebalance(t, "selected")
+	f.expectOwner(t, vip, order[1], "nodeSelectors select "+order[1]+" and "+order[2]+", after a rebalance")
 
 	f.updateAd(t, ad, func() {
 		ad.Spec.NodeSelectors = []heraldv1.LabelSelector{{MatchLabels: map[string]heraldv1.LabelValue{"herald-e2e/announce": "yes"}}}

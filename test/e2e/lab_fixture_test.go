@@ -41,6 +41,7 @@ import (
 	"herald.dev/herald/internal/lab/netlab"
 	"herald.dev/herald/internal/scheme"
 	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/speaker"
 	"herald.dev/herald/speaker/election"
 )
 
@@ -263,6 +264,43 @@ func (f *fullLab) heal(tb testing.TB) {
 		if err := f.s.RestartController(ctx); err != nil {
 			tb.Fatal(err)
 		}
+	}
+	// An earlier test's faults left VIPs with the nodes that stood in (no fail-back):
+	// every test starts from the hash's placement.
+	f.rebalanceAll(tb)
+}
+
+// rebalance asks for the IPs of the named Services of namespace default to go to the
+// nodes the hash places them on, as `herald rebalance` does: with no fail-back, a VIP
+// stays with the node that took it over until someone asks.
+func (f *fullLab) rebalance(tb testing.TB, names ...string) {
+	tb.Helper()
+	for _, n := range names {
+		rebalanceService(tb, f.c, keyIn("default", n))
+	}
+}
+
+// rebalanceAll rebalances every LoadBalancer Service with an IP.
+func (f *fullLab) rebalanceAll(tb testing.TB) {
+	tb.Helper()
+	var list corev1.ServiceList
+	if err := f.c.List(tb.Context(), &list); err != nil {
+		tb.Fatalf("listing Services to rebalance: %v", err)
+	}
+	for _, svc := range list.Items {
+		if svc.Spec.Type == corev1.ServiceTypeLoadBalancer && len(svc.Status.LoadBalancer.Ingress) > 0 {
+			rebalanceService(tb, f.c, keyIn(svc.Namespace, svc.Name))
+		}
+	}
+}
+
+// rebalanceService sets the Service's herald.dev/rebalance annotation to a new value.
+func rebalanceService(tb testing.TB, c client.Client, key types.NamespacedName) {
+	tb.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, speaker.RebalanceAnnotation, time.Now().UTC().Format(time.RFC3339Nano))
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+	if err := c.Patch(tb.Context(), svc, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		tb.Fatalf("rebalancing %s: %v", key, err)
 	}
 }
 

@@ -153,7 +153,10 @@ func TestLabObservability(t *testing.T) {
 			if err := f.s.StartSpeaker(context.Background(), "worker3"); err != nil {
 				t.Errorf("starting worker3's speaker again: %v", err)
 			}
-			f.expectOwner(t, vip, "worker3", "after worker3's speaker came back")
+			// worker3 takes nothing back (no fail-back) until a rebalance.
+			f.expectOwner(t, vip, next, "after worker3's speaker came back")
+			f.rebalance(t, "observed")
+			f.expectOwner(t, vip, "worker3", "after worker3's speaker came back and a rebalance")
 		}()
 		if err != nil {
 			t.Fatal(err)
@@ -227,7 +230,9 @@ func TestLabObservability(t *testing.T) {
 			t.Errorf("HeraldVIPMultipleOwners is %v during a memberlist partition", s)
 		}
 		heal()
-		labtest.Eventually(t, "worker3 owns "+vip.String()+" again", ownersAre("worker3"))
+		f.expectOwner(t, vip, next, "after the partition healed (no fail-back)")
+		f.rebalance(t, "observed")
+		labtest.Eventually(t, "worker3 owns "+vip.String()+" again after a rebalance", ownersAre("worker3"))
 		labtest.Eventually(t, "HeraldMemberlistPartitioned clears", func() error {
 			s, err := prom.Query(ctx, `ALERTS{alertname="HeraldMemberlistPartitioned"}`)
 			if err != nil {

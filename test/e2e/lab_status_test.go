@@ -83,11 +83,23 @@ func TestLabStatus(t *testing.T) {
 		t.Errorf("after the failover: since %s, not after %s", after.Since, before.Since)
 	}
 
+	// worker3 comes back and takes nothing back (no fail-back): no leader change.
 	restart()
-	f.expectOwner(t, vip, "worker3", "after worker3's speaker came back")
-	back := f.expectStatus(t, svc.Name, vip, "worker3", "after worker3's speaker came back")
+	f.expectOwner(t, vip, next, "after worker3's speaker came back")
+	stayed := f.expectStatus(t, svc.Name, vip, next, "after worker3's speaker came back")
+	if stayed.LeaderChanges != after.LeaderChanges {
+		t.Errorf("after worker3 came back: %d leader changes, want still %d", stayed.LeaderChanges, after.LeaderChanges)
+	}
+
+	// herald rebalance, run as a user would, sends the VIP back to worker3.
+	out, err := f.s.Exec(t.Context(), lab.CPHost, f.s.Herald, "rebalance", "--kubeconfig", f.s.Kubeconfig, "-n", "default", svc.Name)
+	if err != nil || !strings.Contains(string(out), "rebalance requested") {
+		t.Fatalf("herald rebalance %s: %v\n%s", svc.Name, err, out)
+	}
+	f.expectOwner(t, vip, "worker3", "after herald rebalance")
+	back := f.expectStatus(t, svc.Name, vip, "worker3", "after herald rebalance")
 	if back.LeaderChanges != before.LeaderChanges+2 {
-		t.Errorf("after worker3 came back: %d leader changes, want %d", back.LeaderChanges, before.LeaderChanges+2)
+		t.Errorf("after the rebalance: %d leader changes, want %d", back.LeaderChanges, before.LeaderChanges+2)
 	}
 
 	f.deleteService(t, svc.Name)

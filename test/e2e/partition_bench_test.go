@@ -67,7 +67,10 @@ func BenchmarkPartition(b *testing.B) {
 			if err := cutMemberlist(owner, false); err != nil {
 				b.Fatal(err)
 			}
-			c.expectOwner(watch, owner, "partition healed")
+			// No fail-back: the healed owner gets its VIP back only on a rebalance.
+			c.expectOwner(watch, c.WorkerByMAC(next), "partition healed")
+			c.rebalance("svc1")
+			c.expectOwner(watch, owner, "partition healed, after a rebalance")
 		}
 		report(b, "partition-new-owner", handover)
 		report(b, "partition-old-owner-last", lastOld)

@@ -27,7 +27,8 @@ import (
 
 // Three speakers on one bridge, one VIP: exactly one MAC answers, the one of the node
 // the election picks; when the owner is killed, cut off or stopped, the next node in
-// the VIP's order answers; when it comes back, exactly one answers again.
+// the VIP's order answers; when it comes back, that node keeps answering alone (no
+// fail-back) until a rebalance sends the VIP back.
 func TestSpeakerOwnershipAndFailover(t *testing.T) {
 	c := newCluster(t, "hs-")
 	vip := c.LBService("svc1", "w1", nil)
@@ -54,7 +55,9 @@ func TestSpeakerOwnershipAndFailover(t *testing.T) {
 		c.expectOwner(watch, next, "owner killed")
 		c.logFailover(watch, next, at, "kill -9")
 		c.startSpeaker(owner, "--ml-join-interval", "1s")
-		c.expectOwner(watch, owner, "owner restarted")
+		c.expectOwner(watch, next, "owner restarted (no fail-back)")
+		c.rebalance("svc1")
+		c.expectOwner(watch, owner, "owner restarted, after a rebalance")
 	}
 	{ // link down
 		at := time.Now()
@@ -66,7 +69,9 @@ func TestSpeakerOwnershipAndFailover(t *testing.T) {
 		if err := owner.LinkUp(); err != nil {
 			t.Fatal(err)
 		}
-		c.expectOwner(watch, owner, "owner's link up again")
+		c.expectOwner(watch, next, "owner's link up again (no fail-back)")
+		c.rebalance("svc1")
+		c.expectOwner(watch, owner, "owner's link up again, after a rebalance")
 	}
 	{ // SIGTERM
 		at := time.Now()
