@@ -60,6 +60,13 @@ type Config struct {
 	Metrics   metricsserve.Config
 	ProbeAddr string
 
+	// RestartHold is how long peers hold the IPs of a speaker that stopped saying it
+	// restarts (SIGTERM), and how old its saved claims may be when the next speaker of
+	// the node starts; 0 moves the IPs at once, as a node leaving for good does.
+	RestartHold time.Duration
+	// StateDir keeps the speaker's claims across a restart ("" keeps nothing).
+	StateDir string
+
 	// WithholdDeadEndpoints: the proxier withholds the endpoints of nodes the
 	// speakers know dead (speaker/deadnodes) before the API server marks them not ready.
 	WithholdDeadEndpoints bool
@@ -97,6 +104,8 @@ func DefaultConfig() Config {
 		Proxy:             proxy.DefaultConfig(),
 
 		WithholdDeadEndpoints: true,
+		RestartHold:           10 * time.Second,
+		StateDir:              "/run/herald",
 	}
 }
 
@@ -123,6 +132,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	c.Metrics.AddFlags(fs)
 	fs.StringVar(&c.ProbeAddr, "health-probe-bind-address", c.ProbeAddr, "address of /healthz and /readyz")
 	c.Proxy.AddFlags(fs)
+	fs.DurationVar(&c.RestartHold, "restart-hold", c.RestartHold, "how long peers keep the IPs of a speaker that stopped on SIGTERM for it while it restarts (its host still answering), so that a restart moves no IP and breaks no connection (0: move them at once)")
+	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "directory (a hostPath in the DaemonSet) where a stopping speaker leaves the IPs it announces for the next speaker of the node (\"\": none)")
 	fs.BoolVar(&c.WithholdDeadEndpoints, "withhold-dead-endpoints", c.WithholdDeadEndpoints, "stop proxying to the endpoints of a node whose speaker vanished without a goodbye and that answers nothing, within a second instead of when the API server marks it not ready (50 s)")
 }
 
@@ -148,6 +159,9 @@ func (c *Config) validate() (*regexp.Regexp, error) {
 	}
 	if c.Quorum.Grace <= 0 || c.Quorum.JoinWait <= 0 {
 		errs = append(errs, fmt.Errorf("--quorum-grace %v and --quorum-join-wait %v must be positive", c.Quorum.Grace, c.Quorum.JoinWait))
+	}
+	if c.RestartHold < 0 {
+		errs = append(errs, fmt.Errorf("--restart-hold %v must not be negative", c.RestartHold))
 	}
 	if c.JoinInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--ml-join-interval %v must be positive", c.JoinInterval))

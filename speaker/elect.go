@@ -34,9 +34,14 @@ func (s *Speaker) runElection(ctx context.Context) {
 	verdict, records := s.decide(ctx, live)
 	s.observe(verdict, live)
 	if verdict.Mode.Silent() {
-		s.updateWithheld(ctx, verdict, live, records, nil)
+		s.updateWithheld(ctx, verdict, live, records, nil, nil)
 		s.apply(s.tracker.Silence(), nil, nil, false)
-		s.publishClaims(nil)                                     // none: a node back from silence must not look like an incumbent
+		// None: a node back from silence must not look like an incumbent. A speaker
+		// that has just replaced another on its node keeps the claims it took over
+		// until it may announce them.
+		if s.servedOnce {
+			s.publishClaims(nil)
+		}
 		s.vips.Elected(ctx, vipstatus.Election{Now: time.Now()}) // publishes nothing, takes nothing back
 		s.publishRecord(verdict, live, records)
 		return
@@ -47,21 +52,29 @@ func (s *Speaker) runElection(ctx context.Context) {
 		s.log.Error(err, "reading the cache for an election")
 		return
 	}
+	s.servedOnce = true
 	in.Members = verdict.Electors
-	// Before the election's announcements: endpoints of a dead node are out of every
-	// Service as soon as the node's IPs move.
-	s.updateWithheld(ctx, verdict, live, records, in.Nodes)
 	take := verdict.Take
 	// The speakers that hear a majority, and those holding what they have, keep every
-	// IP with the node announcing it (no fail-back). An arbitrated election places by
-	// hash alone: the sides of a split know different claims.
+	// IP with the node announcing it (no fail-back), and hold the IPs of a peer that is
+	// restarting. An arbitrated election places by hash alone: the sides of a split
+	// know different claims.
+	var held map[string]Claims
 	if verdict.Mode == quorum.ModeQuorum || verdict.Mode == quorum.ModeHold {
 		var waiting bool
 		in.Claims, waiting = s.claimsOf(live)
 		// A peer that just joined and whose claims have not arrived yet may announce
 		// IPs this speaker would otherwise take.
 		take = take && !waiting
+		held = s.heldNodes(time.Now())
+		for n, c := range held {
+			in.Members = append(in.Members, n)
+			in.Claims[n] = c
+		}
 	}
+	// Before the election's announcements: endpoints of a dead node are out of every
+	// Service as soon as the node's IPs move.
+	s.updateWithheld(ctx, verdict, live, records, in.Nodes, held)
 	view, services, problems := BuildView(in)
 	for _, p := range problems {
 		s.log.Info("left out of the election", "object", p.Object, "error", p.Err.Error())
@@ -202,7 +215,12 @@ func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string, tr
 		// taken only once no speaker answers for it, so it never has two MACs; a
 		// speaker that left gracefully answers until its peers took over, by design.
 		var opts []layer2.SetOption
+		_, restored := s.restored[t.IP]
+		delete(s.restored, t.IP)
 		switch {
+		case restored:
+			// This node's own a moment ago: its previous speaker stopped, and the peers
+			// held the IP for it.
 		case !t.Known:
 			opts = append(opts, layer2.Probe())
 		case t.Previous == "" || (!s.live[t.Previous] && !s.members.LeftGracefully(t.Previous)):

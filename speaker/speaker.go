@@ -99,6 +99,13 @@ type Speaker struct {
 	claimsSent      bool
 	claimsWaitUntil time.Time
 	peerClaims      map[string]peerClaims
+	// restored are the IPs the previous speaker of this node announced when it
+	// stopped, taken back without a probe; servedOnce: an election ran that was not
+	// silent (until then, a silent speaker keeps publishing the restored claims);
+	// holdWake is when the next hold of a restarting peer ends (restart.go).
+	restored   Claims
+	servedOnce bool
+	holdWake   time.Time
 
 	// peers are the other speakers' MACs (from their records): their claims on the
 	// wire are a split brain, not an address conflict.
@@ -236,6 +243,16 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		return stopEarly(err)
 	}
 	log.Info("memberlist started", "node", cfg.NodeName, "addr", s.members.Addr())
+	// The claims of the speaker this one replaces go out before the join: the peers
+	// holding its IPs see them as this node's as soon as it is back.
+	if restored, err := loadClaims(cfg.StateDir, cfg.NodeName, cfg.RestartHold, time.Now()); err != nil {
+		log.Error(err, "reading the claims the previous speaker left")
+	} else if len(restored) > 0 {
+		log.Info("taking back the IPs the previous speaker of this node announced", "ips", len(restored))
+		s.restored = restored
+		s.claims, s.claimsRaw, s.claimsSent = restored, restored.Encode(), true
+		s.members.Publish(s.claimsRaw)
+	}
 
 	// The responders also outlive ctx: on SIGTERM they keep answering until memberlist
 	// has been left.
@@ -252,6 +269,13 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	go func() { s.records.run(recordsCtx); close(recordsDone) }()
 
 	err = s.serve(ctx, mgr.GetCache())
+	// The loop has ended: the claims are this goroutine's now.
+	restart := cfg.RestartHold > 0
+	if restart {
+		if serr := saveClaims(cfg.StateDir, cfg.NodeName, s.claims); serr != nil {
+			log.Error(serr, "keeping this speaker's IPs for the next one")
+		}
+	}
 
 	// Graceful stop: peers learn we left and take over, then we stop answering. Our
 	// record goes meanwhile, so that peers stop expecting us (in a two-node cluster the
@@ -266,7 +290,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 			log.Error(rerr, "removing this speaker's record")
 		}
 	}()
-	if lerr := s.members.Leave(cfg.LeaveTimeout); lerr != nil {
+	if lerr := s.members.Leave(cfg.LeaveTimeout, restart); lerr != nil {
 		log.Error(lerr, "leaving memberlist")
 	}
 	<-removed

@@ -25,10 +25,10 @@ const (
 // proxier, points the host prober at the suspects, and reports changes. Called by the
 // loop after every election, with the Nodes the election read (nil when silent: a
 // silent speaker withholds nothing).
-func (s *Speaker) updateWithheld(ctx context.Context, v quorum.Verdict, live []string, recs []quorum.Record, nodes []*corev1.Node) {
-	if !s.cfg.WithholdDeadEndpoints {
-		return
-	}
+//
+// The prober also watches the hosts of the peers held while they restart (held): one
+// that stops answering ends its hold.
+func (s *Speaker) updateWithheld(ctx context.Context, v quorum.Verdict, live []string, recs []quorum.Record, nodes []*corev1.Node, held map[string]Claims) {
 	in := deadnodes.Input{
 		Self: s.cfg.NodeName, Quorum: v.Mode == quorum.ModeQuorum && nodes != nil, Live: live,
 		Lost: s.lostAt, Left: map[string]bool{}, Records: map[string]deadnodes.Record{}, Now: time.Now(),
@@ -51,6 +51,15 @@ func (s *Speaker) updateWithheld(ctx context.Context, v quorum.Verdict, live []s
 	in.AliveAt, in.SilentAt = s.prober.answers()
 
 	targets := map[string]netip.Addr{}
+	for n := range held {
+		if a, ok := addrs[n]; ok {
+			targets[n] = a
+		}
+	}
+	if !s.cfg.WithholdDeadEndpoints {
+		s.prober.set(targets)
+		return
+	}
 	for _, n := range deadnodes.Suspects(in) {
 		if a, ok := addrs[n]; ok {
 			targets[n] = a

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -28,7 +29,9 @@ func controllerCmd(s *State) []string {
 func speakerCmd(s *State, h HostInfo) []string {
 	cmd := []string{s.Herald, "speaker", "--kubeconfig", s.SpeakerKubeconfig, "--node-name", h.Name,
 		"--ml-bind-addr", h.Addr.String(), "--namespace", HeraldNamespace,
-		"--metrics-bind-address", speakerMetrics, "--metrics-secure=false", "--health-probe-bind-address", speakerProbe}
+		"--metrics-bind-address", speakerMetrics, "--metrics-secure=false", "--health-probe-bind-address", speakerProbe,
+		// The node's /run/herald: what a restarting speaker leaves its successor.
+		"--state-dir", filepath.Join(s.RunDir, "state", h.Name)}
 	return append(append(cmd, proxierArgs(s)...), s.SpeakerArgs...)
 }
 

@@ -15,15 +15,23 @@ import (
 // reports both as NotifyLeave, with the node's state not filled in, so a leaving
 // member first tells every peer directly (reliable, TCP) and only then leaves.
 
-// leavingPrefix starts the message a leaving member sends, followed by its name.
-const leavingPrefix = "herald-leaving:"
+// leavingPrefix starts the message a leaving member sends, followed by its name;
+// restartingPrefix the message of one that leaves to come back soon (a restart), whose
+// peers keep its state meanwhile (Held).
+const (
+	leavingPrefix    = "herald-leaving:"
+	restartingPrefix = "herald-restarting:"
+)
 
-// sayLeaving tells every live peer that this member is leaving, waiting at most
-// timeout for them all. A peer that does not hear it treats the departure as a death,
-// which is the safe side.
-func (m *Members) sayLeaving(timeout time.Duration) {
+// sayLeaving tells every live peer that this member is leaving (restarting, when
+// restart is set), waiting at most timeout for them all. A peer that does not hear it
+// treats the departure as a death, which is the safe side.
+func (m *Members) sayLeaving(timeout time.Duration, restart bool) {
 	self := m.ml.LocalNode().Name
 	msg := []byte(leavingPrefix + self)
+	if restart {
+		msg = []byte(restartingPrefix + self)
+	}
 	var wg sync.WaitGroup
 	for _, n := range m.ml.Members() {
 		if n.Name == self {
@@ -63,13 +71,19 @@ func (d *messageDelegate) NotifyMsg(b []byte) {
 		d.stateMsg(rest)
 		return
 	}
+	restart := false
 	name, ok := strings.CutPrefix(string(b), leavingPrefix)
+	if !ok {
+		name, ok = strings.CutPrefix(string(b), restartingPrefix)
+		restart = ok
+	}
 	if !ok || name == "" {
 		return
 	}
 	m := (*Members)(d)
 	m.mu.Lock()
 	m.leaving[name] = true
+	m.restarting[name] = restart
 	m.mu.Unlock()
 }
 

@@ -25,6 +25,10 @@ type Members struct {
 	// leaving are the members that said they are leaving (leaving.go); left those
 	// whose last departure followed such a word.
 	leaving, left map[string]bool
+	// restarting are the leaving members that said they will be back soon, and held
+	// the states kept for those that left so (state.go).
+	restarting map[string]bool
+	held       map[string]HeldState
 	// name is this member's; own is its state and states those of its peers (state.go).
 	name   string
 	own    peerState
@@ -45,13 +49,15 @@ func Start(cfg Config, log logr.Logger, reg prometheus.Registerer) (*Members, er
 		return nil, fmt.Errorf("memberlist config: %w", err)
 	}
 	m := &Members{
-		log:     log,
-		events:  make(chan struct{}, 1),
-		live:    map[string]bool{},
-		leaving: map[string]bool{},
-		left:    map[string]bool{},
-		name:    cfg.NodeName,
-		states:  map[string]peerState{},
+		log:        log,
+		events:     make(chan struct{}, 1),
+		live:       map[string]bool{},
+		leaving:    map[string]bool{},
+		left:       map[string]bool{},
+		name:       cfg.NodeName,
+		restarting: map[string]bool{},
+		held:       map[string]HeldState{},
+		states:     map[string]peerState{},
 		gauge: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "herald_memberlist_members",
 			Help: "Members of the speakers' memberlist cluster that this speaker sees alive, itself included.",
@@ -140,11 +146,12 @@ func (m *Members) Events() <-chan struct{} { return m.events }
 
 // Leave tells the peers this member is leaving, announces its departure and waits
 // for it to be gossiped, so that peers drop it at once instead of after failure
-// detection; all of it within timeout. Call it on SIGTERM before withdrawing
+// detection; all of it within timeout. With restart, the peers are told it will be
+// back soon and keep its state meanwhile (Held). Call it on SIGTERM before withdrawing
 // announcements, then Shutdown.
-func (m *Members) Leave(timeout time.Duration) error {
+func (m *Members) Leave(timeout time.Duration, restart bool) error {
 	deadline := time.Now().Add(timeout)
-	m.sayLeaving(timeout)
+	m.sayLeaving(timeout, restart)
 	if err := m.ml.Leave(max(time.Until(deadline), time.Millisecond)); err != nil {
 		return fmt.Errorf("leaving memberlist: %w", err)
 	}
@@ -181,10 +188,15 @@ func (d *eventDelegate) set(name string, live bool) {
 	if live {
 		m.live[name] = true
 		delete(m.left, name)
+		delete(m.held, name)
 	} else {
 		delete(m.live, name)
 		m.left[name] = m.leaving[name]
+		if st, ok := m.states[name]; ok && m.leaving[name] && m.restarting[name] {
+			m.held[name] = HeldState{Data: st.data, Since: time.Now()}
+		}
 		delete(m.leaving, name)
+		delete(m.restarting, name)
 		delete(m.states, name) // a member that comes back starts afresh
 	}
 	m.gauge.Set(float64(len(m.live)))

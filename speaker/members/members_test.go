@@ -36,7 +36,7 @@ func TestLeaveDropsMemberPromptly(t *testing.T) {
 	a, b, c := ms[0], ms[1], ms[2]
 	drain(a.Events())
 	t0 := time.Now()
-	if err := c.Leave(time.Second); err != nil {
+	if err := c.Leave(time.Second, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Shutdown(); err != nil {

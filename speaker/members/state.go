@@ -157,3 +157,30 @@ func (d *messageDelegate) stateMsg(b []byte) {
 		}
 	}
 }
+
+// HeldState is the last state of a member that left saying it restarts, and since
+// when it is gone.
+type HeldState struct {
+	Data  []byte
+	Since time.Time
+}
+
+// Held returns the states kept for the members that left saying they restart and have
+// not come back (nor died again: a member that comes back and dies without a word is
+// no longer held). The caller decides how long a hold lasts; Release ends one.
+func (m *Members) Held() map[string]HeldState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]HeldState, len(m.held))
+	for n, h := range m.held {
+		out[n] = h
+	}
+	return out
+}
+
+// Release forgets the state held for name.
+func (m *Members) Release(name string) {
+	m.mu.Lock()
+	delete(m.held, name)
+	m.mu.Unlock()
+}

@@ -102,3 +102,41 @@ func TestStatesReachEveryPeerAndAComeback(t *testing.T) {
 		t.Error("a malformed state was stored")
 	}
 }
+
+func TestRestartingMemberIsHeld(t *testing.T) {
+	ms := cluster(t, 3)
+	a, b, c := ms[0], ms[1], ms[2]
+	b.Publish([]byte("b-claims"))
+	c.Publish([]byte("c-claims"))
+	eventually(t, 5*time.Second, func() bool {
+		s := a.States()
+		return string(s[b.name]) == "b-claims" && string(s[c.name]) == "c-claims"
+	}, func() string { return "a did not get the states: " + statesString(a.States()) })
+
+	// b restarts: a holds its state; c stops for good: a holds nothing of it.
+	before := time.Now()
+	if err := b.Leave(time.Second, true); err != nil {
+		t.Fatal(err)
+	}
+	_ = b.Shutdown()
+	if err := c.Leave(time.Second, false); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Shutdown()
+	eventually(t, 5*time.Second, func() bool { return len(a.Live()) == 1 },
+		func() string { return fmt.Sprintf("a still sees %v", a.Live()) })
+	held := a.Held()
+	if h, ok := held[b.name]; !ok || string(h.Data) != "b-claims" || h.Since.Before(before) {
+		t.Errorf("a holds %v for b, want its state since it left", held)
+	}
+	if _, ok := held[c.name]; ok || len(held) != 1 {
+		t.Errorf("a holds %v; c stopped without saying it restarts", held)
+	}
+	if !a.LeftGracefully(b.name) {
+		t.Error("a restarting member did not leave gracefully")
+	}
+	a.Release(b.name)
+	if len(a.Held()) != 0 {
+		t.Errorf("after Release: %v", a.Held())
+	}
+}

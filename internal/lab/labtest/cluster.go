@@ -190,7 +190,8 @@ func (c *Cluster) StartSpeaker(h *netlab.Host, extra ...string) *netlab.Process 
 	c.tb.Helper()
 	args := append([]string{"speaker", "--kubeconfig", c.SpeakerKubeconfig, "--node-name", h.Name(),
 		"--ml-bind-addr", h.Addr().String(), "--namespace", lab.HeraldNamespace,
-		"--metrics-bind-address", SpeakerMetrics, "--metrics-secure=false", "--health-probe-bind-address", SpeakerProbe}, extra...)
+		"--metrics-bind-address", SpeakerMetrics, "--metrics-secure=false", "--health-probe-bind-address", SpeakerProbe,
+		"--state-dir", filepath.Join(c.Net.RunDir(), "state", h.Name())}, extra...)
 	p := c.Start(h, "speaker", args...)
 	WaitHTTP(c.tb, h, p, "http://"+SpeakerProbe+"/readyz")
 	return p

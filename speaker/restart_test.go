@@ -1,0 +1,46 @@
+package speaker
+
+import (
+	"net/netip"
+	"os"
+	"reflect"
+	"testing"
+	"time"
+)
+
+func TestClaimsSurviveARestartOnce(t *testing.T) {
+	dir := t.TempDir()
+	c := Claims{netip.MustParseAddr("172.18.255.200"): "t1", netip.MustParseAddr("fc00::5"): ""}
+	if err := saveClaims(dir, "worker2", c); err != nil {
+		t.Fatal(err)
+	}
+	if err := saveClaims(dir, "worker3", Claims{netip.MustParseAddr("172.18.255.201"): ""}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	got, err := loadClaims(dir, "worker2", 10*time.Second, now)
+	if err != nil || !reflect.DeepEqual(got, c) {
+		t.Fatalf("loadClaims = %v, %v; want %v", got, err, c)
+	}
+	if again, err := loadClaims(dir, "worker2", 10*time.Second, now); err != nil || again != nil {
+		t.Errorf("a second load = %v, %v; want nothing (good for one start)", again, err)
+	}
+
+	// Older than the hold: the peers have moved the IPs; nothing to take back.
+	if err := saveClaims(dir, "worker2", c); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := loadClaims(dir, "worker2", 10*time.Second, now.Add(time.Minute)); err != nil || got != nil {
+		t.Errorf("stale claims loaded: %v, %v", got, err)
+	}
+	if _, err := os.Stat(claimsFile(dir, "worker3")); err != nil {
+		t.Errorf("another node's claims went: %v", err)
+	}
+	// No directory, or no hold: nothing kept.
+	if got, err := loadClaims("", "worker3", 10*time.Second, now); got != nil || err != nil {
+		t.Errorf("no state dir: %v, %v", got, err)
+	}
+	if got, err := loadClaims(dir, "worker3", 0, now); got != nil || err != nil {
+		t.Errorf("no hold: %v, %v", got, err)
+	}
+}
