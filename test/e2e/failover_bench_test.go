@@ -6,7 +6,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -36,7 +35,6 @@ func BenchmarkFailover(b *testing.B) {
 	}{
 		{"link-down", (*netlab.Host).LinkDown, (*netlab.Host).LinkUp},
 		{"kill-9", func(h *netlab.Host) error { return c.speakers[h.Name()].Kill() }, c.restartSpeaker},
-		{"sigterm", func(h *netlab.Host) error { return c.speakers[h.Name()].Signal(syscall.SIGTERM) }, c.restartSpeaker},
 	}
 	for b.Loop() {
 		for _, f := range faults {
@@ -113,7 +111,7 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 }
 
 // BenchmarkFailoverDualStack measures a failover of both families at once, on the
-// dual-stack lab (lab.Config.DualStack), for link-down and SIGTERM of the owner of a
+// dual-stack lab (lab.Config.DualStack), for link-down of the owner of a
 // RequireDualStack Service (worker3, which runs no pod), over trials of each fault
 // (HERALD_FAILOVER_TRIALS, default 10): from the fault in effect to the new owner's
 // first answer to the client, by NDP for the IPv6 VIP and ARP for the IPv4 one, and to
@@ -135,7 +133,6 @@ func BenchmarkFailoverDualStack(b *testing.B) {
 		undo func(context.Context) error
 	}{
 		{lab.FaultLinkDown, func(ctx context.Context) error { return f.s.LinkUp(ctx, "worker3") }},
-		{lab.FaultStop, func(ctx context.Context) error { return f.s.StartSpeaker(ctx, "worker3") }},
 	}
 	for b.Loop() {
 		for _, fault := range faults {

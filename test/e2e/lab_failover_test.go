@@ -16,8 +16,9 @@ import (
 	"herald.dev/herald/speaker/election"
 )
 
-// The owner of a VIP fails three ways: its cable pulled, its speaker killed with
-// SIGKILL, its speaker stopped with SIGTERM. Each time the next node of the election
+// The owner of a VIP fails two ways: its cable pulled, its speaker killed with
+// SIGKILL. (A speaker stopped with SIGTERM is restarting: its peers hold its VIPs, see
+// TestLabRollingRestart.) Each time the next node of the election
 // takes the VIP, exactly one MAC answers, and every request succeeds again; once the
 // fault is undone the VIP stays where it is (no fail-back) until a rebalance sends it
 // back to its first owner, again with one MAC answering.
@@ -40,7 +41,6 @@ func TestLabFailover(t *testing.T) {
 	}{
 		{lab.FaultLinkDown, func(ctx context.Context) error { return f.s.LinkUp(ctx, "worker3") }},
 		{lab.FaultKill, func(ctx context.Context) error { return f.s.StartSpeaker(ctx, "worker3") }},
-		{lab.FaultStop, func(ctx context.Context) error { return f.s.StartSpeaker(ctx, "worker3") }},
 	} {
 		t.Run(c.fault, func(t *testing.T) {
 			res, err := f.s.MeasureFailover(t.Context(), vip, c.fault)

@@ -148,7 +148,7 @@ func TestLabObservability(t *testing.T) {
 	labtest.Eventually(t, "the owner panel shows worker3", ownersAre("worker3"))
 
 	t.Run("failover", func(t *testing.T) {
-		res, err := f.s.MeasureFailover(ctx, vip, lab.FaultStop)
+		res, err := f.s.MeasureFailover(ctx, vip, lab.FaultKill)
 		defer func() {
 			if err := f.s.StartSpeaker(context.Background(), "worker3"); err != nil {
 				t.Errorf("starting worker3's speaker again: %v", err)
