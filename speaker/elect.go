@@ -196,7 +196,9 @@ func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string, tr
 		s.log.Info("stopped announcing", "ip", r.IP, "services", r.Services, "newOwner", r.Next)
 	}
 	for _, t := range p.Take {
-		pt := pendingTakeover{Takeover: t}
+		_, restored := s.restored[t.IP]
+		delete(s.restored, t.IP)
+		pt := pendingTakeover{Takeover: t, restored: restored}
 		if t.Previous != "" && !s.live[t.Previous] {
 			pt.lostAt = s.lostAt[t.Previous]
 		}
@@ -206,17 +208,21 @@ func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string, tr
 		s.mu.Unlock()
 		s.setOwner(t.Decision)
 		s.metrics.peerClaims.WithLabelValues(t.IP.String()) // at 0, so increase() sees the first claim
-		s.metrics.leaderChanges.WithLabelValues(t.IP.String()).Inc()
+		counter := s.metrics.leaderChanges.WithLabelValues(t.IP.String())
 		s.counted[t.IP] = true
-		s.log.Info("taking over", "ip", t.IP, "services", t.Services, "previousOwner", t.Previous, "interfaces", t.Interfaces)
+		if restored {
+			// No move: the node announced it before its speaker restarted.
+			s.log.Info("announcing again after a restart", "ip", t.IP, "services", t.Services, "interfaces", t.Interfaces)
+		} else {
+			counter.Inc()
+			s.log.Info("taking over", "ip", t.IP, "services", t.Services, "previousOwner", t.Previous, "interfaces", t.Interfaces)
+		}
 		// An IP new to this speaker (a new Service, or a speaker just started) is
 		// probed for a foreign device first. An IP whose owner was lost without
 		// leaving (dead, or cut off from memberlist but alive), or is unknown, is
 		// taken only once no speaker answers for it, so it never has two MACs; a
 		// speaker that left gracefully answers until its peers took over, by design.
 		var opts []layer2.SetOption
-		_, restored := s.restored[t.IP]
-		delete(s.restored, t.IP)
 		switch {
 		case restored:
 			// This node's own a moment ago: its previous speaker stopped, and the peers
@@ -270,6 +276,8 @@ func (s *Speaker) announced(a layer2.Announcement) {
 	if !pt.lostAt.IsZero() {
 		s.metrics.failover.Observe(a.At.Sub(pt.lostAt).Seconds())
 	}
-	s.reports.takeover(pt.Takeover, a)
+	if !pt.restored { // a restart is no takeover: no Event
+		s.reports.takeover(pt.Takeover, a)
+	}
 	s.vips.Announced(a)
 }

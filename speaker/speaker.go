@@ -117,7 +117,8 @@ type Speaker struct {
 // pendingTakeover is what the announcement of a takeover needs to report it.
 type pendingTakeover struct {
 	Takeover
-	lostAt time.Time // when the previous owner left memberlist; zero if it did not
+	lostAt   time.Time // when the previous owner left memberlist; zero if it did not
+	restored bool      // the node's own before its speaker restarted: no move
 }
 
 // Run runs the speaker until ctx ends, then leaves memberlist before it stops

@@ -1,0 +1,108 @@
+package e2e
+
+import (
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"herald.dev/herald/internal/lab"
+	"herald.dev/herald/internal/lab/labtest"
+)
+
+const (
+	// restartDown is how long each speaker stays stopped, as a DaemonSet rolling
+	// update's new pod takes a few seconds to start.
+	restartDown = 3 * time.Second
+	// restartEvery is the pace of each client: a short request, and a request on the
+	// keep-alive connection, per VIP.
+	restartEvery = 100 * time.Millisecond
+	// restartTimeout bounds each request, as curl -m 0.5.
+	restartTimeout = 500 * time.Millisecond
+)
+
+// TestLabRollingRestart stops every speaker with SIGTERM, one node after the other as
+// a DaemonSet rolling update does, each down for restartDown, while the client sends
+// each VIP a short request and a request on one keep-alive connection every 100 ms. No
+// request may fail, no keep-alive connection may break, no VIP may change owner: the
+// peers hold a restarting speaker's VIPs for it, the node's rules and conntrack keep
+// serving them, and the new speaker takes them back.
+func TestLabRollingRestart(t *testing.T) {
+	f := fullLabFor(t)
+	ctx := t.Context()
+	vips := maps.Clone(f.vips)
+	f.expectOwners(t, vips, "before the rolling restart")
+	var statusBefore map[string]int64
+	labtest.Eventually(t, "every VIPStatus names the VIP's owner", func() (err error) {
+		statusBefore, _, err = f.leaderChanges(ctx, vips)
+		return err
+	})
+
+	names := slices.Sorted(maps.Keys(vips))
+	short := map[string]*lab.HTTPProbe{}
+	kept := map[string]*lab.KeepAliveProbe{}
+	for _, name := range names {
+		url := "http://" + vips[name].String() + "/"
+		p := lab.StartHTTPProbe(f.clientNS, url, restartEvery, restartTimeout)
+		t.Cleanup(p.Stop)
+		short[name] = p
+		k, err := lab.StartKeepAliveProbe(f.clientNS, url, restartEvery, restartTimeout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(k.Stop)
+		kept[name] = k
+	}
+	time.Sleep(time.Second) // every probe is under way
+	start := time.Now()
+	for _, n := range f.nodes {
+		stopped := time.Now()
+		if err := f.s.StopSpeaker(n); err != nil {
+			t.Fatalf("stopping the speaker of %s: %v", n, err)
+		}
+		time.Sleep(time.Until(stopped.Add(restartDown)))
+		if err := f.s.StartSpeaker(ctx, n); err != nil {
+			t.Fatalf("starting the speaker of %s again: %v", n, err)
+		}
+		t.Logf("speaker of %s stopped and back in %v", n, time.Since(stopped).Round(time.Millisecond))
+		time.Sleep(time.Second) // the DaemonSet waits for the pod to be ready, then some
+	}
+	end := time.Now()
+	time.Sleep(time.Second) // the requests under way at end finish
+
+	for _, name := range names {
+		n, failed := short[name].Between(start, end)
+		kn, kfailed := kept[name].Between(start, end)
+		breaks, dials := kept[name].Breaks()
+		t.Logf("%s (%s): short requests %d, failed %d; keep-alive requests %d, failed %d, connections dialled %d",
+			name, vips[name], n, len(failed), kn, len(kfailed), dials)
+		if n == 0 || kn == 0 {
+			t.Errorf("%s: no request measured during the rolling restart", name)
+		}
+		for i, fl := range failed {
+			if i == 5 {
+				t.Errorf("%s: ... and %d more short requests failed", name, len(failed)-5)
+				break
+			}
+			t.Errorf("%s (%s): a short request failed at %s: %v", name, vips[name], sinceFault(fl.Start, start), fl.Err)
+		}
+		for _, b := range breaks {
+			t.Errorf("%s (%s): the keep-alive connection broke at %s: %v", name, vips[name], sinceFault(b.Start, start), b.Err)
+		}
+		if dials != 1 {
+			t.Errorf("%s: the keep-alive client dialled %d connections, want 1", name, dials)
+		}
+	}
+	f.expectOwners(t, vips, "after the rolling restart")
+	// The VIPStatus counts moves across restarts (the speakers' counters restart with
+	// them, as Prometheus counters do).
+	status, _, err := f.leaderChanges(ctx, vips)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if status[name] != statusBefore[name] {
+			t.Errorf("%s: VIPStatus leader changes went from %d to %d, want no change", name, statusBefore[name], status[name])
+		}
+	}
+}
