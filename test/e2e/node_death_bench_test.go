@@ -165,7 +165,13 @@ func secondsByVIP(m map[netip.Addr]time.Duration) map[string]string {
 // (stretched until the API server shows the Node NotReady, up to nodeDeathMaxWindow),
 // then undoes the fault and waits until the Node, its pods and every VIP are ready
 // again. The fault is undone even when the measurement fails.
-func measureNodeDeath(ctx context.Context, l *lab.Lab, node string, vips []netip.Addr, fault nodeFault) (res nodeDeathResult, err error) {
+func measureNodeDeath(ctx context.Context, l *lab.Lab, node string, vips []netip.Addr, fault nodeFault) (nodeDeathResult, error) {
+	return measureNodeDeathFor(ctx, l, node, vips, fault, nodeDeathWindow, true)
+}
+
+// measureNodeDeathFor is measureNodeDeath with a window of its own, stretched until the
+// Node is NotReady only when untilNotReady is set.
+func measureNodeDeathFor(ctx context.Context, l *lab.Lab, node string, vips []netip.Addr, fault nodeFault, window time.Duration, untilNotReady bool) (res nodeDeathResult, err error) {
 	res = nodeDeathResult{Node: node, Fault: fault.Name, LastFailureByVIP: map[netip.Addr]time.Duration{}}
 	client, err := l.State.Host(lab.ClientHost)
 	if err != nil {
@@ -200,7 +206,7 @@ func measureNodeDeath(ctx context.Context, l *lab.Lab, node string, vips []netip
 			}
 		}
 		elapsed := time.Since(at)
-		if elapsed >= nodeDeathMaxWindow || elapsed >= nodeDeathWindow && res.NotReady > 0 {
+		if elapsed >= nodeDeathMaxWindow || elapsed >= window && (res.NotReady > 0 || !untilNotReady) {
 			break
 		}
 		select {
