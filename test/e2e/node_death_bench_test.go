@@ -28,36 +28,79 @@ import (
 // ten times a second, worker's cable is pulled, and measureNodeDeath reports how long
 // requests kept failing, which fraction failed, and when the API server saw the Node
 // NotReady; then the cable goes back and everything is waited for to be ready again.
-// Trials: HERALD_NODE_DEATH_TRIALS (default 3, each takes one to two minutes). Run it
-// with -benchtime=1x: one iteration is the whole series.
 //
-//	go test -count=1 -run '^$' -bench BenchmarkNodeDeath -benchtime=1x -timeout 30m ./test/e2e/
+// Two series in one sitting: "herald", as installed (dead nodes' endpoints withheld),
+// over a 15 s window, HERALD_NODE_DEATH_TRIALS trials (default 10); and
+// "without-withholding", every speaker restarted with --withhold-dead-endpoints=false
+// (the behaviour of kube-proxy and of herald before), over a window that lasts until
+// the Node is NotReady and at least 90 s, HERALD_NODE_DEATH_BASELINE_TRIALS trials
+// (default 3, two minutes each; 0 skips it). Run it with -benchtime=1x.
+//
+//	go test -count=1 -run '^$' -bench BenchmarkNodeDeath -benchtime=1x -timeout 60m ./test/e2e/
 func BenchmarkNodeDeath(b *testing.B) {
-	trials := 3
-	if v, err := strconv.Atoi(os.Getenv("HERALD_NODE_DEATH_TRIALS")); err == nil && v > 0 {
-		trials = v
-	}
+	trials := envInt("HERALD_NODE_DEATH_TRIALS", 10)
+	baseline := envInt("HERALD_NODE_DEATH_BASELINE_TRIALS", 3)
 	f := fullLabFor(b)
 	var vips []netip.Addr
 	for _, name := range walkthrough {
 		vips = append(vips, f.vips[name])
 	}
-	for b.Loop() {
-		var results []nodeDeathResult
-		for i := range trials {
-			res, err := measureNodeDeath(b.Context(), f.Lab, "worker", vips, linkDownFault)
-			if err != nil {
-				b.Fatalf("trial %d: %v", i+1, err)
+	series := func(b *testing.B, n int, window time.Duration, untilNotReady bool) {
+		for b.Loop() {
+			var results []nodeDeathResult
+			for i := range n {
+				f.rebalanceAll(b)
+				for _, name := range walkthrough {
+					f.expectOwner(b, f.vips[name], f.owner(f.vips[name]), name+" before the trial")
+				}
+				res, err := measureNodeDeathFor(b.Context(), f.Lab, "worker", vips, linkDownFault, window, untilNotReady)
+				if err != nil {
+					b.Fatalf("trial %d: %v", i+1, err)
+				}
+				b.Logf("trial %d: %s", i+1, res)
+				results = append(results, res)
 			}
-			b.Logf("trial %d: %s", i+1, res)
-			results = append(results, res)
+			reportNodeDeath(b, results, len(vips))
 		}
-		reportNodeDeath(b, results)
+	}
+	b.Run("herald", func(b *testing.B) { series(b, trials, 15*time.Second, false) })
+	if baseline == 0 {
+		return
+	}
+	b.Run("without-withholding", func(b *testing.B) {
+		args := f.s.SpeakerArgs
+		f.restartSpeakers(b, append(slices.Clone(args), "--withhold-dead-endpoints=false"))
+		defer f.restartSpeakers(b, args)
+		series(b, baseline, nodeDeathWindow, true)
+	})
+}
+
+// restartSpeakers restarts every speaker, one after the other, with args as their
+// extra flags (a restart moves no VIP).
+func (f *fullLab) restartSpeakers(tb testing.TB, args []string) {
+	tb.Helper()
+	f.s.SpeakerArgs = args
+	for _, n := range f.nodes {
+		if err := f.s.StopSpeaker(n); err != nil {
+			tb.Fatal(err)
+		}
+		if err := f.s.StartSpeaker(tb.Context(), n); err != nil {
+			tb.Fatal(err)
+		}
 	}
 }
 
-// reportNodeDeath reports the medians and 95th percentiles of a series of trials.
-func reportNodeDeath(b *testing.B, results []nodeDeathResult) {
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v >= 0 {
+		return v
+	}
+	return def
+}
+
+// reportNodeDeath reports the medians and 95th percentiles of a series of trials;
+// failed-s is the seconds of failed requests per VIP (failed requests over the rate),
+// comparable across windows.
+func reportNodeDeath(b *testing.B, results []nodeDeathResult, vips int) {
 	metric := func(name, unit string, get func(nodeDeathResult) float64) {
 		var vs []float64
 		for _, r := range results {
@@ -70,6 +113,9 @@ func reportNodeDeath(b *testing.B, results []nodeDeathResult) {
 	}
 	metric("last-failure", "s", func(r nodeDeathResult) float64 { return r.LastFailure.Seconds() })
 	metric("failed", "fraction", func(r nodeDeathResult) float64 { return r.FailedFraction() })
+	metric("failed-s", "s", func(r nodeDeathResult) float64 {
+		return float64(r.Failed) / float64(vips) * nodeDeathRate.Seconds()
+	})
 	metric("notready", "s", func(r nodeDeathResult) float64 { return r.NotReady.Seconds() })
 	metric("recovery", "s", func(r nodeDeathResult) float64 { return r.Recovery.Seconds() })
 }
