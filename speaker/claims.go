@@ -1,15 +1,16 @@
 package speaker
 
 import (
-	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
-	"maps"
 	"net/netip"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"herald.dev/herald/speaker/election"
 )
 
 // RebalanceAnnotation on a Service asks for its IPs to move, once, to the node the
@@ -18,44 +19,50 @@ import (
 // sets it to the current time.
 const RebalanceAnnotation = "herald.dev/rebalance"
 
-// Claims are the IPs one speaker announces, each with the rebalance token of its
-// Services when the speaker last elected itself for it. Speakers publish their claims
-// to each other (members.Publish): they are the incumbents of the election.
-type Claims map[netip.Addr]string
+// Claims are the IPs one speaker announces, each with what the others need to keep it
+// there: the rebalance token of its Services when the speaker took it, and the nodes
+// it stands in for. Speakers publish their claims to each other (members.Publish):
+// they are the incumbents of the election.
+type Claims map[netip.Addr]Claim
 
-// Encode writes the claims as sorted "ip token" lines.
+// Claim is one IP of Claims.
+type Claim struct {
+	// Token is the IP's rebalance token (rebalanceTokens) when the speaker took it.
+	Token string `json:"t,omitempty"`
+	// Over are the speakers the hash ranked before this one when it took the IP: they
+	// do not take it back (election.Incumbent).
+	Over []string `json:"o,omitempty"`
+}
+
+// Encode writes the claims as JSON, IPs sorted.
 func (c Claims) Encode() []byte {
-	var b bytes.Buffer
-	for _, ip := range slices.SortedFunc(maps.Keys(c), netip.Addr.Compare) {
-		b.WriteString(ip.String())
-		if t := c[ip]; t != "" {
-			b.WriteByte(' ')
-			b.WriteString(t)
-		}
-		b.WriteByte('\n')
+	m := make(map[string]Claim, len(c))
+	for ip, cl := range c {
+		m[ip.String()] = cl
 	}
-	return b.Bytes()
+	b, err := json.Marshal(m) // maps are written sorted by key
+	if err != nil {
+		panic(fmt.Sprintf("claims: %v", err)) // strings and slices of strings always marshal
+	}
+	return b
 }
 
 // DecodeClaims reads what Encode wrote.
 func DecodeClaims(data []byte) (Claims, error) {
 	c := Claims{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 4096), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" {
-			continue
-		}
-		addr, token, _ := strings.Cut(line, " ")
+	if len(bytes.TrimSpace(data)) == 0 {
+		return c, nil
+	}
+	var m map[string]Claim
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("claims: %w", err)
+	}
+	for addr, cl := range m {
 		ip, err := netip.ParseAddr(addr)
 		if err != nil {
-			return nil, fmt.Errorf("claims: %q: %w", line, err)
+			return nil, fmt.Errorf("claims: %q: %w", addr, err)
 		}
-		c[ip.Unmap()] = token
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("claims: %w", err)
+		c[ip.Unmap()] = cl
 	}
 	return c, nil
 }
@@ -89,14 +96,14 @@ func rebalanceTokens(services []*corev1.Service) map[netip.Addr]string {
 }
 
 // incumbents returns, per IP, the one node whose claim on it carries the IP's current
-// token; IPs claimed by several such nodes (a move under way) or by none have no
-// incumbent and are placed by the hash.
-func incumbents(claims map[string]Claims, tokens map[netip.Addr]string) map[netip.Addr]string {
-	out := map[netip.Addr]string{}
+// token, with the nodes it stands in for; IPs claimed by several such nodes (a move
+// under way) or by none have no incumbent and are placed by the hash.
+func incumbents(claims map[string]Claims, tokens map[netip.Addr]string) map[netip.Addr]election.Incumbent {
+	out := map[netip.Addr]election.Incumbent{}
 	several := map[netip.Addr]bool{}
 	for node, c := range claims {
-		for ip, token := range c {
-			if want, ok := tokens[ip]; !ok || want != token || several[ip] {
+		for ip, cl := range c {
+			if want, ok := tokens[ip]; !ok || want != cl.Token || several[ip] {
 				continue
 			}
 			if _, taken := out[ip]; taken {
@@ -104,17 +111,18 @@ func incumbents(claims map[string]Claims, tokens map[netip.Addr]string) map[neti
 				several[ip] = true
 				continue
 			}
-			out[ip] = node
+			out[ip] = election.Incumbent{Node: node, Over: cl.Over}
 		}
 	}
 	return out
 }
 
-// ownClaims are the claims of a speaker announcing owned, under the current tokens.
-func ownClaims(owned []netip.Addr, tokens map[netip.Addr]string) Claims {
+// ownClaims are the claims of a speaker announcing owned, under the current tokens,
+// each standing in for the nodes over[ip] names.
+func ownClaims(owned []netip.Addr, tokens map[netip.Addr]string, over map[netip.Addr][]string) Claims {
 	c := make(Claims, len(owned))
 	for _, ip := range owned {
-		c[ip] = tokens[ip]
+		c[ip] = Claim{Token: tokens[ip], Over: over[ip]}
 	}
 	return c
 }

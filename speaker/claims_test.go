@@ -7,24 +7,28 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"herald.dev/herald/speaker/election"
 )
 
 func TestClaimsRoundTrip(t *testing.T) {
 	c := Claims{
-		netip.MustParseAddr("172.18.255.201"): "",
-		netip.MustParseAddr("172.18.255.200"): "2026-11-25T10:00:00Z",
-		netip.MustParseAddr("fc00::1"):        "a,b",
+		netip.MustParseAddr("172.18.255.201"): {},
+		netip.MustParseAddr("172.18.255.200"): {Token: "2026-11-25T10:00:00Z", Over: []string{"worker"}},
+		netip.MustParseAddr("fc00::1"):        {Token: "a,b"},
 	}
 	raw := c.Encode()
-	if want := "172.18.255.200 2026-11-25T10:00:00Z\n172.18.255.201\nfc00::1 a,b\n"; string(raw) != want {
-		t.Errorf("Encode = %q, want %q", raw, want)
+	if want := `{"172.18.255.200":{"t":"2026-11-25T10:00:00Z","o":["worker"]},"172.18.255.201":{},"fc00::1":{"t":"a,b"}}`; string(raw) != want {
+		t.Errorf("Encode = %s, want %s", raw, want)
 	}
 	got, err := DecodeClaims(raw)
 	if err != nil || !reflect.DeepEqual(got, c) {
 		t.Errorf("DecodeClaims = %v, %v; want %v", got, err, c)
 	}
-	if _, err := DecodeClaims([]byte("not-an-ip x\n")); err == nil {
-		t.Error("a malformed line was accepted")
+	for _, bad := range []string{`{"not-an-ip":{}}`, `[1,2]`, `{"10.0.0.1":{"o":"x"}}`} {
+		if _, err := DecodeClaims([]byte(bad)); err == nil {
+			t.Errorf("%s was accepted", bad)
+		}
 	}
 	if got, err := DecodeClaims(nil); err != nil || len(got) != 0 {
 		t.Errorf("no claims: %v, %v", got, err)
@@ -54,11 +58,11 @@ func TestIncumbentsFromClaims(t *testing.T) {
 		t.Fatalf("tokens = %v, want %v", tokens, want)
 	}
 	claims := map[string]Claims{
-		"w1": {ip1: "", ip2: "t-old"}, // ip2: claimed before the rebalance
-		"w2": {ip2: "t2", ip3: "t1,t3"},
-		"w3": {ip3: "t1,t3", netip.MustParseAddr("10.0.0.9"): ""}, // ip3: a move under way; 10.0.0.9: gone
+		"w1": {ip1: {Over: []string{"w0"}}, ip2: {Token: "t-old"}}, // ip2: claimed before the rebalance
+		"w2": {ip2: {Token: "t2"}, ip3: {Token: "t1,t3"}},
+		"w3": {ip3: {Token: "t1,t3"}, netip.MustParseAddr("10.0.0.9"): {}}, // ip3: a move under way; 10.0.0.9: gone
 	}
-	want := map[netip.Addr]string{ip1: "w1", ip2: "w2"}
+	want := map[netip.Addr]election.Incumbent{ip1: {Node: "w1", Over: []string{"w0"}}, ip2: {Node: "w2"}}
 	if got := incumbents(claims, tokens); !reflect.DeepEqual(got, want) {
 		t.Errorf("incumbents = %v, want %v", got, want)
 	}

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"net/netip"
 	"time"
+
+	"herald.dev/herald/speaker/election"
+	"herald.dev/herald/speaker/quorum"
 )
 
 // peerClaims caches the decoded claims of a peer with the bytes they came from.
@@ -56,10 +59,48 @@ func (s *Speaker) claimsOf(live []string) (map[string]Claims, bool) {
 	return out, waiting
 }
 
+// standsInFor returns the speakers known to this one (live, lost since it started, or
+// with a record) that the hash ranks before it for key: those it stands in for when it
+// takes key's group. A speaker it never knew of (a node new to the cluster) is not
+// among them and takes, when it comes, what the hash gives it.
+func (s *Speaker) standsInFor(key netip.Addr) []string {
+	var out []string
+	for _, n := range election.Order(key, s.known) {
+		if n == s.cfg.NodeName {
+			break
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// knownSpeakers are the live members, the members lost since this speaker started and
+// the writers of records.
+func (s *Speaker) knownSpeakers(live []string, recs []quorum.Record) []string {
+	seen := map[string]bool{s.cfg.NodeName: true}
+	out := []string{s.cfg.NodeName}
+	add := func(n string) {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	for _, n := range live {
+		add(n)
+	}
+	for n := range s.lostAt {
+		add(n)
+	}
+	for _, r := range recs {
+		add(r.Node)
+	}
+	return out
+}
+
 // publishClaims tells the peers which IPs this speaker announces now, under tokens,
 // when that changed. Loop goroutine only.
 func (s *Speaker) publishClaims(tokens map[netip.Addr]string) {
-	c := ownClaims(s.tracker.OwnedIPs(), tokens)
+	c := ownClaims(s.tracker.OwnedIPs(), tokens, s.over)
 	raw := c.Encode()
 	if s.claimsSent && bytes.Equal(raw, s.claimsRaw) {
 		return

@@ -53,6 +53,7 @@ func (s *Speaker) runElection(ctx context.Context) {
 		return
 	}
 	s.servedOnce = true
+	s.known = s.knownSpeakers(live, records)
 	in.Members = verdict.Electors
 	take := verdict.Take
 	// The speakers that hear a majority, and those holding what they have, keep every
@@ -192,12 +193,16 @@ func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string, tr
 		delete(s.takeovers, r.IP.String())
 		delete(s.ownedServices, r.IP)
 		s.mu.Unlock()
+		delete(s.over, r.IP)
 		s.metrics.peerClaims.DeleteLabelValues(r.IP.String())
 		s.log.Info("stopped announcing", "ip", r.IP, "services", r.Services, "newOwner", r.Next)
 	}
 	for _, t := range p.Take {
 		_, restored := s.restored[t.IP]
 		delete(s.restored, t.IP)
+		if !restored {
+			s.over[t.IP] = s.standsInFor(t.Key)
+		}
 		pt := pendingTakeover{Takeover: t, restored: restored}
 		if t.Previous != "" && !s.live[t.Previous] {
 			pt.lostAt = s.lostAt[t.Previous]

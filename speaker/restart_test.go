@@ -10,11 +10,11 @@ import (
 
 func TestClaimsSurviveARestartOnce(t *testing.T) {
 	dir := t.TempDir()
-	c := Claims{netip.MustParseAddr("172.18.255.200"): "t1", netip.MustParseAddr("fc00::5"): ""}
+	c := Claims{netip.MustParseAddr("172.18.255.200"): {Token: "t1", Over: []string{"worker"}}, netip.MustParseAddr("fc00::5"): {}}
 	if err := saveClaims(dir, "worker2", c); err != nil {
 		t.Fatal(err)
 	}
-	if err := saveClaims(dir, "worker3", Claims{netip.MustParseAddr("172.18.255.201"): ""}); err != nil {
+	if err := saveClaims(dir, "worker3", Claims{netip.MustParseAddr("172.18.255.201"): {}}); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()

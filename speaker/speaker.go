@@ -106,6 +106,10 @@ type Speaker struct {
 	restored   Claims
 	servedOnce bool
 	holdWake   time.Time
+	// over are, per IP this node announces, the speakers it stands in for, and known
+	// the speakers this one knows of (claimsync.go).
+	over  map[netip.Addr][]string
+	known []string
 
 	// peers are the other speakers' MACs (from their records): their claims on the
 	// wire are a split brain, not an address conflict.
@@ -167,6 +171,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		ownedServices: map[netip.Addr][]string{},
 		claimLogAt:    map[netip.Addr]time.Time{},
 		peerClaims:    map[string]peerClaims{},
+		over:          map[netip.Addr][]string{},
 	}
 	s.prober = newHostProber(cfg.Members.BindPort, s.pokeElection)
 	s.reports = newReporter(cfg.NodeName, mgr.GetCache(), s.recorder)
@@ -251,6 +256,9 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	} else if len(restored) > 0 {
 		log.Info("taking back the IPs the previous speaker of this node announced", "ips", len(restored))
 		s.restored = restored
+		for ip, c := range restored {
+			s.over[ip] = c.Over
+		}
 		s.claims, s.claimsRaw, s.claimsSent = restored, restored.Encode(), true
 		s.members.Publish(s.claimsRaw)
 	}

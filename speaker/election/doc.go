@@ -34,13 +34,15 @@
 //  1. how many active Services they fit (partly or fully), more first;
 //  2. how many they fit fully, more first (a node with a ready pod beats one whose pod is
 //     terminating, so a rolling update moves the IP before the old pod is gone);
-//  3. the incumbent first: the node View.Incumbents names for the group's IPs (the node
-//     announcing them now), when they all name the same eligible node;
-//  4. sha256(nodeName + "#" + key) compared as bytes, smaller first (NodeHash), where the
+//  3. sha256(nodeName + "#" + key) compared as bytes, smaller first (NodeHash), where the
 //     key is the smallest IP of the group (netip.Addr order, so IPv4 before IPv6; for a
 //     lone single-stack Service it is its IP, for a dual-stack one its IPv4).
 //
-// The first candidate owns every IP of the group.
+// Then the incumbent, the node View.Incumbents names for the group's IPs (the node
+// announcing them now) when they all name the same eligible node, moves ahead of the
+// best candidates (equal on ranks 1 and 2) that it stands in for (Incumbent.Over): the
+// owner is the first of the best that the incumbent does not stand in for, or the
+// incumbent if it comes before. The first candidate owns every IP of the group.
 //
 // When all active Services of a group agree on the fitting nodes (the usual case: one
 // Service, or sharing Services with the same ads and endpoints), ranks 1 and 2 tie and
@@ -51,13 +53,15 @@
 // announced" is not kept: it existed because MetalLB elects per Service and shared IPs
 // could get two owners, which grouping makes impossible.
 //
-// A node's rank depends only on that node, the Services and which node announces the
-// IPs now, never on the other members. Hence removing a node that is not the owner never
-// moves an IP, and adding a node moves only the IPs it now ranks first for, which with
-// an incumbent is none: the hash places a new IP (and an IP whose owner died, among the
-// survivors), and a node that comes back takes nothing back from a healthy owner. The
-// incumbents come from the speakers themselves (each publishes the IPs it announces,
-// speaker/members), so every speaker that heard them elects the same owners.
+// A node's rank depends only on that node, the Services and the incumbent, never on the
+// other members. Hence removing a node that is not the owner never moves an IP, and
+// adding a node moves only the IPs it now ranks first for and whose incumbent does not
+// stand in for it: the hash places a new IP (and an IP whose owner died, among the
+// survivors), a node that comes back takes nothing back from the healthy owner that
+// stood in for it, and a node new to the cluster takes its share. The incumbents come
+// from the speakers themselves (each publishes the IPs it announces with the speakers
+// it stands in for, speaker/claims.go), so every speaker that heard them elects the
+// same owners.
 //
 // # Representation
 //

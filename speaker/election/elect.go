@@ -42,7 +42,6 @@ type elector struct {
 // tie.
 type candidate struct {
 	cover, ready int32
-	incumbent    bool
 	prefix       uint64 // first 8 bytes of the hash, big-endian
 	node         int
 }
@@ -82,7 +81,8 @@ func (e *elector) elect(g *group, out []Decision) []Decision {
 			sv.nodes.each(func(i int) { e.add(i, fitReady) })
 		}
 	}
-	ranked := e.rank(g.key(), e.incumbent(g))
+	inc, over := e.incumbent(g)
+	ranked := e.rank(g.key(), inc, over)
 	e.reset()
 	if len(ranked) == 0 {
 		reason, msg := e.c.noCandidate(g, active, e.union)
@@ -160,34 +160,41 @@ func (e *elector) addLocal(sv *service) {
 }
 
 // incumbent returns the index of the eligible node that View.Incumbents names for the
-// IPs of g, or -1 when none does or they name different nodes.
-func (e *elector) incumbent(g *group) int {
+// IPs of g and the names of the nodes it stands in for; -1 when none does or the IPs
+// name different nodes.
+func (e *elector) incumbent(g *group) (int, map[string]bool) {
 	at := -1
+	var over map[string]bool
 	for _, ip := range g.ips {
-		n, ok := e.c.incumbents[ip]
+		inc, ok := e.c.incumbents[ip]
 		if !ok {
 			continue
 		}
-		i, eligible := e.c.index[n]
-		switch {
-		case !eligible || (at >= 0 && at != i):
-			return -1
-		default:
-			at = i
+		i, eligible := e.c.index[inc.Node]
+		if !eligible || (at >= 0 && at != i) {
+			return -1, nil
+		}
+		at = i
+		if over == nil {
+			over = map[string]bool{}
+		}
+		for _, n := range inc.Over {
+			over[n] = true
 		}
 	}
-	return at
+	return at, over
 }
 
 // rank orders the touched nodes: more Services fitted, then more fitted fully, then
-// the incumbent, then smaller NodeHash.
-func (e *elector) rank(key netip.Addr, incumbent int) []candidate {
+// smaller NodeHash; then, among the best (equal on both fits), the incumbent moves
+// ahead of the nodes it stands in for.
+func (e *elector) rank(key netip.Addr, incumbent int, over map[string]bool) []candidate {
 	suffix := hashSuffix(key)
 	r := e.ranked[:0]
 	for _, i := range e.touched {
 		h := &e.hashes[i]
 		*h = hashWithSuffix(e.c.names[i], suffix)
-		r = append(r, candidate{cover: e.cover[i], ready: e.ready[i], incumbent: i == incumbent, prefix: binary.BigEndian.Uint64(h[:8]), node: i})
+		r = append(r, candidate{cover: e.cover[i], ready: e.ready[i], prefix: binary.BigEndian.Uint64(h[:8]), node: i})
 	}
 	slices.SortFunc(r, func(a, b candidate) int {
 		switch {
@@ -195,17 +202,31 @@ func (e *elector) rank(key netip.Addr, incumbent int) []candidate {
 			return cmp.Compare(b.cover, a.cover)
 		case a.ready != b.ready:
 			return cmp.Compare(b.ready, a.ready)
-		case a.incumbent != b.incumbent:
-			if a.incumbent {
-				return -1
-			}
-			return 1
 		case a.prefix != b.prefix:
 			return cmp.Compare(a.prefix, b.prefix)
 		}
 		return compareHash(&e.hashes[a.node], &e.hashes[b.node], e.c.names[a.node], e.c.names[b.node])
 	})
 	e.ranked = r
+	if incumbent < 0 || len(r) == 0 {
+		return r
+	}
+	// The incumbent passes the best nodes it stands in for, and stops at the first it
+	// does not (or at itself).
+	for k := range r {
+		c := r[k]
+		if c.cover != r[0].cover || c.ready != r[0].ready {
+			break
+		}
+		if c.node == incumbent {
+			copy(r[1:k+1], r[:k])
+			r[0] = c
+			break
+		}
+		if !over[e.c.names[c.node]] {
+			break
+		}
+	}
 	return r
 }
 

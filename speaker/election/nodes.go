@@ -21,7 +21,7 @@ type cluster struct {
 
 	ads []advertisement
 	// incumbents is View.Incumbents.
-	incumbents map[netip.Addr]string
+	incumbents map[netip.Addr]Incumbent
 }
 
 // advertisement is an Advertisement with its pool list as a set and its node selection

@@ -240,17 +240,23 @@ func reference(v View, svcs []Service) map[netip.Addr][]string {
 				cands = append(cands, sc)
 			}
 		}
-		// The incumbent: the one eligible node the group's IPs name, if they agree.
+		// The incumbent: the one eligible node the group's IPs name, if they agree,
+		// with the nodes it stands in for.
 		inc, conflict := "", false
+		over := map[string]bool{}
 		for a := range g {
-			n, ok := v.Incumbents[a]
+			in, ok := v.Incumbents[a]
 			if !ok {
 				continue
 			}
+			n := in.Node
 			if (inc != "" && inc != n) || !slices.ContainsFunc(v.Nodes, func(x Node) bool { return x.Name == n }) {
 				conflict = true
 			}
 			inc = n
+			for _, o := range in.Over {
+				over[o] = true
+			}
 		}
 		eligible := false
 		for _, n := range v.Nodes {
@@ -268,15 +274,22 @@ func reference(v View, svcs []Service) map[netip.Addr][]string {
 			if a.ready != b.ready {
 				return b.ready - a.ready
 			}
-			if (a.name == inc) != (b.name == inc) {
-				if a.name == inc {
-					return -1
-				}
-				return 1
-			}
 			ha, hb := sha256.Sum256([]byte(a.name+"#"+key.String())), sha256.Sum256([]byte(b.name+"#"+key.String()))
 			return bytes.Compare(ha[:], hb[:])
 		})
+		// The owner is the first of the best that the incumbent does not stand in for,
+		// or the incumbent if it comes first.
+		if inc != "" {
+			for k, c := range cands {
+				if c.cover != cands[0].cover || c.ready != cands[0].ready || (c.name != inc && !over[c.name]) {
+					break
+				}
+				if c.name == inc {
+					cands = append([]scored{c}, slices.Delete(slices.Clone(cands), k, k+1)...)
+					break
+				}
+			}
+		}
 		var names []string
 		for _, c := range cands {
 			names = append(names, c.name)

@@ -64,12 +64,21 @@ type View struct {
 	// Advertisements are all L2Advertisements; those not covering a Service are ignored.
 	Advertisements []Advertisement
 	// Incumbents are the nodes announcing IPs now, by IP: a group whose IPs name one
-	// incumbent keeps it as owner while it is among the best candidates (no fail-back).
-	// Nil or empty: placement by hash alone.
-	Incumbents map[netip.Addr]string
+	// incumbent keeps it as owner, while it is among the best candidates, against the
+	// nodes it stands in for (no fail-back). Nil or empty: placement by hash alone.
+	Incumbents map[netip.Addr]Incumbent
 	// IgnoreExcludeLabel lets nodes carrying ExcludeLabel announce anyway (single-node
 	// and kind clusters, whose control-plane nodes carry it; https://github.com/metallb/metallb/issues/2274).
 	IgnoreExcludeLabel bool
+}
+
+// Incumbent is the node announcing an IP, and the nodes it stands in for: those the
+// hash ranked before it when it took the IP (a node that died, say). They do not take
+// the IP back from it; any other node still ranks by hash (a node new to the cluster
+// takes the IPs the hash gives it).
+type Incumbent struct {
+	Node string
+	Over []string
 }
 
 // Decision is the outcome of the election for one IP.
