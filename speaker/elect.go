@@ -36,10 +36,14 @@ func (s *Speaker) runElection(ctx context.Context) {
 	if verdict.Mode.Silent() {
 		s.updateWithheld(ctx, verdict, live, records, nil, nil)
 		s.apply(s.tracker.Silence(), nil, nil, false)
-		// None: a node back from silence must not look like an incumbent. A speaker
-		// that has just replaced another on its node keeps the claims it took over
-		// until it may announce them.
-		if s.servedOnce {
+		// None: a node back from silence must not look like an incumbent, so a speaker
+		// its peers cannot hear (cut off, cable out) drops its claims. Not one that
+		// still hears every expected speaker (deposed for a moment while memberlist
+		// settles, say): its peers keep it as the incumbent of its IPs, nobody takes
+		// them, and it announces them again a moment later. A speaker that has just
+		// replaced another on its node keeps the claims it took over until it may
+		// announce them.
+		if s.servedOnce && len(verdict.Unreachable) > 0 {
 			s.publishClaims(nil)
 		}
 		s.vips.Elected(ctx, vipstatus.Election{Now: time.Now()}) // publishes nothing, takes nothing back

@@ -73,13 +73,17 @@ func (s *Speaker) updateWithheld(ctx context.Context, v quorum.Verdict, live []s
 		set[d.Name] = d.Unreachable
 	}
 	s.proxier.SetWithheld(set)
-	s.reportWithheld(ctx, dead, isReporter(live, s.cfg.NodeName))
+	s.reportWithheld(ctx, dead, live)
 	s.withheld = dead
 }
 
 // reportWithheld logs each change of the withheld nodes and, on the one speaker that
-// reports for the cluster, writes an Event on the Node.
-func (s *Speaker) reportWithheld(ctx context.Context, dead []deadnodes.Node, reporter bool) {
+// reports for the cluster (the live member with the smallest name, the node itself
+// left out: back, it knows nothing of its withholding), writes an Event on the Node.
+func (s *Speaker) reportWithheld(ctx context.Context, dead []deadnodes.Node, live []string) {
+	reports := func(node string) bool {
+		return isReporter(slices.DeleteFunc(slices.Clone(live), func(n string) bool { return n == node }), s.cfg.NodeName)
+	}
 	before := map[string]deadnodes.Node{}
 	for _, d := range s.withheld {
 		before[d.Name] = d
@@ -90,7 +94,7 @@ func (s *Speaker) reportWithheld(ctx context.Context, dead []deadnodes.Node, rep
 		switch {
 		case !was:
 			s.log.Info("withholding the endpoints of a node whose speaker vanished without a goodbye", "node", d.Name, "since", d.Since)
-			if reporter {
+			if reports(d.Name) {
 				s.eventOn(ctx, d.Name, corev1.EventTypeWarning, ReasonEndpointsWithheld, fmt.Sprintf(
 					"the speakers lost %s without a goodbye and nothing shows it alive: its endpoints get no new connections from any node's proxier", d.Name))
 			}
@@ -105,7 +109,7 @@ func (s *Speaker) reportWithheld(ctx context.Context, dead []deadnodes.Node, rep
 	slices.Sort(restored)
 	for _, n := range restored {
 		s.log.Info("the endpoints of a node are no longer withheld", "node", n)
-		if reporter {
+		if reports(n) {
 			s.eventOn(ctx, n, corev1.EventTypeNormal, ReasonEndpointsRestored, fmt.Sprintf(
 				"%s is back (or shown alive): its endpoints get traffic again", n))
 		}

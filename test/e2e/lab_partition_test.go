@@ -174,7 +174,7 @@ func TestLabCablePullNoDoubleAnswer(t *testing.T) {
 	// give up at once on a count past the real moves (a partial read never overcounts).
 	deadline := time.Now().Add(labWait)
 	for {
-		status, metric, err := f.leaderChanges(ctx, vips)
+		status, metric, err := f.leaderChanges(ctx, vips, without(f.nodes, pulled)...)
 		var wrong []string
 		over := false
 		for _, name := range slices.Sorted(maps.Keys(vips)) {
@@ -366,7 +366,7 @@ func sinceFault(t, fault time.Time) string {
 // speakers' metrics do (herald_l2_leader_changes_total, each speaker counting its own
 // takeovers, summed over the workers). A VIPStatus that does not name the election's
 // owner yet is an error: the counts are read once things have settled.
-func (f *fullLab) leaderChanges(ctx context.Context, vips map[string]netip.Addr) (status, metric map[string]int64, err error) {
+func (f *fullLab) leaderChanges(ctx context.Context, vips map[string]netip.Addr, candidates ...string) (status, metric map[string]int64, err error) {
 	status, metric = map[string]int64{}, map[string]int64{}
 	var errs []error
 	for name, vip := range vips {
@@ -375,7 +375,7 @@ func (f *fullLab) leaderChanges(ctx context.Context, vips map[string]netip.Addr)
 			errs = append(errs, fmt.Errorf("VIPStatus of %s: %w", name, err))
 			continue
 		}
-		if want := f.owner(vip); v.Status.Node != want {
+		if want := f.owner(vip, candidates...); v.Status.Node != want {
 			errs = append(errs, fmt.Errorf("VIPStatus of %s names %q, want %s", name, v.Status.Node, want))
 		}
 		status[name] = v.Status.LeaderChanges

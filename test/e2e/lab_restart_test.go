@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"maps"
+	"net/netip"
 	"slices"
 	"testing"
 	"time"
@@ -29,28 +30,76 @@ const (
 // serving them, and the new speaker takes them back.
 func TestLabRollingRestart(t *testing.T) {
 	f := fullLabFor(t)
-	ctx := t.Context()
 	vips := maps.Clone(f.vips)
 	f.expectOwners(t, vips, "before the rolling restart")
 	var statusBefore map[string]int64
 	labtest.Eventually(t, "every VIPStatus names the VIP's owner", func() (err error) {
-		statusBefore, _, err = f.leaderChanges(ctx, vips)
+		statusBefore, _, err = f.leaderChanges(t.Context(), vips)
 		return err
 	})
+	res := f.rollingRestart(t, vips)
+	for _, name := range slices.Sorted(maps.Keys(vips)) {
+		r := res[name]
+		t.Logf("%s (%s): short requests %d, failed %d; keep-alive requests %d, failed %d, connections dialled %d",
+			name, vips[name], r.short, len(r.shortFailed), r.kept, len(r.keptFailed), r.dials)
+		if r.short == 0 || r.kept == 0 {
+			t.Errorf("%s: no request measured during the rolling restart", name)
+		}
+		for i, fl := range r.shortFailed {
+			if i == 5 {
+				t.Errorf("%s: ... and %d more short requests failed", name, len(r.shortFailed)-5)
+				break
+			}
+			t.Errorf("%s (%s): a short request failed at %s: %v", name, vips[name], sinceFault(fl.Start, r.start), fl.Err)
+		}
+		for _, b := range r.breaks {
+			t.Errorf("%s (%s): the keep-alive connection broke at %s: %v", name, vips[name], sinceFault(b.Start, r.start), b.Err)
+		}
+		if r.dials != 1 {
+			t.Errorf("%s: the keep-alive client dialled %d connections, want 1", name, r.dials)
+		}
+	}
+	f.expectOwners(t, vips, "after the rolling restart")
+	// The VIPStatus counts moves across restarts (the speakers' counters restart with
+	// them, as Prometheus counters do).
+	status, _, err := f.leaderChanges(t.Context(), vips)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range vips {
+		if status[name] != statusBefore[name] {
+			t.Errorf("%s: VIPStatus leader changes went from %d to %d, want no change", name, statusBefore[name], status[name])
+		}
+	}
+}
 
-	names := slices.Sorted(maps.Keys(vips))
+// restartResult is what the client saw of one VIP during a rolling restart.
+type restartResult struct {
+	start       time.Time
+	short, kept int
+	shortFailed []lab.ProbeFailure
+	keptFailed  []lab.ProbeFailure
+	breaks      []lab.ProbeFailure
+	dials       int
+}
+
+// rollingRestart restarts every speaker (SIGTERM, restartDown down, started again,
+// node after node) while the client sends each VIP a short request and a request on a
+// keep-alive connection every restartEvery, and returns what it saw, by Service.
+func (f *fullLab) rollingRestart(tb testing.TB, vips map[string]netip.Addr) map[string]restartResult {
+	tb.Helper()
 	short := map[string]*lab.HTTPProbe{}
 	kept := map[string]*lab.KeepAliveProbe{}
-	for _, name := range names {
-		url := "http://" + vips[name].String() + "/"
+	for name, vip := range vips {
+		url := "http://" + vip.String() + "/"
 		p := lab.StartHTTPProbe(f.clientNS, url, restartEvery, restartTimeout)
-		t.Cleanup(p.Stop)
+		defer p.Stop()
 		short[name] = p
 		k, err := lab.StartKeepAliveProbe(f.clientNS, url, restartEvery, restartTimeout)
 		if err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
-		t.Cleanup(k.Stop)
+		defer k.Stop()
 		kept[name] = k
 	}
 	time.Sleep(time.Second) // every probe is under way
@@ -58,51 +107,24 @@ func TestLabRollingRestart(t *testing.T) {
 	for _, n := range f.nodes {
 		stopped := time.Now()
 		if err := f.s.StopSpeaker(n); err != nil {
-			t.Fatalf("stopping the speaker of %s: %v", n, err)
+			tb.Fatalf("stopping the speaker of %s: %v", n, err)
 		}
 		time.Sleep(time.Until(stopped.Add(restartDown)))
-		if err := f.s.StartSpeaker(ctx, n); err != nil {
-			t.Fatalf("starting the speaker of %s again: %v", n, err)
+		if err := f.s.StartSpeaker(tb.Context(), n); err != nil {
+			tb.Fatalf("starting the speaker of %s again: %v", n, err)
 		}
-		t.Logf("speaker of %s stopped and back in %v", n, time.Since(stopped).Round(time.Millisecond))
+		tb.Logf("speaker of %s stopped and back in %v", n, time.Since(stopped).Round(time.Millisecond))
 		time.Sleep(time.Second) // the DaemonSet waits for the pod to be ready, then some
 	}
 	end := time.Now()
 	time.Sleep(time.Second) // the requests under way at end finish
-
-	for _, name := range names {
-		n, failed := short[name].Between(start, end)
-		kn, kfailed := kept[name].Between(start, end)
-		breaks, dials := kept[name].Breaks()
-		t.Logf("%s (%s): short requests %d, failed %d; keep-alive requests %d, failed %d, connections dialled %d",
-			name, vips[name], n, len(failed), kn, len(kfailed), dials)
-		if n == 0 || kn == 0 {
-			t.Errorf("%s: no request measured during the rolling restart", name)
-		}
-		for i, fl := range failed {
-			if i == 5 {
-				t.Errorf("%s: ... and %d more short requests failed", name, len(failed)-5)
-				break
-			}
-			t.Errorf("%s (%s): a short request failed at %s: %v", name, vips[name], sinceFault(fl.Start, start), fl.Err)
-		}
-		for _, b := range breaks {
-			t.Errorf("%s (%s): the keep-alive connection broke at %s: %v", name, vips[name], sinceFault(b.Start, start), b.Err)
-		}
-		if dials != 1 {
-			t.Errorf("%s: the keep-alive client dialled %d connections, want 1", name, dials)
-		}
+	out := map[string]restartResult{}
+	for name := range vips {
+		r := restartResult{start: start}
+		r.short, r.shortFailed = short[name].Between(start, end)
+		r.kept, r.keptFailed = kept[name].Between(start, end)
+		r.breaks, r.dials = kept[name].Breaks()
+		out[name] = r
 	}
-	f.expectOwners(t, vips, "after the rolling restart")
-	// The VIPStatus counts moves across restarts (the speakers' counters restart with
-	// them, as Prometheus counters do).
-	status, _, err := f.leaderChanges(ctx, vips)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range names {
-		if status[name] != statusBefore[name] {
-			t.Errorf("%s: VIPStatus leader changes went from %d to %d, want no change", name, statusBefore[name], status[name])
-		}
-	}
+	return out
 }
