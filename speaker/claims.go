@@ -117,12 +117,13 @@ func incumbents(claims map[string]Claims, tokens map[netip.Addr]string) map[neti
 	return out
 }
 
-// ownClaims are the claims of a speaker announcing owned, under the current tokens,
-// each standing in for the nodes over[ip] names.
-func ownClaims(owned []netip.Addr, tokens map[netip.Addr]string, over map[netip.Addr][]string) Claims {
+// ownClaims are the claims of a speaker announcing owned, each as made when the speaker
+// took it (taken). The token is not refreshed afterwards: a rebalance asked while the
+// IP's hash owner could not take it stays asked until it can.
+func ownClaims(owned []netip.Addr, taken map[netip.Addr]Claim) Claims {
 	c := make(Claims, len(owned))
 	for _, ip := range owned {
-		c[ip] = Claim{Token: tokens[ip], Over: over[ip]}
+		c[ip] = taken[ip]
 	}
 	return c
 }

@@ -97,10 +97,10 @@ func (s *Speaker) knownSpeakers(live []string, recs []quorum.Record) []string {
 	return out
 }
 
-// publishClaims tells the peers which IPs this speaker announces now, under tokens,
-// when that changed. Loop goroutine only.
-func (s *Speaker) publishClaims(tokens map[netip.Addr]string) {
-	c := ownClaims(s.tracker.OwnedIPs(), tokens, s.over)
+// publishClaims tells the peers which IPs this speaker announces now, when that
+// changed. Loop goroutine only.
+func (s *Speaker) publishClaims() {
+	c := ownClaims(s.tracker.OwnedIPs(), s.taken)
 	raw := c.Encode()
 	if s.claimsSent && bytes.Equal(raw, s.claimsRaw) {
 		return

@@ -44,7 +44,7 @@ func (s *Speaker) runElection(ctx context.Context) {
 		// replaced another on its node keeps the claims it took over until it may
 		// announce them.
 		if s.servedOnce && len(verdict.Unreachable) > 0 {
-			s.publishClaims(nil)
+			s.publishClaims()
 		}
 		s.vips.Elected(ctx, vipstatus.Election{Now: time.Now()}) // publishes nothing, takes nothing back
 		s.publishRecord(verdict, live, records)
@@ -58,6 +58,7 @@ func (s *Speaker) runElection(ctx context.Context) {
 	}
 	s.servedOnce = true
 	s.known = s.knownSpeakers(live, records)
+	s.tokens = rebalanceTokens(in.Services)
 	in.Members = verdict.Electors
 	take := verdict.Take
 	// The speakers that hear a majority, and those holding what they have, keep every
@@ -98,7 +99,7 @@ func (s *Speaker) runElection(ctx context.Context) {
 		})
 	}
 	s.apply(plan, decisions, in.Members, trusted)
-	s.publishClaims(rebalanceTokens(in.Services))
+	s.publishClaims()
 	if returned {
 		// A partition healed: peers that took our IPs over meanwhile made LAN hosts
 		// point at them. Announce what we still own so hosts come back at once.
@@ -197,7 +198,7 @@ func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string, tr
 		delete(s.takeovers, r.IP.String())
 		delete(s.ownedServices, r.IP)
 		s.mu.Unlock()
-		delete(s.over, r.IP)
+		delete(s.taken, r.IP)
 		s.metrics.peerClaims.DeleteLabelValues(r.IP.String())
 		s.log.Info("stopped announcing", "ip", r.IP, "services", r.Services, "newOwner", r.Next)
 	}
@@ -205,7 +206,7 @@ func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string, tr
 		_, restored := s.restored[t.IP]
 		delete(s.restored, t.IP)
 		if !restored {
-			s.over[t.IP] = s.standsInFor(t.Key)
+			s.taken[t.IP] = Claim{Token: s.tokens[t.IP], Over: s.standsInFor(t.Key)}
 		}
 		pt := pendingTakeover{Takeover: t, restored: restored}
 		if t.Previous != "" && !s.live[t.Previous] {

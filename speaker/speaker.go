@@ -106,10 +106,12 @@ type Speaker struct {
 	restored   Claims
 	servedOnce bool
 	holdWake   time.Time
-	// over are, per IP this node announces, the speakers it stands in for, and known
-	// the speakers this one knows of (claimsync.go).
-	over  map[netip.Addr][]string
-	known []string
+	// taken are, per IP this node announces, its claim as made when it took the IP;
+	// tokens the rebalance tokens of the last election; known the speakers this one
+	// knows of (claimsync.go).
+	taken  map[netip.Addr]Claim
+	tokens map[netip.Addr]string
+	known  []string
 
 	// peers are the other speakers' MACs (from their records): their claims on the
 	// wire are a split brain, not an address conflict.
@@ -171,7 +173,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		ownedServices: map[netip.Addr][]string{},
 		claimLogAt:    map[netip.Addr]time.Time{},
 		peerClaims:    map[string]peerClaims{},
-		over:          map[netip.Addr][]string{},
+		taken:         map[netip.Addr]Claim{},
 	}
 	s.prober = newHostProber(cfg.Members.BindPort, s.pokeElection)
 	s.reports = newReporter(cfg.NodeName, mgr.GetCache(), s.recorder)
@@ -257,7 +259,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		log.Info("taking back the IPs the previous speaker of this node announced", "ips", len(restored))
 		s.restored = restored
 		for ip, c := range restored {
-			s.over[ip] = c.Over
+			s.taken[ip] = c
 		}
 		s.claims, s.claimsRaw, s.claimsSent = restored, restored.Encode(), true
 		s.members.Publish(s.claimsRaw)
