@@ -74,6 +74,18 @@ func (s *Speaker) standsInFor(key netip.Addr) []string {
 	return out
 }
 
+// rankedBefore returns the known speakers the hash ranks before node for ip.
+func (s *Speaker) rankedBefore(node string, ip netip.Addr) []string {
+	var out []string
+	for _, n := range election.Order(ip, s.known) {
+		if n == node {
+			break
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
 // knownSpeakers are the live members, the members lost since this speaker started and
 // the writers of records.
 func (s *Speaker) knownSpeakers(live []string, recs []quorum.Record) []string {

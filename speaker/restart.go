@@ -97,8 +97,14 @@ func (s *Speaker) heldNodes(now time.Time) map[string]Claims {
 		}
 		c, err := DecodeClaims(h.Data)
 		if err != nil {
-			s.members.Release(n)
-			continue
+			c = Claims{}
+		}
+		// What this speaker last saw the node announce counts too: its last claims may
+		// not have reached this speaker.
+		for ip, owner := range s.tracker.owners {
+			if _, ok := c[ip]; !ok && owner == n {
+				c[ip] = Claim{Token: s.tokens[ip], Over: s.rankedBefore(n, ip)}
+			}
 		}
 		out[n] = c
 		if next.IsZero() || end.Before(next) {

@@ -192,8 +192,8 @@ func (d *eventDelegate) set(name string, live bool) {
 	} else {
 		delete(m.live, name)
 		m.left[name] = m.leaving[name]
-		if st, ok := m.states[name]; ok && m.leaving[name] && m.restarting[name] {
-			m.held[name] = HeldState{Data: st.data, Since: time.Now()}
+		if m.leaving[name] && m.restarting[name] {
+			m.held[name] = HeldState{Data: m.states[name].data, Since: time.Now()}
 		}
 		delete(m.leaving, name)
 		delete(m.restarting, name)
