@@ -65,7 +65,13 @@ func (p *HTTPProbe) Stop() {
 func (p *HTTPProbe) Between(from, to time.Time) (n int, failed []ProbeFailure) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, r := range p.results {
+	return between(p.results, from, to)
+}
+
+// between counts the results that started from from until to and returns those that
+// failed.
+func between(results []probeResult, from, to time.Time) (n int, failed []ProbeFailure) {
+	for _, r := range results {
 		if r.start.Before(from) || !r.start.Before(to) {
 			continue
 		}

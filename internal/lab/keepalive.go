@@ -125,16 +125,7 @@ func (p *KeepAliveProbe) Stop() {
 func (p *KeepAliveProbe) Between(from, to time.Time) (n int, failed []ProbeFailure) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, r := range p.results {
-		if r.start.Before(from) || !r.start.Before(to) {
-			continue
-		}
-		n++
-		if !r.ok {
-			failed = append(failed, ProbeFailure{Start: r.start, Err: r.err})
-		}
-	}
-	return n, failed
+	return between(p.results, from, to)
 }
 
 // Breaks returns when the connection broke (the request that found it broken) and
