@@ -64,14 +64,7 @@ func (s *Speaker) claimsOf(live []string) (map[string]Claims, bool) {
 // takes key's group. A speaker it never knew of (a node new to the cluster) is not
 // among them and takes, when it comes, what the hash gives it.
 func (s *Speaker) standsInFor(key netip.Addr) []string {
-	var out []string
-	for _, n := range election.Order(key, s.known) {
-		if n == s.cfg.NodeName {
-			break
-		}
-		out = append(out, n)
-	}
-	return out
+	return s.rankedBefore(s.cfg.NodeName, key)
 }
 
 // rankedBefore returns the known speakers the hash ranks before node for ip.
