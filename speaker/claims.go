@@ -95,26 +95,42 @@ func rebalanceTokens(services []*corev1.Service) map[netip.Addr]string {
 	return out
 }
 
-// incumbents returns, per IP, the one node whose claim on it carries the IP's current
-// token, with the nodes it stands in for; IPs claimed by several such nodes (a move
-// under way) or by none have no incumbent and are placed by the hash.
+// incumbents returns, per IP, the node whose claim on it carries the IP's current
+// token, with the nodes it stands in for. Where several nodes claim an IP (a move under
+// way, or a node that took an IP back before it heard the node standing in for it), the
+// claimant standing in for every other claimant keeps it: it took the IP from them,
+// later. Otherwise the IP has no incumbent and the hash places it. Over sets are ranks
+// of one hash order, so at most one claimant stands in for all the others, and every
+// speaker with the same claims picks the same one.
 func incumbents(claims map[string]Claims, tokens map[netip.Addr]string) map[netip.Addr]election.Incumbent {
-	out := map[netip.Addr]election.Incumbent{}
-	several := map[netip.Addr]bool{}
+	claimants := map[netip.Addr][]election.Incumbent{}
 	for node, c := range claims {
 		for ip, cl := range c {
-			if want, ok := tokens[ip]; !ok || want != cl.Token || several[ip] {
-				continue
+			if want, ok := tokens[ip]; ok && want == cl.Token {
+				claimants[ip] = append(claimants[ip], election.Incumbent{Node: node, Over: cl.Over})
 			}
-			if _, taken := out[ip]; taken {
-				delete(out, ip)
-				several[ip] = true
-				continue
+		}
+	}
+	out := make(map[netip.Addr]election.Incumbent, len(claimants))
+	for ip, cs := range claimants {
+		for _, c := range cs {
+			if standsInForAll(c, cs) {
+				out[ip] = c
+				break
 			}
-			out[ip] = election.Incumbent{Node: node, Over: cl.Over}
 		}
 	}
 	return out
+}
+
+// standsInForAll says whether claimant c stands in for every other claimant of cs.
+func standsInForAll(c election.Incumbent, cs []election.Incumbent) bool {
+	for _, o := range cs {
+		if o.Node != c.Node && !slices.Contains(c.Over, o.Node) {
+			return false
+		}
+	}
+	return true
 }
 
 // ownClaims are the claims of a speaker announcing owned, each as made when the speaker

@@ -66,4 +66,11 @@ func TestIncumbentsFromClaims(t *testing.T) {
 	if got := incumbents(claims, tokens); !reflect.DeepEqual(got, want) {
 		t.Errorf("incumbents = %v, want %v", got, want)
 	}
+	// w2 stands in for w3 on ip3 (it took ip3 while w3 was away) and w3 claims it
+	// again: w2 keeps it, on every speaker.
+	claims["w2"][ip3] = Claim{Token: "t1,t3", Over: []string{"w3"}}
+	want[ip3] = election.Incumbent{Node: "w2", Over: []string{"w3"}}
+	if got := incumbents(claims, tokens); !reflect.DeepEqual(got, want) {
+		t.Errorf("incumbents = %v, want %v", got, want)
+	}
 }

@@ -120,6 +120,10 @@ type State struct {
 	// once every announcing peer's record lists it and it hears each of them, or
 	// JoinWait later (see Decide). It stays silent meanwhile.
 	JoiningSince time.Time
+	// HeardSince is when a majority's records began listing this silent speaker while
+	// it did not hear that majority yet (a heal reaching its peers first); zero
+	// otherwise. It stays silent for at most JoinWait from then.
+	HeardSince time.Time
 }
 
 // Verdict is the decision for one election.
@@ -191,6 +195,15 @@ func Decide(cfg Config, st State, in Input) (Verdict, State) {
 	// A writer this speaker heard join less than JoinWait ago has perhaps not caught
 	// up with it yet.
 	joinedRecently := func(n string) bool { s, ok := since[n]; return ok && in.Now.Sub(s) < cfg.JoinWait }
+	// A silent speaker that a majority hears again, before it hears them, is half way
+	// back: they serve its IPs until it does.
+	heardBy := listeners(in.Self, fresh, current, majority)
+	switch {
+	case quorate || !st.Silent || len(heardBy) == 0:
+		st.HeardSince = time.Time{}
+	case st.HeardSince.IsZero():
+		st.HeardSince = in.Now
+	}
 	switch deposers := deposers(in.Self, fresh, joinedRecently, current, majority); {
 	case in.LinkDown:
 		v.Mode = ModeIsolated
@@ -202,6 +215,9 @@ func Decide(cfg Config, st State, in Input) (Verdict, State) {
 	case quorate:
 		v.Mode, v.Take = ModeQuorum, true
 		v.Electors = sortedSet(append(slices.Clone(live), aliveAndServing(fresh, since, in.Lost)...))
+	case !st.HeardSince.IsZero() && in.Now.Sub(st.HeardSince) < cfg.JoinWait:
+		v.Mode = ModeRejoining
+		v.Reason = fmt.Sprintf("%s hear %s again and it announces nothing until it hears them", strings.Join(heardBy, ", "), in.Self)
 	case in.Now.Sub(st.TroubleSince) < cfg.Grace:
 		v.Mode, v.Electors = ModeHold, live
 		v.Reason = fmt.Sprintf("%s hears %d of %d speakers, no majority", in.Self, len(live), len(expected))
@@ -309,6 +325,19 @@ func deposers(self string, fresh map[string]*Record, joinedRecently func(string)
 			}
 		}
 		if (joinedRecently(n) && r.Mode.serving()) || !vouched {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// listeners returns the writers of current, fresh records of announcing speakers that
+// list self among a majority they hear.
+func listeners(self string, fresh map[string]*Record, current func(*Record) bool, majority func([]string) bool) []string {
+	var out []string
+	for n, r := range fresh {
+		if n != self && r.Mode.serving() && r.lists(self) && current(r) && majority(r.Members) {
 			out = append(out, n)
 		}
 	}

@@ -393,3 +393,42 @@ func TestDecideJoining(t *testing.T) {
 		t.Fatalf("after JoinWait c still takes nothing (%s)", v.Reason)
 	}
 }
+
+// TestDecideHealReachesPeersFirst: a deposed speaker whose peers hear it again before
+// it hears them stays silent, rather than arbitrate by the hash alone and take IPs its
+// peers still announce; for at most JoinWait, for a cut that lets only one way through.
+func TestDecideHealReachesPeersFirst(t *testing.T) {
+	cfg := DefaultConfig()
+	var st State
+	step := func(in Input, want Mode) Verdict {
+		t.Helper()
+		in.Self, in.APIUp, in.APIAt, in.RecordsReadAt = "c", true, in.Now, in.Now
+		var v Verdict
+		v, st = Decide(cfg, st, in)
+		if v.Mode != want {
+			t.Fatalf("at %v: mode %s (%s), want %s", in.Now.Sub(t0), v.Mode, v.Reason, want)
+		}
+		return v
+	}
+	all := []Record{rec("a", -time.Second, "a", "b", "c"), rec("b", -time.Second, "a", "b", "c")}
+	step(Input{Members: heard("a", "b", "c"), Records: all, Now: at(0)}, ModeQuorum)
+	cut := []Record{rec("a", 500*time.Millisecond, "a", "b"), rec("b", 500*time.Millisecond, "a", "b")}
+	step(Input{Members: heard("c"), Records: cut, Now: at(time.Second)}, ModeMinority)
+	step(Input{Members: heard("c"), Records: cut, Now: at(9 * time.Second)}, ModeMinority)
+	// a and b hear c again and republish; c's memberlist has not caught up.
+	heal := []Record{rec("a", 9500*time.Millisecond, "a", "b", "c"), rec("b", 9500*time.Millisecond, "a", "b", "c")}
+	v := step(Input{Members: heard("c"), Records: heal, Now: at(9600 * time.Millisecond)}, ModeRejoining)
+	if !strings.Contains(v.Reason, "a, b hear c") {
+		t.Errorf("reason %q does not name the peers that hear c", v.Reason)
+	}
+	step(Input{Members: heard("c"), Records: heal, Now: at(9600*time.Millisecond + cfg.JoinWait - time.Millisecond)}, ModeRejoining)
+	// c hears them: it serves again.
+	if v := step(Input{Members: heard("a@11s", "b@11s", "c"), Records: heal, Now: at(11 * time.Second)}, ModeQuorum); !v.Take {
+		t.Fatalf("c hears the majority that lists it and takes nothing (%s)", v.Reason)
+	}
+
+	// A cut that lets only a and b hear c: c arbitrates after JoinWait.
+	st = State{Started: true, Silent: true, SilentSince: at(time.Second), TroubleSince: at(time.Second)}
+	step(Input{Members: heard("c"), Records: heal, Now: at(9600 * time.Millisecond)}, ModeRejoining)
+	step(Input{Members: heard("c"), Records: heal, Now: at(9600*time.Millisecond + cfg.JoinWait)}, ModeArbitrated)
+}

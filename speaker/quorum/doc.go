@@ -38,15 +38,20 @@
 //     republish once they hear it), so two nodes never answer at once.
 //  3. Quorum: it hears a strict majority of E. It elects among the members it hears,
 //     as memberlist reports them, with no API round trip.
-//  4. Hold: no majority, for less than Grace. It keeps the IPs it announces and takes
+//  4. Rejoining: it was silent, and a majority's current records list it while it
+//     does not hear that majority yet: a heal reaches its peers first. They serve its
+//     IPs, under their claims, until it hears them; if it arbitrated meanwhile it would
+//     elect by the hash alone and take IPs they still announce. At most JoinWait, for
+//     a one-way cut.
+//  5. Hold: no majority, for less than Grace. It keeps the IPs it announces and takes
 //     no new one: the usual cause, a peer that just died, and the rarer one, a split,
 //     look the same for the first moments.
-//  5. Arbitrated: no majority for Grace or longer and the API server reachable. It
+//  6. Arbitrated: no majority for Grace or longer and the API server reachable. It
 //     elects among the speakers whose record changed after it lost its majority: the
 //     speakers that are alive and reach the API server, the same set on every side of
 //     the split, so every side elects the same owners. Speakers that hear no majority
 //     renew fast, and so do the others as soon as they see a degraded record.
-//  6. Isolated: no majority for Grace or longer and the API server unreachable. It
+//  7. Isolated: no majority for Grace or longer and the API server unreachable. It
 //     announces nothing; whoever can still reach the API server arbitrates.
 //
 // A speaker that announced nothing (Isolated, Minority, or just started) serves again
