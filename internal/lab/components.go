@@ -24,6 +24,10 @@ func controllerCmd(s *State) []string {
 		"--leader-elect=false", "--metrics-bind-address", controllerMetrics, "--metrics-secure=false", "--health-probe-bind-address", controllerProbe}
 }
 
+// speakerStateDir holds, per node, what a restarting speaker leaves its successor (the
+// node's /run/herald). It lives as long as the lab: a new lab starts without it.
+const speakerStateDir = "speaker-state"
+
 // speakerCmd runs the speaker with its proxier, as the manifest's DaemonSet does, so
 // that the client reaches the pods through the VIPs.
 func speakerCmd(s *State, h HostInfo) []string {
@@ -31,7 +35,7 @@ func speakerCmd(s *State, h HostInfo) []string {
 		"--ml-bind-addr", h.Addr.String(), "--namespace", HeraldNamespace,
 		"--metrics-bind-address", speakerMetrics, "--metrics-secure=false", "--health-probe-bind-address", speakerProbe,
 		// The node's /run/herald: what a restarting speaker leaves its successor.
-		"--state-dir", filepath.Join(s.RunDir, "state", h.Name)}
+		"--state-dir", filepath.Join(s.RunDir, speakerStateDir, h.Name)}
 	return append(append(cmd, proxierArgs(s)...), s.SpeakerArgs...)
 }
 

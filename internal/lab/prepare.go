@@ -39,7 +39,7 @@ func resetRunDir(runDir string) error {
 	}
 	logs, _ := filepath.Glob(filepath.Join(runDir, "*.log"))
 	kubeconfigs, _ := filepath.Glob(filepath.Join(runDir, "*.kubeconfig"))
-	old := append(append(logs, kubeconfigs...), filepath.Join(runDir, stateFile), filepath.Join(runDir, "pids"),
+	old := append(append(logs, kubeconfigs...), filepath.Join(runDir, stateFile), filepath.Join(runDir, "pids"), filepath.Join(runDir, speakerStateDir),
 		filepath.Join(runDir, "agents"), filepath.Join(runDir, CPHost+"-controlplane"))
 	for _, p := range old {
 		if err := os.RemoveAll(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
