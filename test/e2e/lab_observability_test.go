@@ -254,7 +254,10 @@ func TestLabObservability(t *testing.T) {
 		unlabel := func() {
 			if !unlabelled {
 				unlabelled = true
-				for _, n := range f.nodes {
+				// worker3, the hash's choice, first: the first node eligible takes the
+				// VIP and keeps it when nodes the hash prefers become eligible later
+				// (no fail-back), so the order of the removals picks the owner.
+				for _, n := range slices.Backward(f.nodes) {
 					f.setNodeLabel(t, n, election.ExcludeLabel, nil)
 				}
 			}
