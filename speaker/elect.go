@@ -30,7 +30,8 @@ const holder = "election"
 // change: its view is not the cluster's.
 func (s *Speaker) runElection(ctx context.Context) {
 	returned := s.noteMembership()
-	live := s.members.Live()
+	// One instant: a restarting peer that joins in between would be in neither.
+	live, holds := s.members.LiveAndHeld()
 	verdict, records := s.decide(ctx, live)
 	s.observe(verdict, live)
 	if verdict.Mode.Silent() {
@@ -72,7 +73,7 @@ func (s *Speaker) runElection(ctx context.Context) {
 		// A peer that just joined and whose claims have not arrived yet may announce
 		// IPs this speaker would otherwise take.
 		take = take && !waiting
-		held = s.heldNodes(time.Now())
+		held = s.heldNodes(holds, time.Now())
 		for n, c := range held {
 			in.Members = append(in.Members, n)
 			in.Claims[n] = c

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"herald.dev/herald/speaker/members"
 )
 
 // A speaker restart (a DaemonSet rolling update, an upgrade) must not move the node's
@@ -76,18 +78,18 @@ func loadClaims(dir, node string, maxAge time.Duration, now time.Time) (Claims, 
 	return c, nil
 }
 
-// heldNodes returns the peers whose IPs this speaker holds for them while they
-// restart, with their claims, releasing the holds that ended: past RestartHold, or the
+// heldNodes returns, of holds (members.Held), the peers whose IPs this speaker holds
+// for them while they restart, with their claims, releasing the holds that ended: past RestartHold, or the
 // node's host answered no probe sent after it left. It asks for an election when the
 // next hold ends. Loop goroutine only.
-func (s *Speaker) heldNodes(now time.Time) map[string]Claims {
+func (s *Speaker) heldNodes(holds map[string]members.HeldState, now time.Time) map[string]Claims {
 	if s.cfg.RestartHold <= 0 {
 		return nil
 	}
 	_, silentAt := s.prober.answers()
 	out := map[string]Claims{}
 	var next time.Time
-	for n, h := range s.members.Held() {
+	for n, h := range holds {
 		end := h.Since.Add(s.cfg.RestartHold)
 		if silent, ok := silentAt[n]; !now.Before(end) || (ok && !silent.Before(h.Since)) {
 			s.members.Release(n)

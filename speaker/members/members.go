@@ -130,6 +130,10 @@ func (m *Members) Join(addrs []string) (int, error) {
 func (m *Members) Live() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.liveLocked()
+}
+
+func (m *Members) liveLocked() []string {
 	out := make([]string, 0, len(m.live))
 	for n := range m.live {
 		out = append(out, n)

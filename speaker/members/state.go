@@ -171,6 +171,18 @@ type HeldState struct {
 func (m *Members) Held() map[string]HeldState {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.heldLocked()
+}
+
+// LiveAndHeld returns Live and Held at one instant. A restarting member moves from
+// held to live when it joins again: read apart, the two could miss it in both.
+func (m *Members) LiveAndHeld() ([]string, map[string]HeldState) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.liveLocked(), m.heldLocked()
+}
+
+func (m *Members) heldLocked() map[string]HeldState {
 	out := make(map[string]HeldState, len(m.held))
 	for n, h := range m.held {
 		out[n] = h

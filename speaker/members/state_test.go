@@ -3,6 +3,7 @@ package members
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -138,5 +139,30 @@ func TestRestartingMemberIsHeld(t *testing.T) {
 	a.Release(b.name)
 	if len(a.Held()) != 0 {
 		t.Errorf("after Release: %v", a.Held())
+	}
+}
+
+func TestRestartedMemberMovesFromHeldToLive(t *testing.T) {
+	ms := cluster(t, 2)
+	a, b := ms[0], ms[1]
+	if err := b.Leave(time.Second, true); err != nil {
+		t.Fatal(err)
+	}
+	_ = b.Shutdown()
+	eventually(t, 5*time.Second, func() bool { _, held := a.LiveAndHeld(); _, ok := held[b.name]; return ok },
+		func() string { return fmt.Sprintf("a holds %v, want b", a.Held()) })
+	if live, _ := a.LiveAndHeld(); slices.Contains(live, b.name) {
+		t.Errorf("a sees the restarting b live: %v", live)
+	}
+
+	// b's next process joins: a sees it live and holds it no longer.
+	b2 := start(t, b.name, testKey)
+	if _, err := b2.Join([]string{a.Addr()}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() bool { live, _ := a.LiveAndHeld(); return slices.Contains(live, b.name) },
+		func() string { return fmt.Sprintf("a sees %v, want b back", a.Live()) })
+	if _, held := a.LiveAndHeld(); len(held) != 0 {
+		t.Errorf("a still holds %v for a member that is back", held)
 	}
 }
