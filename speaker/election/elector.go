@@ -31,6 +31,13 @@ type Elector struct {
 	groups   map[*groupState]bool
 	incs     map[netip.Addr]Incumbent // the last View.Incumbents, copied
 	out      []Decision               // the last result, sorted by IP
+	last     electionStats
+}
+
+// electionStats says how much the last election redid, for tests and benchmarks.
+type electionStats struct {
+	full   bool // everything elected again
+	ranked int  // groups ranked from scratch
 }
 
 // clusterSummary is what the no-owner messages say about the members besides the
@@ -51,8 +58,9 @@ func (a clusterSummary) equal(b clusterSummary) bool {
 
 // Elect returns what Elect(v, services) returns.
 func (e *Elector) Elect(v View, services []Service) []Decision {
+	e.last = electionStats{}
 	if hasDuplicateKeys(services) { // a caller bug: keyed bookkeeping cannot follow it
-		*e = Elector{}
+		*e = Elector{last: electionStats{full: true}}
 		return Elect(v, services)
 	}
 	prints, ads := canonicalAds(v.Advertisements)
@@ -63,6 +71,7 @@ func (e *Elector) Elect(v View, services []Service) []Decision {
 	if !e.valid || !slices.Equal(prints, e.ads) || len(joined) > len(c.names)/4+1 {
 		e.reset()
 		e.ads = prints
+		e.last.full = true
 	}
 	u := update{
 		c:       c,
@@ -97,11 +106,13 @@ func (e *Elector) Elect(v View, services []Service) []Decision {
 		g.fresh = false
 	}
 	e.valid, e.selected, e.excluded = true, selected, summarize(c)
+	e.last.ranked = len(fresh)
 	return e.output(regrouped, append(touched, fresh...))
 }
 
 func (e *Elector) reset() {
 	*e = Elector{
+		last:     e.last,
 		services: map[string]*Service{},
 		groupOf:  map[string]*groupState{},
 		byIP:     map[netip.Addr]*groupState{},
