@@ -59,7 +59,8 @@ func (a clusterSummary) equal(b clusterSummary) bool {
 // Elect returns what Elect(v, services) returns.
 func (e *Elector) Elect(v View, services []Service) []Decision {
 	e.last = electionStats{}
-	if hasDuplicateKeys(services) { // a caller bug: keyed bookkeeping cannot follow it
+	diff, ok := e.diffServices(services)
+	if !ok { // duplicate keys, a caller bug: keyed bookkeeping cannot follow it
 		*e = Elector{last: electionStats{full: true}}
 		return Elect(v, services)
 	}
@@ -72,6 +73,7 @@ func (e *Elector) Elect(v View, services []Service) []Decision {
 		e.reset()
 		e.ads = prints
 		e.last.full = true
+		diff, _ = e.diffServices(services)
 	}
 	u := update{
 		c:       c,
@@ -86,7 +88,7 @@ func (e *Elector) Elect(v View, services []Service) []Decision {
 	for _, j := range joined {
 		u.moved[c.names[j]] = true
 	}
-	fresh, regrouped := e.regroup(services)
+	fresh, regrouped := e.regroup(diff)
 	u.incumbentsChanged = e.updateIncumbents(v.Incumbents)
 	var touched []*groupState
 	for g := range e.groups {
@@ -121,37 +123,59 @@ func (e *Elector) reset() {
 	}
 }
 
-// regroup takes in the new Services: the groups holding a Service that changed, came or
-// went, or an IP of one, are replaced by new groups of their Services; it returns the
-// new groups, to be ranked, and whether any group was replaced or dropped.
-func (e *Elector) regroup(services []Service) ([]*groupState, bool) {
-	seen := make(map[string]bool, len(services))
-	dirty := map[*groupState]bool{}
-	var again []Service // canonical copies of the Services to group again
+// serviceDiff is how the Services of an election differ from the last ones.
+type serviceDiff struct {
+	seen  map[string]bool      // the keys of the new Services
+	known int                  // how many of them the last Services had
+	again []Service            // canonical copies of the new and changed Services
+	dirty map[*groupState]bool // the groups holding one of them, or an IP of one
+}
+
+// diffServices compares services with the last ones, changing nothing; false when two
+// of them have the same key.
+func (e *Elector) diffServices(services []Service) (serviceDiff, bool) {
+	d := serviceDiff{seen: make(map[string]bool, len(services)), dirty: map[*groupState]bool{}}
 	for i := range services {
 		s := &services[i]
-		seen[s.Key] = true
-		if old, ok := e.services[s.Key]; ok && sameService(old, s) {
+		if d.seen[s.Key] {
+			return d, false
+		}
+		d.seen[s.Key] = true
+		old, ok := e.services[s.Key]
+		if ok {
+			d.known++
+		}
+		if ok && sameService(old, s) {
 			continue
 		}
 		cp := canonicalService(s)
-		again = append(again, cp)
+		d.again = append(d.again, cp)
 		if g := e.groupOf[s.Key]; g != nil {
-			dirty[g] = true
+			d.dirty[g] = true
 		}
 		for _, ip := range cp.IPs {
 			if g := e.byIP[ip]; g != nil {
-				dirty[g] = true
+				d.dirty[g] = true
 			}
 		}
 	}
-	for key := range e.services {
-		if !seen[key] {
-			if g := e.groupOf[key]; g != nil {
-				dirty[g] = true
+	return d, true
+}
+
+// regroup takes in the new Services: the groups holding a Service that changed, came or
+// went, or an IP of one, are replaced by new groups of their Services; it returns the
+// new groups, to be ranked, and whether any group was replaced or dropped.
+func (e *Elector) regroup(d serviceDiff) ([]*groupState, bool) {
+	seen, again, dirty := d.seen, d.again, d.dirty
+	if d.known < len(e.services) { // some are gone
+		for key := range e.services {
+			if !seen[key] {
+				if g := e.groupOf[key]; g != nil {
+					dirty[g] = true
+				}
+				delete(e.services, key)
+				delete(e.groupOf, key)
 			}
-			delete(e.services, key)
-			delete(e.groupOf, key)
 		}
 	}
 	if len(again) == 0 && len(dirty) == 0 {

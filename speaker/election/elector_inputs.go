@@ -13,17 +13,6 @@ import (
 // position or pointer, since callers build their inputs afresh from informer caches
 // whose lists come in any order.
 
-func hasDuplicateKeys(services []Service) bool {
-	seen := make(map[string]bool, len(services))
-	for i := range services {
-		if seen[services[i].Key] {
-			return true
-		}
-		seen[services[i].Key] = true
-	}
-	return false
-}
-
 // canonicalAds returns the fingerprint of every ad, sorted, and the ads in that order.
 // The election does not depend on the order of the ads, but a Service's evaluation
 // refers to ads by position.
@@ -161,14 +150,44 @@ func sameService(kept, s *Service) bool {
 		len(kept.Endpoints) != len(s.Endpoints) {
 		return false
 	}
-	ips := normalize(s.IPs)
-	slices.SortFunc(ips, netip.Addr.Compare)
-	if !slices.Equal(ips, kept.IPs) {
-		return false
+	inOrder := len(s.IPs) == len(kept.IPs)
+	for i := 0; inOrder && i < len(s.IPs); i++ {
+		inOrder = s.IPs[i].Unmap() == kept.IPs[i]
 	}
+	if !inOrder {
+		ips := normalize(s.IPs)
+		slices.SortFunc(ips, netip.Addr.Compare)
+		if !slices.Equal(ips, kept.IPs) {
+			return false
+		}
+	}
+	return sameEndpoints(kept.Endpoints, s.Endpoints)
+}
+
+// sameEndpoints says whether eps holds the endpoints of kept (sorted) in any order.
+// Up to 64 endpoints it finds each in kept by binary search, allocating nothing: the
+// comparison runs for every Service at every election.
+func sameEndpoints(kept, eps []Endpoint) bool {
 	eq := func(a, b Endpoint) bool { return compareEndpoints(a, b) == 0 }
-	return slices.EqualFunc(s.Endpoints, kept.Endpoints, eq) ||
-		slices.EqualFunc(canonicalEndpoints(s.Endpoints), kept.Endpoints, eq)
+	if slices.EqualFunc(eps, kept, eq) {
+		return true
+	}
+	if len(eps) > 64 {
+		return slices.EqualFunc(canonicalEndpoints(eps), kept, eq)
+	}
+	var used uint64
+	for _, ep := range eps {
+		i, found := slices.BinarySearchFunc(kept, ep, compareEndpoints)
+		for found && i < len(kept) && used&(1<<i) != 0 {
+			i++
+			found = i < len(kept) && eq(kept[i], ep)
+		}
+		if !found {
+			return false
+		}
+		used |= 1 << i
+	}
+	return true
 }
 
 func sameIncumbent(a, b Incumbent) bool {

@@ -223,3 +223,24 @@ func TestElectorFailoverIsIncremental(t *testing.T) {
 		t.Errorf("after a join: full %t, %d groups ranked from scratch, %d without candidate", e.last.full, e.last.ranked, unowned)
 	}
 }
+
+// sameEndpoints agrees with comparing sorted copies, short lists and long.
+func TestSameEndpoints(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(3, 4))
+	for range 2000 {
+		var eps []Endpoint
+		for range rnd.IntN(80) {
+			eps = append(eps, Endpoint{Node: pick(rnd, []string{"", "a", "b"}), Ready: pick(rnd, tristate), Serving: pick(rnd, tristate)})
+		}
+		kept := canonicalEndpoints(eps)
+		other := slices.Clone(eps)
+		rnd.Shuffle(len(other), func(i, j int) { other[i], other[j] = other[j], other[i] })
+		if len(other) > 0 && chance(rnd, 0.5) {
+			other[rnd.IntN(len(other))] = Endpoint{Node: pick(rnd, []string{"", "a", "b"}), Ready: pick(rnd, tristate), Serving: pick(rnd, tristate)}
+		}
+		want := slices.EqualFunc(canonicalEndpoints(other), kept, func(a, b Endpoint) bool { return compareEndpoints(a, b) == 0 })
+		if got := sameEndpoints(kept, other); got != want {
+			t.Fatalf("sameEndpoints(%v, %v) = %t, want %t", kept, other, got, want)
+		}
+	}
+}
