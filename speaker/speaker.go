@@ -28,6 +28,7 @@ import (
 	"herald.dev/herald/internal/scheme"
 	"herald.dev/herald/proxy"
 	"herald.dev/herald/speaker/deadnodes"
+	"herald.dev/herald/speaker/election"
 	"herald.dev/herald/speaker/layer2"
 	"herald.dev/herald/speaker/members"
 	"herald.dev/herald/speaker/quorum"
@@ -67,6 +68,10 @@ type Speaker struct {
 	proxyPoke chan struct{}
 	synced    atomic.Bool
 	joined    atomic.Bool
+
+	// elector remembers the last election so the next redoes only what changed
+	// (loop goroutine only).
+	elector election.Elector
 
 	// Only the loop goroutine touches live, since, lostAt, counted, qstate and verdict.
 	live   map[string]bool

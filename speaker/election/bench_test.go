@@ -11,10 +11,19 @@ import (
 // (all pools; pool p2 from zones a and b on eth0; web Services everywhere), and n
 // Services of pools p1/p2, a fifth of them Local with 3 ready endpoints on random nodes.
 func benchCluster(n int, dualStack bool) (View, []Service) {
+	return benchClusterOf(100, n, dualStack)
+}
+
+// benchNodes is benchCluster with nodes nodes and n single-stack Services.
+func benchNodes(nodes, n int) (View, []Service) {
+	return benchClusterOf(nodes, n, false)
+}
+
+func benchClusterOf(nodes, n int, dualStack bool) (View, []Service) {
 	rnd := rand.New(rand.NewPCG(1, 2))
 	var v View
-	for i := range 100 {
-		name := fmt.Sprintf("worker%03d", i)
+	for i := range nodes {
+		name := fmt.Sprintf("worker%04d", i)
 		v.Nodes = append(v.Nodes, mkNode(name, label("zone", string(rune('a'+i%4)))))
 		v.Members = append(v.Members, name)
 	}
@@ -36,7 +45,7 @@ func benchCluster(n int, dualStack bool) (View, []Service) {
 			s.IPs = append(s.IPs, netip.AddrFrom16([16]byte{0xfc, 0, 14: byte(i >> 8), 15: byte(i)}))
 		}
 		for range 3 {
-			s.Endpoints = append(s.Endpoints, readyOn(v.Nodes[rnd.IntN(100)].Name))
+			s.Endpoints = append(s.Endpoints, readyOn(v.Nodes[rnd.IntN(nodes)].Name))
 		}
 		svcs[i] = s
 	}

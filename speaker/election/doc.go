@@ -42,7 +42,8 @@
 // announcing them now) when they all name the same eligible node, moves ahead of the
 // best candidates (equal on ranks 1 and 2) that it stands in for (Incumbent.Over): the
 // owner is the first of the best that the incumbent does not stand in for, or the
-// incumbent if it comes before. The first candidate owns every IP of the group.
+// incumbent if it comes before. The first candidate owns every IP of the group; a
+// Decision lists the first MaxCandidates.
 //
 // When all active Services of a group agree on the fitting nodes (the usual case: one
 // Service, or sharing Services with the same ads and endpoints), ranks 1 and 2 tie and

@@ -3,6 +3,7 @@ package election
 import (
 	"bytes"
 	"crypto/sha256"
+	"math"
 	"net/netip"
 	"slices"
 	"testing"
@@ -123,6 +124,11 @@ func ranked(key string, tiers ...[]string) []string {
 }
 
 func tier(nodes ...string) []string { return nodes }
+
+// electAll is Elect listing every candidate, to compare with the reference.
+func electAll(v View, services []Service) []Decision {
+	return electListing(v, services, math.MaxInt)
+}
 
 // decisionFor returns the Decision for a, failing the test when there is none.
 func decisionFor(t *testing.T, ds []Decision, a string) Decision {

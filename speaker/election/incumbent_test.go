@@ -39,7 +39,7 @@ func TestIncumbentsMatchReference(t *testing.T) {
 	forSeeds(t, func(t *testing.T, rnd *rand.Rand) {
 		v, svcs := randomView(rnd), randomServices(rnd)
 		v = withRandomIncumbents(rnd, v, svcs)
-		got := Elect(v, svcs)
+		got := electAll(v, svcs)
 		checkInvariants(t, v, svcs, got)
 		ref := reference(v, svcs)
 		for _, d := range got {
@@ -49,7 +49,7 @@ func TestIncumbentsMatchReference(t *testing.T) {
 		}
 		// Speakers given the same incumbents agree, whatever the order of the inputs.
 		sv, ss := shuffled(rnd, v, svcs)
-		if again := Elect(sv, ss); !slices.EqualFunc(again, got, func(a, b Decision) bool { return a.IP == b.IP && a.Owner == b.Owner }) {
+		if again := electAll(sv, ss); !slices.EqualFunc(again, got, func(a, b Decision) bool { return a.IP == b.IP && a.Owner == b.Owner }) {
 			t.Errorf("shuffled inputs elect other owners")
 		}
 	})

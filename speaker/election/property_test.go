@@ -63,7 +63,7 @@ func TestSpeakersAgree(t *testing.T) {
 func TestMatchesReference(t *testing.T) {
 	forSeeds(t, func(t *testing.T, rnd *rand.Rand) {
 		v, svcs := randomView(rnd), randomServices(rnd)
-		got := Elect(v, svcs)
+		got := electAll(v, svcs)
 		ref := reference(v, svcs)
 		if len(got) != len(ref) {
 			t.Fatalf("%d decisions, reference has %d", len(got), len(ref))
@@ -71,6 +71,14 @@ func TestMatchesReference(t *testing.T) {
 		for _, d := range got {
 			if want := ref[d.IP]; !slices.Equal(d.Candidates, want) {
 				t.Errorf("%s: candidates %v, reference %v", d.IP, d.Candidates, want)
+			}
+		}
+		// Elect lists the first MaxCandidates and decides the same.
+		for i, d := range Elect(v, svcs) {
+			all := got[i]
+			all.Candidates = all.Candidates[:min(MaxCandidates, len(all.Candidates))]
+			if !reflect.DeepEqual(d, all) {
+				t.Errorf("Elect %+v, listing all %+v", d, all)
 			}
 		}
 	})
@@ -83,9 +91,9 @@ func TestRemoveNonOwner(t *testing.T) {
 			return
 		}
 		gone := v.Members[rnd.IntN(len(v.Members))]
-		before := Elect(v, svcs)
+		before := electAll(v, svcs)
 		v.Members = slices.DeleteFunc(slices.Clone(v.Members), func(m string) bool { return m == gone })
-		after := Elect(v, svcs)
+		after := electAll(v, svcs)
 		for i, d := range after {
 			old := before[i]
 			if old.Owner != gone && d.Owner != old.Owner {
@@ -102,11 +110,11 @@ func TestRemoveNonOwner(t *testing.T) {
 func TestAddNode(t *testing.T) {
 	forSeeds(t, func(t *testing.T, rnd *rand.Rand) {
 		v, svcs := randomView(rnd), randomServices(rnd)
-		before := Elect(v, svcs)
+		before := electAll(v, svcs)
 		// "new" may already have endpoints: its pods were scheduled before its speaker joined.
 		v.Nodes = append(slices.Clone(v.Nodes), randomNode(rnd, "new"))
 		v.Members = append(slices.Clone(v.Members), "new")
-		after := Elect(v, svcs)
+		after := electAll(v, svcs)
 		for i, d := range after {
 			old := before[i]
 			if d.Owner != old.Owner && d.Owner != "new" {

@@ -13,7 +13,7 @@ type service struct {
 	reason Reason
 	detail string
 	ads    []int  // the advertisements covering it (positions in cluster.ads)
-	nodes  bitset // eligible nodes selected by one of those ads
+	nodes  bitset // eligible nodes selected by one of those ads; ranker scratch space
 }
 
 // evaluate decides whether s is active and, if so, which ads cover it and which nodes
@@ -59,9 +59,10 @@ func (s *Service) canServeAnywhere() bool {
 	return false
 }
 
-// fitOn says how well node i fits the active Service sv (see package doc).
+// fitOn says how well node i fits the active Service sv (see package doc). It reads
+// the ads of sv, not sv.nodes, so it holds for an Elector's Services kept across views.
 func (c *cluster) fitOn(sv *service, i int) fit {
-	if !sv.nodes.has(i) {
+	if !slices.ContainsFunc(sv.ads, func(a int) bool { return c.ads[a].nodes.has(i) }) {
 		return fitNone
 	}
 	if !sv.Local {

@@ -91,8 +91,9 @@ type Decision struct {
 	// Interfaces the owner answers on: the union over the ads covering an active Service
 	// and selecting the owner. Nil: every interface (one of those ads names none).
 	Interfaces []string
-	// Candidates are the eligible nodes that fit an active Service, best first;
-	// Candidates[0] == Owner.
+	// Candidates are the first MaxCandidates of the eligible nodes that fit an active
+	// Service, best first; Candidates[0] == Owner. The rest of the ranking is not kept:
+	// O(nodes) per IP, and only the owner and the runner-up are read.
 	Candidates []string
 	// Services are the keys of the Services holding IP, sorted.
 	Services []string
