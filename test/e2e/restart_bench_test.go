@@ -55,8 +55,15 @@ func BenchmarkRollingRestart(b *testing.B) {
 				f.expectOwner(b, vip, f.owner(vip), n+" before the trial")
 			}
 			before := moves(b)
-			fl, br := count(b, f.rollingRestart(b, vips))
+			res := f.rollingRestart(b, vips)
+			fl, br := count(b, res)
 			mv := moves(b) - before
+			for _, n := range slices.Sorted(maps.Keys(res)) {
+				r := res[n]
+				for _, p := range append(slices.Clone(r.shortFailed), r.keptFailed...) {
+					b.Logf("%s trial %d: %s: a request failed at %s: %v", name, i+1, n, sinceFault(p.Start, r.start), p.Err)
+				}
+			}
 			b.Logf("%s trial %d: %d requests failed, %d keep-alive connections broke, %d VIP moves", name, i+1, fl, br, mv)
 			failed, broken, moved = append(failed, float64(fl)), append(broken, float64(br)), append(moved, float64(mv))
 		}
