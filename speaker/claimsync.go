@@ -113,3 +113,31 @@ func (s *Speaker) publishClaims() {
 	s.claims, s.claimsRaw, s.claimsSent = c, raw, true
 	s.members.Publish(raw)
 }
+
+// arbitratedClaims are the claims of an election arbitrated through the API server
+// (an even split): those of the live members, and for each elector this speaker
+// cannot hear, the last claims it had when memberlist lost it. Each side announces
+// what it announced when the split began (Hold takes nothing), so both sides elect
+// with the same claims and keep every IP where it was; by the hash alone, every IP
+// that no-fail-back had kept off its hash node would move, two nodes answering it
+// while the sides' elections ran apart.
+func (s *Speaker) arbitratedClaims(live, electors []string) map[string]Claims {
+	out, _ := s.claimsOf(live)
+	lost := s.members.LostStates()
+	for _, n := range electors {
+		if _, ok := out[n]; ok {
+			continue
+		}
+		raw, ok := lost[n]
+		if !ok {
+			continue
+		}
+		c, err := DecodeClaims(raw)
+		if err != nil {
+			s.log.Info("ignoring a peer's last claims", "peer", n, "error", err.Error())
+			continue
+		}
+		out[n] = c
+	}
+	return out
+}

@@ -66,9 +66,12 @@ func (s *Speaker) runElection(ctx context.Context) {
 	take := verdict.Take
 	// The speakers that hear a majority, and those holding what they have, keep every
 	// IP with the node announcing it (no fail-back), and hold the IPs of a peer that is
-	// restarting. An arbitrated election places by hash alone: the sides of a split
-	// know different claims.
+	// restarting. An arbitrated election keeps them too, with the claims every side
+	// knew when the split began (arbitratedClaims), so that it moves nothing.
 	var held map[string]Claims
+	if verdict.Mode == quorum.ModeArbitrated {
+		in.Claims = s.arbitratedClaims(live, verdict.Electors)
+	}
 	if verdict.Mode == quorum.ModeQuorum || verdict.Mode == quorum.ModeHold {
 		var waiting bool
 		in.Claims, waiting = s.claimsOf(live)

@@ -26,7 +26,8 @@ type Inputs struct {
 	LBClass            string
 	IgnoreExcludeLabel bool
 	// Claims are the IPs each speaker announces, by node (this one and its live
-	// peers): whose claims are current are the election's incumbents. Nil: placement
+	// peers; in an arbitrated election also the last claims of the electors it
+	// cannot hear): whose claims are current are the election's incumbents. Nil: placement
 	// by hash alone.
 	Claims map[string]Claims
 }

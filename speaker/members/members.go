@@ -29,6 +29,9 @@ type Members struct {
 	// the states kept for those that left so (state.go).
 	restarting map[string]bool
 	held       map[string]HeldState
+	// lost are the last states of the members lost without a goodbye (dead or cut
+	// off), until they come back (state.go).
+	lost map[string][]byte
 	// name is this member's; own is its state and states those of its peers (state.go).
 	name   string
 	own    peerState
@@ -57,6 +60,7 @@ func Start(cfg Config, log logr.Logger, reg prometheus.Registerer) (*Members, er
 		name:       cfg.NodeName,
 		restarting: map[string]bool{},
 		held:       map[string]HeldState{},
+		lost:       map[string][]byte{},
 		states:     map[string]peerState{},
 		gauge: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "herald_memberlist_members",
@@ -193,11 +197,17 @@ func (d *eventDelegate) set(name string, live bool) {
 		m.live[name] = true
 		delete(m.left, name)
 		delete(m.held, name)
+		delete(m.lost, name)
 	} else {
 		delete(m.live, name)
 		m.left[name] = m.leaving[name]
 		if m.leaving[name] && m.restarting[name] {
 			m.held[name] = HeldState{Data: m.states[name].data, Since: time.Now()}
+		}
+		if st, ok := m.states[name]; ok && !m.leaving[name] {
+			m.lost[name] = st.data
+		} else {
+			delete(m.lost, name)
 		}
 		delete(m.leaving, name)
 		delete(m.restarting, name)

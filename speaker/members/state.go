@@ -19,7 +19,9 @@ import (
 //     heal a lost message.
 //
 // A peer's state is forgotten when memberlist declares it dead or left: a member that
-// comes back starts from the state it sends then. Versions order one member's states
+// comes back starts from the state it sends then. The last state of a peer lost
+// without a goodbye stays readable apart (LostStates) until it comes back: both sides
+// of a split still know what the other side announced when it began. Versions order one member's states
 // (a restarted member starts above its previous versions: they are clock based).
 
 // statePrefix starts a state message; stateAsk marks one whose receiver should answer
@@ -60,6 +62,18 @@ func (m *Members) States() map[string][]byte {
 		if m.live[n] {
 			out[n] = s.data
 		}
+	}
+	return out
+}
+
+// LostStates returns the last state of every peer memberlist lost without a goodbye
+// (dead, or cut off from this member) and that has not come back.
+func (m *Members) LostStates() map[string][]byte {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string][]byte, len(m.lost))
+	for n, d := range m.lost {
+		out[n] = d
 	}
 	return out
 }

@@ -166,3 +166,29 @@ func TestRestartedMemberMovesFromHeldToLive(t *testing.T) {
 		t.Errorf("a still holds %v for a member that is back", held)
 	}
 }
+
+func TestLostMemberKeepsItsLastState(t *testing.T) {
+	ms := cluster(t, 3)
+	a, b, c := ms[0], ms[1], ms[2]
+	b.Publish([]byte("b-claims"))
+	c.Publish([]byte("c-claims"))
+	eventually(t, 5*time.Second, func() bool {
+		s := a.States()
+		return string(s[b.name]) == "b-claims" && string(s[c.name]) == "c-claims"
+	}, func() string { return "a did not get the states: " + statesString(a.States()) })
+
+	// b vanishes without a goodbye, c leaves: a keeps b's last state apart, not c's.
+	_ = b.Shutdown()
+	if err := c.Leave(time.Second, false); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Shutdown()
+	eventually(t, 10*time.Second, func() bool { return len(a.Live()) == 1 },
+		func() string { return fmt.Sprintf("a still sees %v", a.Live()) })
+	if lost := a.LostStates(); len(lost) != 1 || string(lost[b.name]) != "b-claims" {
+		t.Errorf("a's lost states: %q, want b's last state only", lost)
+	}
+	if _, ok := a.States()[b.name]; ok {
+		t.Error("a lists the lost b among the live members' states")
+	}
+}

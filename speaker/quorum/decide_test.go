@@ -395,7 +395,7 @@ func TestDecideJoining(t *testing.T) {
 }
 
 // TestDecideHealReachesPeersFirst: a deposed speaker whose peers hear it again before
-// it hears them stays silent, rather than arbitrate by the hash alone and take IPs its
+// it hears them stays silent, rather than arbitrate with stale claims and take IPs its
 // peers still announce; for at most JoinWait, for a cut that lets only one way through.
 func TestDecideHealReachesPeersFirst(t *testing.T) {
 	cfg := DefaultConfig()

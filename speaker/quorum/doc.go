@@ -41,7 +41,7 @@
 //  4. Rejoining: it was silent, and a majority's current records list it while it
 //     does not hear that majority yet: a heal reaches its peers first. They serve its
 //     IPs, under their claims, until it hears them; if it arbitrated meanwhile it would
-//     elect by the hash alone and take IPs they still announce. At most JoinWait, for
+//     elect with the claims it knew when it was cut off and take IPs they announce. At most JoinWait, for
 //     a one-way cut.
 //  5. Hold: no majority, for less than Grace. It keeps the IPs it announces and takes
 //     no new one: the usual cause, a peer that just died, and the rarer one, a split,
