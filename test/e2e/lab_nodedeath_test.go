@@ -86,6 +86,13 @@ func TestLabNodeDeath(t *testing.T) {
 		default:
 			t.Logf("the connection to webpod1 failed %v after the fault: %v", took.Round(time.Millisecond), ferr)
 		}
+		// While the node is dead, herald status names it below its table.
+		labtest.Eventually(t, "herald status names "+dead+" as withheld", func() error {
+			if out := f.heraldStatus(t); !strings.Contains(out, "node "+dead+" is dead to the speakers") {
+				return fmt.Errorf("herald status:\n%s", out)
+			}
+			return nil
+		})
 	})
 }
 

@@ -52,6 +52,11 @@ speakers publish (kubectl get vips), so it works without Prometheus.
 OWNER NODE is <none> when no node announces the IP; -o wide says why (REASON,
 MESSAGE), or <not published> when no speaker has written the IP's VIPStatus yet.
 
+Below the table, a line names each node whose endpoints the speakers withhold from
+every Service: its speaker vanished and its host answers nothing, so they hold it dead
+before the API server marks it NotReady (read from the Node's EndpointsWithheld and
+EndpointsRestored Events).
+
 Without -n it shows every namespace, like kubectl get -A.`,
 		Example: `  herald status
   herald status -n default -o wide
@@ -109,16 +114,17 @@ func RunStatus(ctx context.Context, o StatusOptions, out, errOut io.Writer) erro
 		fmt.Fprintf(errOut, "warning: %v; owners are shown as <none>\n", explainAPIError(err, cfg.Host, "VIPStatus objects"))
 	}
 	rows := StatusRows(svcs.Items, vips.Items, o.LBClass)
+	withheld := listWithheldNodes(ctx, c, cfg.Host, o.Output != "table", errOut)
 	switch o.Output {
 	case "json":
-		b, err := json.MarshalIndent(StatusReport{Items: rows}, "", "  ")
+		b, err := json.MarshalIndent(StatusReport{Items: rows, WithheldNodes: withheld}, "", "  ")
 		if err != nil {
 			return err
 		}
 		_, err = fmt.Fprintf(out, "%s\n", b)
 		return err
 	case "yaml":
-		b, err := yaml.Marshal(StatusReport{Items: rows})
+		b, err := yaml.Marshal(StatusReport{Items: rows, WithheldNodes: withheld})
 		if err != nil {
 			return err
 		}
@@ -131,9 +137,14 @@ func RunStatus(ctx context.Context, o StatusOptions, out, errOut io.Writer) erro
 			where = "in namespace " + ns
 		}
 		fmt.Fprintf(errOut, "No LoadBalancer IPs found %s.\n", where)
+		printWithheld(out, withheld, time.Now())
 		return nil
 	}
-	return PrintStatusTable(out, rows, time.Now(), o.Output == "wide", ns == "")
+	if err := PrintStatusTable(out, rows, time.Now(), o.Output == "wide", ns == ""); err != nil {
+		return err
+	}
+	printWithheld(out, withheld, time.Now())
+	return nil
 }
 
 // statusRESTConfig loads the kubeconfig as kubectl does (see loadRESTConfig).
@@ -147,6 +158,7 @@ func statusRESTConfig(o StatusOptions) (*rest.Config, error) {
 func statusClient(cfg *rest.Config) (client.Client, error) {
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(corev1.SchemeGroupVersion.WithKind("Service"), meta.RESTScopeNamespace)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("Event"), meta.RESTScopeNamespace)
 	mapper.Add(heraldv1.GroupVersion.WithKind("VIPStatus"), meta.RESTScopeNamespace)
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
@@ -178,6 +190,9 @@ func explainAPIError(err error, server, what string) error {
 // StatusReport is `herald status -o json|yaml`.
 type StatusReport struct {
 	Items []VIPRow `json:"items"`
+	// WithheldNodes are the nodes whose endpoints the speakers withhold (dead to them
+	// before the API server knows).
+	WithheldNodes []WithheldNode `json:"withheldNodes,omitempty"`
 }
 
 // VIPRow is one LoadBalancer IP of one Service.

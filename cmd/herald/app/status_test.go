@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -19,6 +20,7 @@ import (
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/speaker"
 )
 
 var now = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
@@ -260,6 +262,28 @@ func TestStatusAgainstAPIServer(t *testing.T) {
 	}
 	if out, err := run("status", "--kubeconfig", admin, "-n", "empty"); err != nil || !strings.Contains(out, "No LoadBalancer IPs found in namespace empty") {
 		t.Errorf("empty namespace: %q, %v", out, err)
+	}
+
+	// A speaker withheld worker's endpoints (an events.k8s.io Event on the Node, as the
+	// speakers write it): the table says so below the rows, and -o json lists it.
+	withheld := eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "worker.withheld"},
+		Regarding:  corev1.ObjectReference{Kind: "Node", Name: "worker", APIVersion: "v1"},
+		EventTime:  metav1.NewMicroTime(time.Now().Add(-2 * time.Minute)), Type: corev1.EventTypeWarning,
+		Reason: speaker.ReasonEndpointsWithheld, Action: "Withhold", Note: "its speaker vanished",
+		ReportingController: "herald.dev/speaker", ReportingInstance: "worker2",
+	}
+	if err := env.Client.Create(ctx, &withheld); err != nil {
+		t.Fatal(err)
+	}
+	out, err = run("status", "--kubeconfig", admin, "-o", "wide")
+	if err != nil || !strings.Contains(out, "node worker is dead to the speakers (for 2m") || !strings.Contains(out, "reported by worker2") {
+		t.Errorf("-o wide with worker withheld (%v):\n%s", err, out)
+	}
+	out, err = run("status", "--kubeconfig", admin, "-o", "json")
+	rep = StatusReport{}
+	if err != nil || json.Unmarshal([]byte(out), &rep) != nil || len(rep.WithheldNodes) != 1 || rep.WithheldNodes[0].Node != "worker" {
+		t.Errorf("-o json with worker withheld (%v):\n%s", err, out)
 	}
 
 	nobody := env.Kubeconfig(t, "nobody")
