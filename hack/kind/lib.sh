@@ -32,6 +32,11 @@ timed() {
 # Heavy work yields to everything else on a small machine.
 heavy() { nice -n 19 "$@"; }
 
+# Whether this kernel's capability bounding set lacks CAP_SYS_RESOURCE (bit 24), as some
+# VM sandboxes' do: Docker's --privileged then needs a runc wrapper (setup-docker.sh) and
+# containerd in the nodes must not ask for negative OOM score adjustments (up.sh).
+lacks_sys_resource() { (((0x$(awk '/^CapBnd/ {print $2}' /proc/self/status) >> 24 & 1) == 0)); }
+
 have() { docker image inspect "$1" >/dev/null 2>&1; }
 
 # debian NAME PACKAGES...: a debootstrap minbase rootfs with PACKAGES as an image.
@@ -62,3 +67,35 @@ SERVICE_SUBNET=10.200.1.0/24  # the walkthrough's
 NETWORK=kind
 NETWORK_V4=${NETWORK_V4:-172.18.0.0/16}             # the walkthrough's range
 NETWORK_V6=${NETWORK_V6:-fc00:f853:ccd:e793::/64}   # kind's own
+
+# static: the stand-in for distroless static: users, CA certificates, /tmp, no shell.
+static_base() {
+	local tag dir="${tmp:?}/static"
+	# The host's CA bundle, so that HTTPS works wherever the host's does.
+	tag="herald.local/static:$(cat /etc/ssl/certs/ca-certificates.crt "${BASH_SOURCE[0]}" | sha256sum | cut -c1-8)"
+	if ! have "$tag"; then
+		mkdir -p "$dir/etc/ssl/certs" "$dir/tmp" "$dir/home/nonroot"
+		chmod 1777 "$dir/tmp"
+		printf 'root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >"$dir/etc/passwd"
+		printf 'root:x:0:\nnobody:x:65534:\nnonroot:x:65532:\n' >"$dir/etc/group"
+		echo 'hosts: files dns' >"$dir/etc/nsswitch.conf"
+		cp /etc/ssl/certs/ca-certificates.crt "$dir/etc/ssl/certs/"
+		tar -C "$dir" -c . | docker import --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin' - "$tag" >/dev/null
+	fi
+	echo "$tag"
+}
+
+# image TAG FROM DOCKERFILE-BODY FILE...: docker build of FILEs (copied into a fresh
+# context) into TAG, skipped when TAG exists. The tags carry the version.
+image() {
+	local tag=$1 from=$2 body=$3
+	shift 3
+	have "$tag" && return 0
+	local ctx="${tmp:?}/ctx-${tag//[^a-z0-9]/_}"
+	mkdir -p "$ctx"
+	cp "$@" "$ctx/"
+	printf 'FROM %s\n%s\n' "$from" "$body" >"$ctx/Dockerfile"
+	DOCKER_BUILDKIT=0 docker build -q -t "$tag" "$ctx" >/dev/null 2>"$ctx.log" ||
+		{ cat "$ctx.log" >&2; die "docker build $tag failed"; }
+	log "built $tag"
+}

@@ -14,9 +14,6 @@ DAEMON_JSON=/etc/docker/daemon.json
 LOGFILE=/var/log/herald-dockerd.log
 PIDFILE=/run/herald-dockerd.pid
 
-# The bounding set of this shell: bit 24 is CAP_SYS_RESOURCE.
-lacks_sys_resource() { (((0x$(awk '/^CapBnd/ {print $2}' /proc/self/status) >> 24 & 1) == 0)); }
-
 # The wrapper is wanted where the kernel lacks the capability and nowhere else.
 wrapper_in_place() {
 	cmp -s "$(dirname "$0")/runc-drop-sys-resource" "$WRAPPER" &&
