@@ -147,6 +147,10 @@ kind-images: kind-docker ## Build the kind CLI, the binaries and the offline nod
 kind-up: kind-images ## A walkthrough-shaped kind cluster herald-kind (1+3 nodes, static CNI, kube-proxy) and its smoke test.
 	hack/kind/up.sh
 
+.PHONY: kind-demo-offline
+kind-demo-offline: kind-images ## hack/kind-demo.sh on the offline cluster (kubeProxyMode none), herald's images from hack/kind/herald-images.sh.
+	hack/kind/demo.sh
+
 .PHONY: kind-down
-kind-down: ## Delete the kind cluster of kind-up (the images stay cached).
+kind-down: ## Delete the kind cluster of kind-up or kind-demo-offline (the images stay cached).
 	hack/kind/down.sh
