@@ -139,4 +139,12 @@ x ctr --namespace=k8s.io images list -q | grep -v '^sha256:' >&2
 x sh -c 'kill $(pidof containerd); while pidof containerd >/dev/null; do sleep 0.2; done; rm -f /tmp/containerd.log'
 docker commit --change 'ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]' "$cid" "$NODE_IMAGE" >/dev/null
 log "node image assembled: $((SECONDS - t1))s (all of node-image.sh: $((SECONDS - t0))s)"
+
+# Each recipe change leaves a 1.2 GB node image behind: keep only this recipe's node,
+# base and component images (a running cluster keeps the layers it uses).
+for repo in herald.local/kind-node herald.local/kind-base herald.local/kube-apiserver herald.local/kube-controller-manager \
+	herald.local/kube-scheduler herald.local/kube-proxy herald.local/etcd herald.local/coredns/coredns herald.local/pause; do
+	docker images --format '{{.Repository}}:{{.Tag}}' "$repo" | grep -v -e "$hash\$" -e "^$NODE_IMAGE\$" |
+		xargs -r docker rmi >/dev/null 2>&1 || true
+done
 echo "$NODE_IMAGE"
