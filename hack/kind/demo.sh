@@ -8,7 +8,8 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 export CLUSTER KUBECTL MONITORING=${MONITORING:-no}
 # kind-demo.sh calls `kind`: ours, built for this version.
-export PATH="$(dirname "$KIND"):$PATH"
+PATH="$(dirname "$KIND"):$PATH"
+export PATH
 if [[ ${1:-} == down ]]; then exec "$root/hack/kind-demo.sh" down; fi
 
 KUBE_PROXY_MODE=none SMOKE=0 "$root/hack/kind/up.sh"

@@ -1,6 +1,7 @@
 # Sourced by hack/kind/*.sh: the pinned versions and the few helpers they share.
 # Every artefact is cached by version: Go binaries under bin/kind/<what>-<version>/
 # (bin/ is gitignored), images in Docker's image store under herald.local/*.
+# shellcheck disable=SC2034 # the variables are for the scripts that source this
 
 KIND_VERSION=${KIND_VERSION:-v0.33.0}
 K8S_VERSION=${K8S_VERSION:-v1.36.3}

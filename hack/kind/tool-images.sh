@@ -12,7 +12,9 @@ docker info >/dev/null 2>&1 || die "docker does not answer: run hack/kind/setup-
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-for what in ${@:-netshoot whoami}; do
+whats=("$@")
+((${#whats[@]})) || whats=(netshoot whoami)
+for what in "${whats[@]}"; do
 	case $what in
 	netshoot)
 		tag=$(debian netshoot curl iproute2 arping iputils-ping ndisc6 dnsutils tcpdump busybox ca-certificates procps)
