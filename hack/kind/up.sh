@@ -26,6 +26,12 @@ fi
 
 if "$KIND" get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
 	log "kind cluster $CLUSTER exists: reusing it"
+	# herald's proxier and kube-proxy would both program the nodes: refuse a mismatch.
+	has=with want=with
+	k -n kube-system get daemonset kube-proxy >/dev/null 2>&1 || has=without
+	[[ $KUBE_PROXY_MODE != none ]] || want=without
+	[[ $has == "$want" ]] ||
+		die "cluster $CLUSTER runs $has kube-proxy, KUBE_PROXY_MODE=$KUBE_PROXY_MODE wants it $want: delete it first (make kind-down)"
 else
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
