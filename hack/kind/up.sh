@@ -76,7 +76,6 @@ else
 fi
 
 "$root/hack/kind/static-cni.sh" "$CLUSTER" "$POD_SUBNET"
-"$KIND" load docker-image --name "$CLUSTER" "$netshoot" >/dev/null
 timed "nodes Ready" k wait --for=condition=Ready node --all --timeout=5m
 k get nodes -o wide
 if [[ $KUBE_PROXY_MODE == none ]]; then
@@ -88,6 +87,8 @@ fi
 timed "CoreDNS available" k -n kube-system rollout status deployment/coredns --timeout=5m
 log "cluster $CLUSTER up in $((SECONDS - t0))s; kubectl: $KUBECTL --context kind-$CLUSTER"
 [[ ${SMOKE:-1} == 1 ]] || exit 0
+# The smoke test's pods run the netshoot stand-in: no registry to pull it from.
+"$KIND" load docker-image --name "$CLUSTER" "$netshoot" >/dev/null
 
 # ------------------------------------------------------------------------ smoke test
 # A server pod on worker2 and a client pod on worker (two nodes: the route between
