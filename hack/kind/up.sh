@@ -57,6 +57,24 @@ else
 		nodes:
 		- role: control-plane
 		  labels: {mynode: control-plane, topology.kubernetes.io/zone: ap-northeast-2a}
+		  # The walkthrough's: every API, and metrics the monitoring can scrape from outside
+		  # the node. kind turns these map-form extraArgs into kubeadm v1beta4's lists.
+		  # (Its two feature gates are GA in v1.36 and left out.)
+		  kubeadmConfigPatches:
+		  - |
+		    kind: ClusterConfiguration
+		    apiServer:
+		      extraArgs: {runtime-config: api/all=true}
+		    controllerManager:
+		      extraArgs: {bind-address: 0.0.0.0}
+		    etcd:
+		      local:
+		        extraArgs: {listen-metrics-urls: http://0.0.0.0:2381}
+		    scheduler:
+		      extraArgs: {bind-address: 0.0.0.0}
+		  - |
+		    kind: KubeProxyConfiguration
+		    metricsBindAddress: 0.0.0.0
 		  extraPortMappings:
 		  - {containerPort: 30000, hostPort: 30000}
 		  - {containerPort: 30001, hostPort: 30001}
