@@ -19,9 +19,15 @@
 # nothing; a single debian-slim image run as non-root for the controller was the other
 # choice, rejected for that reason.
 
+# The three bases, as build args so that a machine with no registry can name local
+# stand-ins (hack/kind/herald-images.sh does); the defaults are what a normal build uses.
+ARG GOLANG_IMAGE=golang:1.26
+ARG SPEAKER_BASE=debian:bookworm-slim
+ARG CONTROLLER_BASE=gcr.io/distroless/static-debian12:nonroot
+
 # The build runs on the builder's platform and cross-compiles (no emulation needed for
 # `docker buildx build --platform linux/amd64,linux/arm64`).
-FROM --platform=$BUILDPLATFORM golang:1.26 AS build
+FROM --platform=$BUILDPLATFORM ${GOLANG_IMAGE} AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
@@ -39,7 +45,7 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
 RUN if [ "$TARGETARCH" = "$(go env GOHOSTARCH)" ]; then /out/herald version; fi
 
 # The speaker: root (uid 0), NET_RAW and NET_ADMIN are granted by the DaemonSet.
-FROM debian:bookworm-slim AS speaker
+FROM ${SPEAKER_BASE} AS speaker
 RUN apt-get update && \
     apt-get install -y --no-install-recommends iptables conntrack nftables && \
     rm -rf /var/lib/apt/lists/*
@@ -53,7 +59,7 @@ ENTRYPOINT ["/herald"]
 CMD ["speaker"]
 
 # The controller, and the default target: non-root, nothing but the binary.
-FROM gcr.io/distroless/static-debian12:nonroot AS controller
+FROM ${CONTROLLER_BASE} AS controller
 COPY --from=build /out/herald /herald
 USER 65532:65532
 ENTRYPOINT ["/herald"]

@@ -127,3 +127,30 @@ kind-demo: ## The walkthrough on a real kind cluster (needs Docker and kind): se
 .PHONY: demo-down
 demo-down: ## Remove the lab `make demo` left running.
 	hack/demo.sh down
+
+##@ kind, offline (hack/kind: everything built here from Debian packages and the Go module proxy)
+
+.PHONY: kind-check
+kind-check: ## Say in seconds what the offline kind cluster has and lacks on this machine.
+	@hack/kind/check.sh
+
+.PHONY: kind-docker
+kind-docker: ## Install docker.io if missing, start dockerd (with the CAP_SYS_RESOURCE runc wrapper where the kernel needs it).
+	hack/kind/setup-docker.sh
+
+.PHONY: kind-images
+kind-images: kind-docker ## Build the kind CLI, the binaries and the offline node image herald.local/kind-node (cached by version).
+	hack/kind/node-image.sh >/dev/null
+	hack/kind/tool-images.sh >/dev/null
+
+.PHONY: kind-up
+kind-up: kind-images ## A walkthrough-shaped kind cluster herald-kind (1+3 nodes, static CNI, kube-proxy) and its smoke test.
+	hack/kind/up.sh
+
+.PHONY: kind-demo-offline
+kind-demo-offline: kind-images ## hack/kind-demo.sh on the offline cluster (kubeProxyMode none), herald's images from hack/kind/herald-images.sh.
+	hack/kind/demo.sh
+
+.PHONY: kind-down
+kind-down: ## Delete the kind cluster of kind-up or kind-demo-offline (the images stay cached).
+	hack/kind/down.sh

@@ -17,12 +17,19 @@
 #
 # Environment: CLUSTER (myk8s), NODE_IMAGE (kind's default node image), CLIENT (mypc,
 # the netshoot container), MONITORING (auto: kube-prometheus-stack if helm is
-# installed; yes; no), KPS_VERSION (the chart's version, default latest), KUBECTL.
+# installed; yes; no), KPS_VERSION (the chart's version, default latest), KUBECTL,
+# BUILD_IMAGES (yes; no: herald-controller:dev and herald-speaker:dev exist already, as
+# hack/kind/herald-images.sh makes them where no registry is reachable), CLIENT_IMAGE
+# (nicolaka/netshoot), WHOAMI_IMAGE (traefik/whoami, the webpods'; a local one is
+# loaded into the cluster). hack/kind/demo.sh runs this on an offline cluster.
 set -euo pipefail
 
 CLUSTER=${CLUSTER:-myk8s}
 CLIENT=${CLIENT:-mypc}
 MONITORING=${MONITORING:-auto}
+BUILD_IMAGES=${BUILD_IMAGES:-yes}
+CLIENT_IMAGE=${CLIENT_IMAGE:-nicolaka/netshoot}
+WHOAMI_IMAGE=${WHOAMI_IMAGE:-traefik/whoami}
 NETWORK=${KIND_EXPERIMENTAL_DOCKER_NETWORK:-kind}
 POD_SUBNET=10.10.0.0/16 # config/kind gives the speakers the same --cluster-cidr
 SERVICE_SUBNET=10.200.1.0/24
@@ -93,10 +100,12 @@ EOF
 fi
 
 # ----------------------------------------------------------------------------- images
-log "building the images herald-controller:$TAG and herald-speaker:$TAG (version $VERSION)"
-for target in controller speaker; do
-	docker build --target "$target" --build-arg VERSION="$VERSION" -t "herald-$target:$TAG" "$root"
-done
+if [[ $BUILD_IMAGES == yes ]]; then
+	log "building the images herald-controller:$TAG and herald-speaker:$TAG (version $VERSION)"
+	for target in controller speaker; do
+		docker build --target "$target" --build-arg VERSION="$VERSION" -t "herald-$target:$TAG" "$root"
+	done
+fi
 kind load docker-image --name "$CLUSTER" "herald-controller:$TAG" "herald-speaker:$TAG"
 
 # ----------------------------------------------------------------------------- herald
@@ -134,7 +143,10 @@ log "IPAddressPool my-ippool: $pool (from $subnet) and an L2Advertisement"
 
 # --------------------------------------------------------------- webpods and Services
 log "webpods on $CLUSTER-worker and $CLUSTER-worker2, three LoadBalancer Services"
-sed -E "s/nodeName: (worker[0-9]*)/nodeName: $CLUSTER-\1/" "$root/hack/demo/webpods.yaml" | k apply -f -
+# A whoami image that is local (no registry to pull it from) goes to the nodes first.
+if docker image inspect "$WHOAMI_IMAGE" >/dev/null 2>&1; then kind load docker-image --name "$CLUSTER" "$WHOAMI_IMAGE"; fi
+sed -E -e "s/nodeName: (worker[0-9]*)/nodeName: $CLUSTER-\1/" -e "s#image: traefik/whoami#image: $WHOAMI_IMAGE#" \
+	"$root/hack/demo/webpods.yaml" | k apply -f -
 k apply -f "$root/hack/demo/services.yaml"
 k wait --for=condition=Ready pod -l app=webpod --timeout=5m
 services=(svc1 svc2 svc3)
@@ -155,7 +167,7 @@ k get service -o wide
 log "netshoot container $CLIENT on the $NETWORK network (outside the cluster, like a LAN client)"
 if [[ $(docker inspect -f '{{.State.Running}}' "$CLIENT" 2>/dev/null) != true ]]; then
 	docker rm -f "$CLIENT" >/dev/null 2>&1 || true
-	docker run -d --rm --name "$CLIENT" --network "$NETWORK" nicolaka/netshoot sleep infinity >/dev/null
+	docker run -d --rm --name "$CLIENT" --network "$NETWORK" "$CLIENT_IMAGE" sleep infinity >/dev/null
 fi
 # "name mac" of every node of the cluster, to say whose MAC answers for a VIP.
 nodes=$(docker ps -q --filter "label=io.x-k8s.kind.cluster=$CLUSTER" |

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# A walkthrough-shaped kind cluster from the offline node image: one control plane and
+# three workers (labels and NodePort mappings as in hack/kind-demo.sh), podSubnet
+# 10.10.0.0/16, serviceSubnet 10.200.1.0/24, the static CNI, and a smoke test (every
+# node Ready, CoreDNS Running, a pod on one worker reaches a pod on another, a name
+# resolves through CoreDNS). Reuses a running cluster of the same name.
+# Environment: CLUSTER (herald-kind), KUBE_PROXY_MODE (iptables; `none` leaves the
+# `kubernetes` Service to herald's proxier, the next step), SMOKE (1).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+KUBE_PROXY_MODE=${KUBE_PROXY_MODE:-iptables}
+k() { "$KUBECTL" --context "kind-$CLUSTER" "$@"; }
+
+"$root/hack/kind/check.sh"
+t0=$SECONDS
+node_image=$("$root/hack/kind/node-image.sh")
+netshoot=$("$root/hack/kind/tool-images.sh" netshoot)
+
+# kind would create the network with a pool address of Docker's choosing; the
+# walkthrough's pool (172.18.255.200-250) assumes 172.18.0.0/16, so pin it first.
+if ! docker network inspect "$NETWORK" >/dev/null 2>&1; then
+	log "docker network $NETWORK: $NETWORK_V4 and $NETWORK_V6"
+	docker network create -d bridge -o com.docker.network.bridge.enable_ip_masquerade=true \
+		-o com.docker.network.driver.mtu=1500 --ipv6 --subnet "$NETWORK_V6" --subnet "$NETWORK_V4" "$NETWORK" >/dev/null
+fi
+
+if "$KIND" get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
+	log "kind cluster $CLUSTER exists: reusing it"
+	# herald's proxier and kube-proxy would both program the nodes: refuse a mismatch.
+	has=with want=with
+	k -n kube-system get daemonset kube-proxy >/dev/null 2>&1 || has=without
+	[[ $KUBE_PROXY_MODE != none ]] || want=without
+	[[ $has == "$want" ]] ||
+		die "cluster $CLUSTER runs $has kube-proxy, KUBE_PROXY_MODE=$KUBE_PROXY_MODE wants it $want: delete it first (make kind-down)"
+else
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	# Without CAP_SYS_RESOURCE nothing in a node may lower an OOM score below its own:
+	# the kubelet asks -998 for every pod sandbox and runc's init then fails. containerd
+	# clamps the scores to its own when told to (as kind sets it for rootless nodes).
+	oom=
+	lacks_sys_resource && oom=$'\ncontainerdConfigPatches:\n- |-\n  [plugins."io.containerd.grpc.v1.cri"]\n    restrict_oom_score_adj = true'
+	cat >"$tmp/kind.yaml" <<-YAML
+		kind: Cluster
+		apiVersion: kind.x-k8s.io/v1alpha4
+		networking:
+		  # kindnetd cannot be built here: static-cni.sh wires the pod network instead.
+		  disableDefaultCNI: true
+		  kubeProxyMode: $KUBE_PROXY_MODE
+		  podSubnet: $POD_SUBNET
+		  serviceSubnet: $SERVICE_SUBNET
+		kubeadmConfigPatches:
+		# kubelet 1.35+ refuses to start on cgroup v1 unless told otherwise.
+		- |
+		  kind: KubeletConfiguration
+		  failCgroupV1: false$oom
+		nodes:
+		- role: control-plane
+		  labels: {mynode: control-plane, topology.kubernetes.io/zone: ap-northeast-2a}
+		  # The walkthrough's: every API, and metrics the monitoring can scrape from outside
+		  # the node. kind turns these map-form extraArgs into kubeadm v1beta4's lists.
+		  # (Its two feature gates are GA in v1.36 and left out.)
+		  kubeadmConfigPatches:
+		  - |
+		    kind: ClusterConfiguration
+		    apiServer:
+		      extraArgs: {runtime-config: api/all=true}
+		    controllerManager:
+		      extraArgs: {bind-address: 0.0.0.0}
+		    etcd:
+		      local:
+		        extraArgs: {listen-metrics-urls: http://0.0.0.0:2381}
+		    scheduler:
+		      extraArgs: {bind-address: 0.0.0.0}
+		  - |
+		    kind: KubeProxyConfiguration
+		    metricsBindAddress: 0.0.0.0
+		  extraPortMappings:
+		  - {containerPort: 30000, hostPort: 30000}
+		  - {containerPort: 30001, hostPort: 30001}
+		  - {containerPort: 30002, hostPort: 30002}
+		  - {containerPort: 30003, hostPort: 30003}
+		  - {containerPort: 30004, hostPort: 30004}
+		- role: worker
+		  labels: {mynode: worker1, topology.kubernetes.io/zone: ap-northeast-2a}
+		- role: worker
+		  labels: {mynode: worker2, topology.kubernetes.io/zone: ap-northeast-2b}
+		- role: worker
+		  labels: {mynode: worker3, topology.kubernetes.io/zone: ap-northeast-2c}
+	YAML
+	cp "$tmp/kind.yaml" "$KBIN/$CLUSTER.yaml" # for a look afterwards
+	log "creating kind cluster $CLUSTER from $node_image (kube-proxy: $KUBE_PROXY_MODE)"
+	timed "kind create cluster" "$KIND" create cluster --name "$CLUSTER" --image "$node_image" --config "$tmp/kind.yaml" --retain
+fi
+
+"$root/hack/kind/static-cni.sh" "$CLUSTER" "$POD_SUBNET"
+timed "nodes Ready" k wait --for=condition=Ready node --all --timeout=5m
+k get nodes -o wide
+if [[ $KUBE_PROXY_MODE == none ]]; then
+	# No ClusterIP works, the `kubernetes` Service's included, until something serves
+	# them: CoreDNS stays unready until herald's speakers run their proxier.
+	log "cluster $CLUSTER up in $((SECONDS - t0))s without kube-proxy: Services (and CoreDNS) wait for herald's proxier"
+	exit 0
+fi
+timed "CoreDNS available" k -n kube-system rollout status deployment/coredns --timeout=5m
+log "cluster $CLUSTER up in $((SECONDS - t0))s; kubectl: $KUBECTL --context kind-$CLUSTER"
+[[ ${SMOKE:-1} == 1 ]] || exit 0
+# The smoke test's pods run the netshoot stand-in: no registry to pull it from.
+"$KIND" load docker-image --name "$CLUSTER" "$netshoot" >/dev/null
+
+# ------------------------------------------------------------------------ smoke test
+# A server pod on worker2 and a client pod on worker (two nodes: the route between
+# podCIDRs and the ptp links), then a Service name through CoreDNS and kube-proxy.
+log "smoke test: pod on $CLUSTER-worker -> pod on $CLUSTER-worker2, DNS, a ClusterIP"
+k delete pod smoke-server smoke-client --ignore-not-found --wait >/dev/null
+k delete service smoke-server --ignore-not-found >/dev/null
+for p in server:worker2 client:worker; do
+	k apply -f - >/dev/null <<-YAML
+		apiVersion: v1
+		kind: Pod
+		metadata: {name: smoke-${p%%:*}, labels: {app: smoke-${p%%:*}}}
+		spec:
+		  nodeName: $CLUSTER-${p#*:}
+		  terminationGracePeriodSeconds: 0
+		  containers:
+		  - name: c
+		    image: $netshoot
+		    command: [sh, -c, 'mkdir -p /www && hostname >/www/index.html && exec busybox httpd -f -p 8080 -h /www']
+	YAML
+done
+k expose pod smoke-server --port 80 --target-port 8080 >/dev/null
+k wait --for=condition=Ready pod/smoke-server pod/smoke-client --timeout=3m >/dev/null
+k get pod -o wide -l 'app in (smoke-server, smoke-client)'
+server_ip=$(k get pod smoke-server -o jsonpath='{.status.podIP}')
+got=$(k exec smoke-client -- curl -sS --max-time 5 "http://$server_ip:8080/")
+[[ $got == smoke-server ]] || die "pod to pod: got '$got' from $server_ip:8080"
+log "pod to pod: $CLUSTER-worker -> $server_ip:8080 ($CLUSTER-worker2) answered '$got'"
+got=$(k exec smoke-client -- curl -sS --max-time 5 "http://smoke-server.default.svc.cluster.local/")
+[[ $got == smoke-server ]] || die "Service by name: got '$got'"
+log "Service smoke-server by name (CoreDNS) and ClusterIP (kube-proxy): answered '$got'"
+k delete pod smoke-server smoke-client --wait=false >/dev/null
+k delete service smoke-server >/dev/null
+log "smoke test passed"

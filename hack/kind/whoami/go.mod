@@ -1,0 +1,3 @@
+module herald.dev/herald/hack/kind/whoami
+
+go 1.26
