@@ -24,6 +24,7 @@ import (
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/lab/labtest"
+	"herald.dev/herald/speaker/election"
 )
 
 const (
@@ -227,6 +228,27 @@ func TestLabPartitionSplit(t *testing.T) {
 				}
 			}
 			f.expectOwners(t, vips, "before the split")
+			owners := map[string]string{} // before the split
+			for name, vip := range vips {
+				owners[name] = f.owner(vip)
+			}
+			if 2*tc.minority == workers {
+				// A VIP off its hash node, where no fail-back kept it: an election by the
+				// hash alone during the split would move it back, two nodes answering it
+				// while the sides' elections ran apart.
+				// Excluding a[0] for a moment moves its VIPs, and they stay.
+				const name = "offhash"
+				_, vips[name] = f.serviceFirstFor(t, name, a[0])
+				f.setNodeLabel(t, a[0], election.ExcludeLabel, ptrTo(""))
+				for n, vip := range vips {
+					owners[n] = f.owner(vip, without(f.nodes, a[0])...)
+					f.expectOwner(t, vip, owners[n], n+" with "+a[0]+" excluded")
+				}
+				f.setNodeLabel(t, a[0], election.ExcludeLabel, nil)
+				for n, vip := range vips {
+					f.expectOwner(t, vip, owners[n], n+" once "+a[0]+" may announce again (no fail-back)")
+				}
+			}
 			ws := f.watchVIPs(t, vips)
 
 			start := time.Now()
@@ -239,6 +261,17 @@ func TestLabPartitionSplit(t *testing.T) {
 			during := fmt.Sprintf("memberlist split between %v and %v", a, b)
 			f.expectOneAnswer(t, ws, start, start.Add(partitionGrace), healAt, during)
 			f.expectServed(t, ws, start, start.Add(partitionGrace), healAt, during)
+			// An even split moves nothing: from the split itself to the heal, each VIP is
+			// answered by the node that owned it before, and by no other.
+			if 2*tc.minority == workers {
+				for _, w := range ws {
+					s := w.arp.Summary(start, healAt)
+					if want := f.macs[owners[w.service]]; !slices.Equal(s.MACs, []string{want}) {
+						t.Errorf("%s: %s (%s) was answered by %s, want only %s, its owner before the split",
+							during, w.service, w.vip, f.describeMACs(s.MACs), owners[w.service])
+					}
+				}
+			}
 			// A majority took the minority's VIPs, and keeps them (no fail-back).
 			if 2*tc.minority < workers {
 				f.expectOwners(t, vips, "after the heal", a...)
@@ -249,7 +282,7 @@ func TestLabPartitionSplit(t *testing.T) {
 			// the nodes pair by pair, and a majority that forms without a node for a
 			// moment deposes it. Each VIP ends with exactly one owner.
 			for _, name := range slices.Sorted(maps.Keys(vips)) {
-				vip, was := vips[name], f.owner(vips[name])
+				vip, was := vips[name], owners[name]
 				var macs []string
 				for _, n := range f.nodes {
 					macs = append(macs, f.macs[n])
@@ -257,7 +290,7 @@ func TestLabPartitionSplit(t *testing.T) {
 				f.watchUntil(t, vip, name+" after the heal", "exactly one, a worker's", func(got []string) bool {
 					if len(got) == 1 && slices.Contains(macs, got[0]) {
 						if got[0] != f.macs[was] {
-							t.Logf("%s moved from %s at the heal (answered by %s)", name, was, got[0])
+							t.Logf("%s (%s) moved from %s at the heal (answered by %s)", name, vip, was, got[0])
 						}
 						return true
 					}
