@@ -223,7 +223,7 @@ func (h *harness) createServices(namespace string, n int) time.Time {
 // API server more than the controller being measured.
 func (h *harness) waitAllocated(api *apiCounter, n int) time.Time {
 	h.t.Helper()
-	limit := max(10*time.Minute, time.Duration(n)*20*time.Millisecond)
+	limit := max(10*time.Minute, time.Duration(n)*100*time.Millisecond)
 	deadline := time.Now().Add(limit)
 	for {
 		got, last := api.statusWritten()
