@@ -148,7 +148,7 @@ func (r *PoolReconciler) writeStatus(ctx context.Context, pool *heraldv1.IPAddre
 	if cond.Status == metav1.ConditionFalse && (prev == nil || prev.Reason != cond.Reason || prev.Message != cond.Message) {
 		r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, cond.Reason, "Validate", cond.Message)
 	}
-	countsOnly := sameCondition(prev, cond) // before prev, in the status, is overwritten
+	countsOnly := sameCondition(prev, cond) // now: prev points into the status that SetStatusCondition changes
 	meta.SetStatusCondition(&pool.Status.Conditions, cond)
 	if equality.Semantic.DeepEqual(orig.Status, pool.Status) {
 		return 0, nil
