@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -75,7 +76,14 @@ type controller struct {
 // startController runs a controller until stop is called or the test ends.
 func (h *harness) startController(o controllers.ManagerOptions) *controller {
 	h.t.Helper()
-	mgr, err := controllers.NewManager(h.env.Config, o)
+	return h.startControllerOn(h.env.Config, o)
+}
+
+// startControllerOn runs a controller that reaches the API server with cfg (e.g. one
+// that counts its requests).
+func (h *harness) startControllerOn(cfg *rest.Config, o controllers.ManagerOptions) *controller {
+	h.t.Helper()
+	mgr, err := controllers.NewManager(cfg, o)
 	if err != nil {
 		h.t.Fatal(err)
 	}

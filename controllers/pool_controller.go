@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -27,7 +29,25 @@ type PoolReconciler struct {
 	State    *Allocations
 	// Served decides which Services count when the state is first loaded.
 	Served servedFunc
+
+	mu sync.Mutex
+	// statusWritten is when each pool's status was last written (poolStatusInterval).
+	statusWritten map[string]time.Time
+	now           func() time.Time // time.Now unless a test sets it
 }
+
+func (r *PoolReconciler) clock() time.Time {
+	if r.now != nil {
+		return r.now()
+	}
+	return time.Now()
+}
+
+// poolStatusInterval spaces the writes of a pool's status that change only its counts.
+// Every allocation and release asks for one: while Services come by the thousand (a
+// controller start, a burst of deployments) the counts are written once a second, not
+// once per Service. A change of the Ready condition is written at once.
+const poolStatusInterval = time.Second
 
 // Pools count only in herald-system (the manager's cache watches no other namespace).
 // +kubebuilder:rbac:groups=herald.dev,resources=ipaddresspools,verbs=get;list;watch;update;patch,namespace=herald-system
@@ -59,6 +79,9 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err := r.Get(ctx, req.NamespacedName, &pool); err != nil {
 		if apierrors.IsNotFound(err) {
 			forgetPoolMetrics(req.Name)
+			r.mu.Lock()
+			delete(r.statusWritten, req.Name)
+			r.mu.Unlock()
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("pool %s: %w", req.Name, err)
@@ -67,7 +90,8 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err := r.syncFinalizer(ctx, &pool, users); err != nil {
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.writeStatus(ctx, &pool, stats, users, problem)
+	wait, err := r.writeStatus(ctx, &pool, stats, users, problem)
+	return ctrl.Result{RequeueAfter: wait}, err
 }
 
 // syncFinalizer keeps the finalizer while Services hold the pool's addresses, so that
@@ -95,9 +119,12 @@ func (r *PoolReconciler) syncFinalizer(ctx context.Context, pool *heraldv1.IPAdd
 	return nil
 }
 
-func (r *PoolReconciler) writeStatus(ctx context.Context, pool *heraldv1.IPAddressPool, st ipam.PoolStats, users int, problem string) error {
+// writeStatus writes the pool's counts and Ready condition. When only the counts
+// changed and the last write is less than poolStatusInterval old, it writes nothing and
+// returns how long to wait.
+func (r *PoolReconciler) writeStatus(ctx context.Context, pool *heraldv1.IPAddressPool, st ipam.PoolStats, users int, problem string) (time.Duration, error) {
 	if !pool.DeletionTimestamp.IsZero() && users == 0 {
-		return nil // it is going away now
+		return 0, nil // it is going away now
 	}
 	orig := pool.DeepCopy()
 	pool.Status.AssignedIPv4, pool.Status.AssignedIPv6 = st.AssignedIPv4, st.AssignedIPv6
@@ -121,14 +148,43 @@ func (r *PoolReconciler) writeStatus(ctx context.Context, pool *heraldv1.IPAddre
 	if cond.Status == metav1.ConditionFalse && (prev == nil || prev.Reason != cond.Reason || prev.Message != cond.Message) {
 		r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, cond.Reason, "Validate", cond.Message)
 	}
+	countsOnly := sameCondition(prev, cond) // now: prev points into the status that SetStatusCondition changes
 	meta.SetStatusCondition(&pool.Status.Conditions, cond)
 	if equality.Semantic.DeepEqual(orig.Status, pool.Status) {
-		return nil
+		return 0, nil
+	}
+	if countsOnly {
+		if wait := r.untilStatusWrite(pool.Name); wait > 0 {
+			return wait, nil
+		}
 	}
 	if err := r.Status().Patch(ctx, pool, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("pool %s: writing status: %w", pool.Name, err)
+		return 0, fmt.Errorf("pool %s: writing status: %w", pool.Name, err)
 	}
-	return nil
+	r.mu.Lock()
+	if r.statusWritten == nil {
+		r.statusWritten = map[string]time.Time{}
+	}
+	r.statusWritten[pool.Name] = r.clock()
+	r.mu.Unlock()
+	return 0, nil
+}
+
+// untilStatusWrite is how long the pool's status must wait for its next write.
+func (r *PoolReconciler) untilStatusWrite(pool string) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	last, ok := r.statusWritten[pool]
+	if !ok {
+		return 0
+	}
+	return max(0, poolStatusInterval-r.clock().Sub(last))
+}
+
+// sameCondition says whether the Ready condition would be written unchanged.
+func sameCondition(prev *metav1.Condition, next metav1.Condition) bool {
+	return prev != nil && prev.Status == next.Status && prev.Reason == next.Reason &&
+		prev.Message == next.Message && prev.ObservedGeneration == next.ObservedGeneration
 }
 
 func saturatingAdd(a, b int64) int64 {

@@ -169,30 +169,57 @@ func (r *ServiceReconciler) warn(svc *corev1.Service, err error) {
 	r.Recorder.Eventf(svc, nil, corev1.EventTypeWarning, ReasonAllocationFailed, "Allocate", note)
 }
 
-// writeAllocation records the pool in an annotation and the IPs in the status.
+// writeAllocation records the IPs in the status and the pool in the
+// ip-allocated-from-pool annotation, in one write (see writeStatusAndPool).
 func (r *ServiceReconciler) writeAllocation(ctx context.Context, svc *corev1.Service, res ipam.Result) error {
-	if svc.Annotations[heraldv1.AnnotationAllocatedFromPool] != res.Pool {
-		orig := svc.DeepCopy()
-		if svc.Annotations == nil {
-			svc.Annotations = map[string]string{}
-		}
-		svc.Annotations[heraldv1.AnnotationAllocatedFromPool] = res.Pool
-		if res.Pool == "" {
-			delete(svc.Annotations, heraldv1.AnnotationAllocatedFromPool)
-		}
-		if err := r.Patch(ctx, svc, client.MergeFrom(orig)); err != nil {
-			return fmt.Errorf("service %s/%s: recording pool: %w", svc.Namespace, svc.Name, err)
-		}
-	}
 	orig := svc.DeepCopy()
+	setPoolAnnotation(svc, res.Pool)
 	svc.Status.LoadBalancer.Ingress = make([]corev1.LoadBalancerIngress, len(res.IPs))
 	for i, ip := range res.IPs {
 		svc.Status.LoadBalancer.Ingress[i] = corev1.LoadBalancerIngress{IP: ip.String()}
 	}
-	// No optimistic lock: herald alone writes the ingress, and a reconcile working from
-	// a cache that lags our own previous write would only conflict, to write the same.
-	if err := r.Status().Patch(ctx, svc, client.MergeFrom(orig)); err != nil {
-		return fmt.Errorf("service %s/%s: writing status: %w", svc.Namespace, svc.Name, err)
+	return r.writeStatusAndPool(ctx, svc, orig, res.Pool, "writing status")
+}
+
+// setPoolAnnotation records pool in herald's ip-allocated-from-pool annotation; ""
+// removes it.
+func setPoolAnnotation(svc *corev1.Service, pool string) {
+	if pool == "" {
+		delete(svc.Annotations, heraldv1.AnnotationAllocatedFromPool)
+		return
+	}
+	if svc.Annotations == nil {
+		svc.Annotations = map[string]string{}
+	}
+	svc.Annotations[heraldv1.AnnotationAllocatedFromPool] = pool
+}
+
+// writeStatusAndPool sends svc's status and pool annotation, changed from orig, as one
+// patch of the status subresource. The API server's status strategy for Services only
+// keeps the spec from changing, so the annotation lands in the same write as the IPs:
+// one write per allocation instead of two, and no moment when a watcher sees one
+// without the other. Should an API server drop metadata from status writes (it does for
+// Pods), the Service it returns lacks the annotation, which is then written apart.
+func (r *ServiceReconciler) writeStatusAndPool(ctx context.Context, svc, orig *corev1.Service, pool, what string) error {
+	// No optimistic lock: herald alone writes the ingress and the pool annotation, and a
+	// reconcile working from a cache that lags our own previous write would only
+	// conflict, to write the same.
+	patch := client.MergeFrom(orig)
+	if data, err := patch.Data(svc); err != nil {
+		return fmt.Errorf("service %s/%s: %s: %w", svc.Namespace, svc.Name, what, err)
+	} else if string(data) == "{}" {
+		return nil // nothing to change: no write
+	}
+	if err := r.Status().Patch(ctx, svc, patch); err != nil {
+		return fmt.Errorf("service %s/%s: %s: %w", svc.Namespace, svc.Name, what, err)
+	}
+	if svc.Annotations[heraldv1.AnnotationAllocatedFromPool] == pool {
+		return nil
+	}
+	withoutPool := svc.DeepCopy()
+	setPoolAnnotation(svc, pool)
+	if err := r.Patch(ctx, svc, client.MergeFrom(withoutPool)); err != nil {
+		return fmt.Errorf("service %s/%s: recording pool: %w", svc.Namespace, svc.Name, err)
 	}
 	return nil
 }
@@ -203,19 +230,11 @@ func (r *ServiceReconciler) clearStatus(ctx context.Context, svc *corev1.Service
 	if len(released) == 0 && !annotated {
 		return nil // nothing of ours to clear
 	}
-	if len(svc.Status.LoadBalancer.Ingress) > 0 {
-		orig := svc.DeepCopy()
-		svc.Status.LoadBalancer.Ingress = nil
-		if err := r.Status().Patch(ctx, svc, client.MergeFrom(orig)); err != nil {
-			return fmt.Errorf("service %s/%s: clearing status: %w", svc.Namespace, svc.Name, err)
-		}
-	}
-	if annotated {
-		orig := svc.DeepCopy()
-		delete(svc.Annotations, heraldv1.AnnotationAllocatedFromPool)
-		if err := r.Patch(ctx, svc, client.MergeFrom(orig)); err != nil {
-			return fmt.Errorf("service %s/%s: removing pool annotation: %w", svc.Namespace, svc.Name, err)
-		}
+	orig := svc.DeepCopy()
+	svc.Status.LoadBalancer.Ingress = nil
+	setPoolAnnotation(svc, "")
+	if err := r.writeStatusAndPool(ctx, svc, orig, "", "clearing status"); err != nil {
+		return err
 	}
 	if len(released) > 0 {
 		r.Recorder.Eventf(svc, nil, corev1.EventTypeNormal, ReasonIPReleased, "Release", "Released IP %s", ipam.JoinIPs(released))

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/controllers/ipam"
@@ -21,9 +23,12 @@ import (
 // the mutex. Nothing is served before load has rebuilt the state from the Services'
 // status, so a pending Service can never take an address another Service holds.
 type Allocations struct {
-	mu        sync.Mutex
-	alloc     *ipam.Allocator
-	loaded    bool
+	mu     sync.Mutex
+	alloc  *ipam.Allocator
+	loaded bool
+	// loadTook is how long the rebuild from the Services' status took: nothing is
+	// served before it ends, so on a large cluster it is part of every restart.
+	loadTook  time.Duration
 	poolsSeen string // fingerprint of the pool specs last given to SetPools
 	poolNames []string
 	problems  map[string]string // pool → why it gives no addresses (reason: message)
@@ -67,6 +72,7 @@ func (a *Allocations) ensureLoaded(ctx context.Context, c client.Reader, served 
 	if a.loaded {
 		return nil
 	}
+	start := time.Now()
 	if _, err := a.syncPools(ctx, c); err != nil {
 		return err
 	}
@@ -98,6 +104,9 @@ func (a *Allocations) ensureLoaded(ctx context.Context, c client.Reader, served 
 		}
 	}
 	a.loaded = true
+	a.loadTook = time.Since(start)
+	log.FromContext(ctx).Info("rebuilt allocations from the Services' status",
+		"services", len(svcs.Items), "holding", len(holding), "duplicates", len(a.duplicates), "took", a.loadTook)
 	return nil
 }
 
