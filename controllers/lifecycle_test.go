@@ -204,7 +204,15 @@ func TestPoolEditKeepsIPs(t *testing.T) {
 	h.service("keeper", nil)
 	h.waitIPs("keeper", "10.0.23.0")
 	p := h.getPool("edited")
-	h.update(p, func() { p.Spec.Addresses = []heraldv1.AddressRange{"10.0.24.0/30"} })
+	h.update(p, func() { p.Spec.Addresses = []heraldv1.AddressRange{"10.0.24.0/29"} })
+	// A Service created before the controller saw the edit may still get the old
+	// range; wait for the pool's counts to show the new one (8 free, keeper outside).
+	h.eventually("pool counts of the edited range", func() string {
+		if st := h.getPool("edited").Status; st.AvailableIPv4 != 8 {
+			return fmt.Sprintf("availableIPv4 %d, want 8", st.AvailableIPv4)
+		}
+		return ""
+	})
 	h.service("fresh", nil)
 	h.waitIPs("fresh", "10.0.24.0")
 	h.waitIPs("keeper", "10.0.23.0")
