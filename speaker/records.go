@@ -59,10 +59,12 @@ type RecordConfig struct {
 	Duration time.Duration
 }
 
-// DefaultRecordConfig renews every 5 s (twice a second when degraded) with records
-// fresh for 15 s: a node lease's pace, far from the failover path.
+// DefaultRecordConfig renews every 10 s, a kubelet node lease's pace, with records
+// fresh for 30 s; twice a second only for a speaker whose liveness a peer asks about
+// (quorum.RenewFast). Renewals are far from the failover path: a change of view or
+// mode is written at once.
 func DefaultRecordConfig() RecordConfig {
-	return RecordConfig{Renew: 5 * time.Second, FastRenew: 500 * time.Millisecond, Duration: 15 * time.Second}
+	return RecordConfig{Renew: 10 * time.Second, FastRenew: 500 * time.Millisecond, Duration: 30 * time.Second}
 }
 
 func (c RecordConfig) validate() error {
