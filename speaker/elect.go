@@ -93,7 +93,7 @@ func (s *Speaker) runElection(ctx context.Context) {
 		s.log.Info("left out of the election", "object", p.Object, "error", p.Err.Error())
 	}
 	s.metrics.problems.Set(float64(len(problems)))
-	decisions := s.elector.Elect(view, services)
+	decisions := spareHeld(view, services, s.elector.Elect(view, services), held)
 	s.metrics.elections.Inc()
 	plan := s.tracker.Apply(decisions, take)
 	trusted := verdict.Mode == quorum.ModeQuorum || verdict.Mode == quorum.ModeArbitrated
