@@ -132,7 +132,10 @@ type records struct {
 
 	wake chan struct{}
 
-	mu     sync.Mutex
+	mu sync.Mutex
+	// heard says whether this speaker hears node over memberlist; nil until
+	// memberlist runs.
+	heard  func(node string) bool
 	wish   recordWish
 	seen   map[string]seenVersion // lease name → when its current version was first seen
 	apiUp  bool
@@ -185,14 +188,56 @@ func (r *records) watch(ctx context.Context, c cache.Informers) error {
 		r.changed()
 	}
 	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    note,
-		UpdateFunc: func(_, o any) { note(o) },
+		AddFunc: note,
+		UpdateFunc: func(old, cur any) {
+			o, _ := old.(*coordinationv1.Lease)
+			c, ok := cur.(*coordinationv1.Lease)
+			// A peer this speaker hears renewing a record that says the same as before
+			// changes no decision: note when, but run no election (at 1,000 nodes that
+			// is a hundred renewals a second). A degraded speaker decides again every
+			// recheckDegraded anyway, and one it cannot hear pokes as before: its
+			// renewal tells it is alive.
+			if ok && o != nil && renewalOnly(o, c) && c.Spec.HolderIdentity != nil && r.hears(*c.Spec.HolderIdentity) {
+				r.note(c)
+				return
+			}
+			note(cur)
+		},
 		DeleteFunc: gone,
 	})
 	if err != nil {
 		return fmt.Errorf("watching speaker records: %w", err)
 	}
 	return nil
+}
+
+// hears says whether this speaker hears node over memberlist.
+func (r *records) hears(node string) bool {
+	r.mu.Lock()
+	heard := r.heard
+	r.mu.Unlock()
+	return heard != nil && heard(node)
+}
+
+// setHeard tells the records whom this speaker hears, once memberlist runs.
+func (r *records) setHeard(heard func(node string) bool) {
+	r.mu.Lock()
+	r.heard = heard
+	r.mu.Unlock()
+}
+
+// renewalOnly says whether b is a renewal of a: the same writer saying the same.
+func renewalOnly(a, b *coordinationv1.Lease) bool {
+	if a.UID != b.UID || !ptr.Equal(a.Spec.HolderIdentity, b.Spec.HolderIdentity) ||
+		!ptr.Equal(a.Spec.LeaseDurationSeconds, b.Spec.LeaseDurationSeconds) || a.Labels[RecordLabel] != b.Labels[RecordLabel] {
+		return false
+	}
+	for _, k := range []string{RecordMembersAnnotation, RecordModeAnnotation, RecordUnreachableAnnotation, RecordMACsAnnotation} {
+		if a.Annotations[k] != b.Annotations[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // note records the first time this version of l was seen (the zero time for what
