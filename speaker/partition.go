@@ -116,7 +116,7 @@ func interfaceOf(addr string) string {
 // run ahead of what the announcer does.
 func (s *Speaker) publishRecord(v quorum.Verdict, live []string, recs []quorum.Record) {
 	s.records.want(recordWish{members: live, unreachable: v.Unreachable, macs: responderMACs(s.l2.Responders()), mode: v.Mode,
-		fast: v.Mode.Degraded() || len(v.Unreachable) > 0 || s.anyTrouble(recs)})
+		fast: quorum.RenewFast(s.cfg.NodeName, v.Mode, recs, time.Now())})
 }
 
 // observe makes the verdict visible: the metrics, a log line and an Event on this
@@ -168,19 +168,6 @@ func partitionNote(self string, port int, v quorum.Verdict) string {
 		note += " (" + v.Reason + ")"
 	}
 	return note
-}
-
-// anyTrouble says whether another speaker's record among recs is degraded or misses a
-// peer: then every speaker renews fast, so that those in trouble can tell who is
-// alive, and a majority can tell a peer it lost that still announces (it renews) from
-// one that died (it renews nothing).
-func (s *Speaker) anyTrouble(recs []quorum.Record) bool {
-	for _, r := range recs {
-		if r.Node != s.cfg.NodeName && (r.Mode.Degraded() || len(r.Unreachable) > 0) && time.Since(r.RenewedAt) < r.Duration {
-			return true
-		}
-	}
-	return false
 }
 
 // nodeEvent writes an Event on this speaker's Node.

@@ -2,9 +2,11 @@ package speaker
 
 import (
 	"testing"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 // A record read in an older version than one seen before (the cache lagging behind a
@@ -26,5 +28,36 @@ func TestRecordsNeverGoBack(t *testing.T) {
 	recreated.UID = "u2"
 	if got := r.newer(recreated); got.ResourceVersion != "3" {
 		t.Fatalf("a record deleted and created again is new whatever its version: got %s", got.ResourceVersion)
+	}
+}
+
+func TestRenewalOnly(t *testing.T) {
+	base := &coordinationv1.Lease{}
+	base.UID = "u1"
+	base.Labels = map[string]string{RecordLabel: "true"}
+	base.Annotations = map[string]string{RecordMembersAnnotation: "a,b", RecordModeAnnotation: "Quorum"}
+	base.Spec.HolderIdentity = ptr.To("a")
+	base.Spec.LeaseDurationSeconds = ptr.To(int32(30))
+	base.Spec.RenewTime = &metav1.MicroTime{Time: time.Unix(100, 0)}
+	renewed := base.DeepCopy()
+	renewed.ResourceVersion = "2"
+	renewed.Spec.RenewTime = &metav1.MicroTime{Time: time.Unix(110, 0)}
+	if !renewalOnly(base, renewed) {
+		t.Error("a renewal with the same annotations is not renewalOnly")
+	}
+	for name, change := range map[string]func(*coordinationv1.Lease){
+		"members":  func(l *coordinationv1.Lease) { l.Annotations[RecordMembersAnnotation] = "a" },
+		"mode":     func(l *coordinationv1.Lease) { l.Annotations[RecordModeAnnotation] = "Hold" },
+		"unreach":  func(l *coordinationv1.Lease) { l.Annotations[RecordUnreachableAnnotation] = "b" },
+		"macs":     func(l *coordinationv1.Lease) { l.Annotations[RecordMACsAnnotation] = "02:00:00:00:00:01" },
+		"holder":   func(l *coordinationv1.Lease) { l.Spec.HolderIdentity = ptr.To("b") },
+		"duration": func(l *coordinationv1.Lease) { l.Spec.LeaseDurationSeconds = ptr.To(int32(15)) },
+		"uid":      func(l *coordinationv1.Lease) { l.UID = "u2" },
+	} {
+		l := renewed.DeepCopy()
+		change(l)
+		if renewalOnly(base, l) {
+			t.Errorf("a change of %s is taken for a renewal", name)
+		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -256,6 +258,8 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		return stopEarly(err)
 	}
 	log.Info("memberlist started", "node", cfg.NodeName, "addr", s.members.Addr())
+	ms := s.members
+	s.records.setHeard(func(node string) bool { return slices.Contains(ms.Live(), node) })
 	// The claims of the speaker this one replaces go out before the join: the peers
 	// holding its IPs see them as this node's as soon as it is back.
 	if restored, err := loadClaims(cfg.StateDir, cfg.NodeName, cfg.RestartHold, time.Now()); err != nil {
@@ -398,6 +402,26 @@ func (s *Speaker) poke() {
 	}
 }
 
+// pokeProxier asks the proxier's feeder for an Update.
+func (s *Speaker) pokeProxier() {
+	select {
+	case s.proxyPoke <- struct{}{}:
+	default:
+	}
+}
+
+// electionSees says whether a Node update changes what the election reads of it
+// (nodeView: its labels and NetworkUnavailable). A kubelet's status updates do not:
+// at 1,000 nodes they would run an election every few hundred milliseconds.
+func electionSees(old, cur any) bool {
+	o, ok1 := old.(*corev1.Node)
+	c, ok2 := cur.(*corev1.Node)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return !reflect.DeepEqual(nodeView(o), nodeView(c))
+}
+
 // pokeElection asks the loop for an election.
 func (s *Speaker) pokeElection() {
 	select {
@@ -420,6 +444,16 @@ func (s *Speaker) watch(ctx context.Context, c cache.Cache) error {
 		inf, err := c.GetInformer(ctx, obj)
 		if err != nil {
 			return fmt.Errorf("watching %T: %w", obj, err)
+		}
+		h := h
+		if _, ok := obj.(*corev1.Node); ok {
+			h.UpdateFunc = func(old, cur any) {
+				if electionSees(old, cur) {
+					s.poke()
+				} else {
+					s.pokeProxier()
+				}
+			}
 		}
 		if _, err := inf.AddEventHandler(h); err != nil {
 			return fmt.Errorf("watching %T: %w", obj, err)

@@ -156,3 +156,24 @@ func TestNodeIPs(t *testing.T) {
 		t.Errorf("nodeIPs without a Node = %v", got)
 	}
 }
+
+func TestElectionSeesNodeChanges(t *testing.T) {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "w1", Labels: map[string]string{"zone": "a"}}}
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	heartbeat := node.DeepCopy()
+	heartbeat.ResourceVersion = "2"
+	heartbeat.Status.Conditions[0].LastHeartbeatTime = metav1.Now()
+	if electionSees(node, heartbeat) {
+		t.Error("a kubelet's status heartbeat runs an election")
+	}
+	relabelled := node.DeepCopy()
+	relabelled.Labels["zone"] = "b"
+	if !electionSees(node, relabelled) {
+		t.Error("a label change runs no election")
+	}
+	netDown := node.DeepCopy()
+	netDown.Status.Conditions = append(netDown.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionTrue})
+	if !electionSees(node, netDown) {
+		t.Error("NetworkUnavailable=True runs no election")
+	}
+}

@@ -179,17 +179,11 @@ type HeldState struct {
 	Since time.Time
 }
 
-// Held returns the states kept for the members that left saying they restart and have
-// not come back (nor died again: a member that comes back and dies without a word is
-// no longer held). The caller decides how long a hold lasts; Release ends one.
-func (m *Members) Held() map[string]HeldState {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.heldLocked()
-}
-
-// LiveAndHeld returns Live and Held at one instant. A restarting member moves from
-// held to live when it joins again: read apart, the two could miss it in both.
+// LiveAndHeld returns Live and, at the same instant, the states kept for the members
+// that left saying they restart and have not come back (nor died again: a member that
+// comes back and dies without a word is no longer held). The caller decides how long
+// a hold lasts; Release ends one. A restarting member moves from held to live when it
+// joins again: read apart, the two could miss it in both.
 func (m *Members) LiveAndHeld() ([]string, map[string]HeldState) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

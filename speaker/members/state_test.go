@@ -126,7 +126,7 @@ func TestRestartingMemberIsHeld(t *testing.T) {
 	_ = c.Shutdown()
 	eventually(t, 5*time.Second, func() bool { return len(a.Live()) == 1 },
 		func() string { return fmt.Sprintf("a still sees %v", a.Live()) })
-	held := a.Held()
+	_, held := a.LiveAndHeld()
 	if h, ok := held[b.name]; !ok || string(h.Data) != "b-claims" || h.Since.Before(before) {
 		t.Errorf("a holds %v for b, want its state since it left", held)
 	}
@@ -137,8 +137,8 @@ func TestRestartingMemberIsHeld(t *testing.T) {
 		t.Error("a restarting member did not leave gracefully")
 	}
 	a.Release(b.name)
-	if len(a.Held()) != 0 {
-		t.Errorf("after Release: %v", a.Held())
+	if _, held := a.LiveAndHeld(); len(held) != 0 {
+		t.Errorf("after Release: %v", held)
 	}
 }
 
@@ -150,7 +150,7 @@ func TestRestartedMemberMovesFromHeldToLive(t *testing.T) {
 	}
 	_ = b.Shutdown()
 	eventually(t, 5*time.Second, func() bool { _, held := a.LiveAndHeld(); _, ok := held[b.name]; return ok },
-		func() string { return fmt.Sprintf("a holds %v, want b", a.Held()) })
+		func() string { _, held := a.LiveAndHeld(); return fmt.Sprintf("a holds %v, want b", held) })
 	if live, _ := a.LiveAndHeld(); slices.Contains(live, b.name) {
 		t.Errorf("a sees the restarting b live: %v", live)
 	}

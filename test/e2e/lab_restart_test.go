@@ -1,14 +1,17 @@
 package e2e
 
 import (
+	"context"
 	"maps"
 	"net/netip"
 	"slices"
 	"testing"
 	"time"
 
+	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/lab/labtest"
+	"herald.dev/herald/speaker/election"
 )
 
 const (
@@ -20,7 +23,50 @@ const (
 	restartEvery = 100 * time.Millisecond
 	// restartTimeout bounds each request, as curl -m 0.5.
 	restartTimeout = 500 * time.Millisecond
+	// restartHold is the speakers' --restart-hold in the lab (the default).
+	restartHold = 10 * time.Second
 )
+
+// TestLabNewServiceDuringRestart creates a Service while the speaker its VIP's hash
+// puts first is restarting. Its peers hold that speaker's VIPs, not this new one: the
+// next node answers for it before the restarting speaker is back (before the hold
+// would have ended), and keeps it when it is back.
+func TestLabNewServiceDuringRestart(t *testing.T) {
+	f := fullLabFor(t)
+	n := f.nodes[len(f.nodes)-1]
+	vip := f.freeIPFirstFor(t, n)
+	next := election.Order(vip, without(f.nodes, n))[0]
+	if err := f.s.StopSpeaker(n); err != nil {
+		t.Fatalf("stopping the speaker of %s: %v", n, err)
+	}
+	stopped := time.Now()
+	back := false
+	defer func() {
+		if !back {
+			if err := f.s.StartSpeaker(context.Background(), n); err != nil {
+				t.Errorf("starting the speaker of %s again: %v", n, err)
+			}
+		}
+	}()
+	svc := f.createService(t, lbService("during-restart", annotate(heraldv1.AnnotationLoadBalancerIPs, vip.String())))
+	defer f.deleteService(t, svc.Name)
+	if got := f.waitIP(t, svc.Name); got != vip {
+		t.Fatalf("Service %s asked for %s and got %s", svc.Name, vip, got)
+	}
+	f.expectOwner(t, vip, next, "while the speaker of "+n+" restarts")
+	answered := time.Since(stopped)
+	t.Logf("%s answered by %s %v after the speaker of %s stopped", vip, next, answered.Round(time.Millisecond), n)
+	if answered >= restartHold {
+		t.Errorf("%s was answered only %v after the speaker of %s stopped, when the hold (%v) had ended: "+
+			"the restarting node was elected for a VIP it never announced", vip, answered.Round(time.Millisecond), n, restartHold)
+	}
+	if err := f.s.StartSpeaker(t.Context(), n); err != nil {
+		t.Fatalf("starting the speaker of %s again: %v", n, err)
+	}
+	back = true
+	time.Sleep(2 * time.Second) // the speaker rejoins and reads its claims back
+	f.expectOwner(t, vip, next, "after the speaker of "+n+" is back (no fail-back)")
+}
 
 // TestLabRollingRestart stops every speaker with SIGTERM, one node after the other as
 // a DaemonSet rolling update does, each down for restartDown, while the client sends
