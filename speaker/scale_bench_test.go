@@ -48,6 +48,7 @@ func BenchmarkSpeakersAtScale(b *testing.B) {
 	observers := envInts(b, "HERALD_SCALE_OBSERVERS", []int{2})[0]
 	flaps := envInts(b, "HERALD_SCALE_FLAPS", []int{3})[0]
 	window := time.Duration(envInts(b, "HERALD_SCALE_WINDOW", []int{30})[0]) * time.Second
+	watchers := envInts(b, "HERALD_SCALE_WATCHERS", []int{300})[0]
 
 	env := testenv.Start(b)
 	cfg := rest.CopyConfig(env.Config)
@@ -60,7 +61,7 @@ func BenchmarkSpeakersAtScale(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := &scaleHarness{b: b, ctx: b.Context(), c: env.Client, cfg: env.Config,
+	h := &scaleHarness{b: b, ctx: b.Context(), c: env.Client, cfg: env.Config, watchers: watchers,
 		sim: simEnv{cfg: cfg, api: api, namespace: "herald-system", key: key, log: logr.Discard()}}
 	h.pids()
 	progress("kube-apiserver pid %d, etcd pid %d", h.apiPID, h.etcdPID)
@@ -108,6 +109,10 @@ type scaleHarness struct {
 	apiPID   int
 	etcdPID  int
 	speakers []*simSpeaker
+	// watchers: the light speakers [0, watchers) have their own informer of the
+	// records, the others share one (HERALD_SCALE_WATCHERS).
+	watchers   int
+	stopShared context.CancelFunc
 }
 
 // scaleRow is one size's figures.
@@ -121,6 +126,21 @@ type scaleRow struct {
 	passMs          float64 // an observer's election pass, ms (steady state)
 	passesPerS      float64 // an observer's passes per second (steady state)
 	settle          time.Duration
+	// leaseWatchers: the informers of the records in the process (one per speaker, or
+	// fewer with a shared one); the events figures scale lease events to n watchers.
+	leaseWatchers int
+}
+
+// eventsAt scales the lease watch events of l from the watchers measured to n.
+func (r scaleRow) eventsAt(l loadSample) float64 {
+	return l.events - l.leaseEvents + l.leaseEvents*float64(r.nodes)/float64(r.leaseWatchers)
+}
+
+func (r scaleRow) eventMBAt(l loadSample) float64 {
+	if l.events == 0 {
+		return 0
+	}
+	return l.eventMB * r.eventsAt(l) / l.events
 }
 
 // loadSample is the API server's load over a window.
@@ -160,14 +180,20 @@ func median(ds []time.Duration) time.Duration {
 
 func printScaleTable(w io.Writer, rows []scaleRow) {
 	fmt.Fprintln(w, "\nSpeakers at scale (API server's /metrics, /proc; medians over the deaths)")
-	fmt.Fprintln(w, "| nodes | VIPs | death→detected | death→decided (slowest observer) | writes/s steady | lease writes/s | watch events/s steady | watch MB/s | apiserver cores steady | etcd cores steady | writes/s flap | watch events/s flap | watch MB/s flap | apiserver cores flap | etcd cores flap | heap/light speaker MiB | heap/observer MiB | election pass ms | passes/s per observer |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| nodes | VIPs | record watchers | death→detected | death→decided (slowest observer) | writes/s steady | lease writes/s | watch events/s steady | watch MB/s | apiserver cores steady | etcd cores steady | writes/s flap | watch events/s flap | watch MB/s flap | apiserver cores flap | etcd cores flap | heap/light speaker MiB | heap/observer MiB | election pass ms | passes/s per observer |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
-		fmt.Fprintf(w, "| %d | %d | %s (%s) | %s (%s) | %.1f | %.1f | %.0f | %.2f | %.2f | %.2f | %.1f | %.0f | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f | %.1f |\n",
-			r.nodes, r.vips, durs(median(r.detect)), durList(r.detect), durs(median(r.decided)), durList(r.decided),
+		fmt.Fprintf(w, "| %d | %d | %d | %s (%s) | %s (%s) | %.1f | %.1f | %.0f | %.2f | %.2f | %.2f | %.1f | %.0f | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f | %.1f |\n",
+			r.nodes, r.vips, r.leaseWatchers, durs(median(r.detect)), durList(r.detect), durs(median(r.decided)), durList(r.decided),
 			r.steady.writes, r.steady.leaseWrites, r.steady.events, r.steady.eventMB, r.steady.apiserverCPU, r.steady.etcdCPU,
 			r.flap.writes, r.flap.events, r.flap.eventMB, r.flap.apiserverCPU, r.flap.etcdCPU,
 			r.heapLight, r.heapObserver, r.passMs, r.passesPerS)
+	}
+	for _, r := range rows {
+		if r.leaseWatchers != r.nodes {
+			fmt.Fprintf(w, "nodes=%d: %d informers of the records instead of %d; at %d, lease events scale with the watchers: %.0f watch events/s (%.1f MB/s) steady, %.0f (%.1f MB/s) during the flap\n",
+				r.nodes, r.leaseWatchers, r.nodes, r.nodes, r.eventsAt(r.steady), r.eventMBAt(r.steady), r.eventsAt(r.flap), r.eventMBAt(r.flap))
+		}
 	}
 }
 
@@ -187,6 +213,11 @@ func (h *scaleHarness) runSize(n, observers, vips, flaps int, window time.Durati
 	r := scaleRow{nodes: n, observers: observers, vips: vips}
 	h.ensureNodes(n)
 	defer h.stopAll()
+	r.leaseWatchers = n
+	if n > h.watchers {
+		h.startShared()
+		r.leaseWatchers = h.watchers + 1
+	}
 
 	// Light speakers first: their heap, once they hear each other.
 	base := heapInUse()
@@ -217,15 +248,18 @@ func (h *scaleHarness) runSize(n, observers, vips, flaps int, window time.Durati
 	}
 
 	// One node flaps: dies (memberlist stopped without a leave, record no longer
-	// renewed), stays dead 15 s, comes back on the same port, stays 15 s; flaps times.
+	// renewed), stays dead 10 s, comes back on the same port, and once everyone hears
+	// it again stays 10 s; flaps times.
 	victim := 1
 	progress("nodes=%d: %s flaps %d times", n, nodeName(victim), flaps)
 	r.flap = h.sample(0, func() {
 		for range flaps {
+			killed := time.Now()
 			d, dec := h.killAndTime(victim)
 			r.detect, r.decided = append(r.detect, d), append(r.decided, dec)
+			time.Sleep(time.Until(killed.Add(10 * time.Second)))
 			h.restart(victim)
-			time.Sleep(15 * time.Second)
+			time.Sleep(10 * time.Second)
 		}
 	})
 	b.Logf("nodes=%d: deaths detected after %s, decided after %s", n, durList(r.detect), durList(r.decided))
@@ -328,7 +362,7 @@ func (h *scaleHarness) restart(i int) {
 	var err error
 	for try := 0; ; try++ { // the port may linger a moment
 		var s *simSpeaker
-		if s, err = startSim(h.ctx, h.sim, old.cfg.NodeName, port, old.observer); err == nil {
+		if s, err = startSim(h.ctx, h.sim, old.cfg.NodeName, port, old.observer, old.cache == h.sim.shared); err == nil {
 			h.speakers[i] = s
 			break
 		}
@@ -364,7 +398,7 @@ func (h *scaleHarness) startSpeakers(from, to int, observer bool) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			s, err := startSim(h.ctx, h.sim, nodeName(i), 0, observer)
+			s, err := startSim(h.ctx, h.sim, nodeName(i), 0, observer, i >= h.watchers)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -499,8 +533,33 @@ func (h *scaleHarness) waitCalm() {
 	time.Sleep(DefaultRecordConfig().Renew + time.Second)
 }
 
+// startShared starts the informer of the records that the light speakers beyond
+// h.watchers share.
+func (h *scaleHarness) startShared() {
+	c, err := newRecordsCache(h.sim)
+	if err != nil {
+		h.b.Fatal(err)
+	}
+	if _, err := c.GetInformer(h.ctx, &coordinationv1.Lease{}); err != nil {
+		h.b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(h.ctx)
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		cancel()
+		h.b.Fatal("the shared informer of the records did not sync")
+	}
+	h.sim.shared, h.stopShared = c, cancel
+}
+
 // stopAll kills every speaker and deletes the records, for the next size.
 func (h *scaleHarness) stopAll() {
+	defer func() {
+		if h.stopShared != nil {
+			h.stopShared()
+			h.sim.shared, h.stopShared = nil, nil
+		}
+	}()
 	var wg sync.WaitGroup
 	for _, s := range h.speakers {
 		wg.Add(1)

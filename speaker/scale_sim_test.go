@@ -3,6 +3,7 @@ package speaker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -62,19 +63,18 @@ type simEnv struct {
 	namespace string
 	key       []byte
 	log       logr.Logger
+	// shared, when set, is one informer of the records that the light speakers started
+	// with shared read instead of their own: the process cannot hold a thousand
+	// informers of a thousand records each.
+	shared cache.Cache
 }
 
-// startSim starts the speaker of node on port (0: any free port) and returns once its
-// informers are synced; it joins nobody (join).
-func startSim(ctx context.Context, env simEnv, node string, port int, observer bool) (*simSpeaker, error) {
-	cfg := DefaultConfig()
-	cfg.NodeName = node
-	cfg.Namespace = env.namespace
-	cfg.Members.NodeName = node
-	cfg.Members.BindAddr = "127.0.0.1"
-	cfg.Members.BindPort = port
-	cfg.Members.SecretKey = env.key
+// newRecordsCache returns a cache of the speakers' records alone, as a speaker's.
+func newRecordsCache(env simEnv) (cache.Cache, error) {
+	return cache.New(env.cfg, recordsCacheOptions(env, false))
+}
 
+func recordsCacheOptions(env simEnv, observer bool) cache.Options {
 	opts := cache.Options{Scheme: scheme.New(), ByObject: map[client.Object]cache.ByObject{
 		&coordinationv1.Lease{}: {
 			Namespaces: map[string]cache.Config{env.namespace: {}},
@@ -86,9 +86,28 @@ func startSim(ctx context.Context, env simEnv, node string, port int, observer b
 		// reference to its Node (the write reads the Node from the cache).
 		opts.ReaderFailOnMissingInformer = true
 	}
-	c, err := cache.New(env.cfg, opts)
-	if err != nil {
-		return nil, fmt.Errorf("cache of %s: %w", node, err)
+	return opts
+}
+
+// startSim starts the speaker of node on port (0: any free port) and returns once its
+// informers are synced; it joins nobody (join). A light speaker with shared reads the
+// records from env.shared.
+func startSim(ctx context.Context, env simEnv, node string, port int, observer, shared bool) (*simSpeaker, error) {
+	cfg := DefaultConfig()
+	cfg.NodeName = node
+	cfg.Namespace = env.namespace
+	cfg.Members.NodeName = node
+	cfg.Members.BindAddr = "127.0.0.1"
+	cfg.Members.BindPort = port
+	cfg.Members.SecretKey = env.key
+
+	shared = shared && !observer && env.shared != nil
+	c := env.shared
+	if !shared {
+		var err error
+		if c, err = cache.New(env.cfg, recordsCacheOptions(env, observer)); err != nil {
+			return nil, fmt.Errorf("cache of %s: %w", node, err)
+		}
 	}
 	l2, err := layer2.New(layer2.Config{Schedule: layer2.DefaultSchedule()}) // never run: no responder, no MAC
 	if err != nil {
@@ -113,9 +132,15 @@ func startSim(ctx context.Context, env simEnv, node string, port int, observer b
 	if s.members, err = members.Start(cfg.Members, env.log, nil); err != nil {
 		return nil, fmt.Errorf("memberlist of %s: %w", node, err)
 	}
+	ms := s.members
+	s.records.setHeard(func(node string) bool { return slices.Contains(ms.Live(), node) })
 	ctx, sim.stop = context.WithCancel(ctx)
 	cacheDone := make(chan struct{})
-	go func() { _ = c.Start(ctx); close(cacheDone) }()
+	if shared {
+		close(cacheDone) // started by whoever made it
+	} else {
+		go func() { _ = c.Start(ctx); close(cacheDone) }()
+	}
 	if !c.WaitForCacheSync(ctx) {
 		sim.stop()
 		_ = s.members.Shutdown()
