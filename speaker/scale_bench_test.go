@@ -77,6 +77,9 @@ func BenchmarkSpeakersAtScale(b *testing.B) {
 				r := h.runSize(n, min(observers, n-1), vips, flaps, window)
 				rows = append(rows, r)
 				r.report(b)
+				if os.Getenv("HERALD_SCALE_QUIET") == "" {
+					printScaleTable(os.Stderr, []scaleRow{r}) // a later size may not finish
+				}
 			}
 		})
 	}
@@ -463,7 +466,9 @@ func (h *scaleHarness) waitConverged(n int) {
 			return
 		}
 		if time.Now().After(deadline) {
-			h.b.Fatalf("speakers did not converge in 3 minutes: %s", bad)
+			progress("speakers did not converge in 3 minutes, measuring anyway: %s", bad)
+			h.b.Logf("speakers did not converge in 3 minutes: %s", bad)
+			return
 		}
 		if time.Since(said) > 10*time.Second {
 			progress("waiting for %d speakers to converge: %s", n, bad)
@@ -498,7 +503,9 @@ func (h *scaleHarness) waitElected(vips int) {
 			return
 		}
 		if time.Now().After(deadline) {
-			h.b.Fatal("the observers did not give every IP an owner in 3 minutes")
+			progress("the observers did not give every IP an owner in 3 minutes, measuring anyway")
+			h.b.Log("the observers did not give every IP an owner in 3 minutes")
+			return
 		}
 		if time.Since(said) > 10*time.Second {
 			progress("waiting for the observers to give all %d IPs an owner", vips)
