@@ -66,7 +66,9 @@ func BenchmarkSpeakersAtScale(b *testing.B) {
 	h.pids()
 	progress("kube-apiserver pid %d, etcd pid %d", h.apiPID, h.etcdPID)
 	start := time.Now()
+	progress("creating %d Services with an IP and their EndpointSlices", vips)
 	h.createVIPs(vips)
+	progress("created in %s", time.Since(start).Round(time.Second))
 	b.Logf("%d Services with an IP created in %s", vips, time.Since(start).Round(time.Second))
 
 	var rows []scaleRow
@@ -639,9 +641,9 @@ func (h *scaleHarness) ensureNodes(n int) {
 	h.nodes = n
 }
 
-// parallel runs f(i) for i in [0, n) with 16 workers, each with its own client.
+// parallel runs f(i) for i in [0, n) with 48 workers, each with its own client.
 func (h *scaleHarness) parallel(n int, f func(client.Client, int) error) {
-	const workers = 16
+	const workers = 48
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	for w := range workers {
