@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/memberkey"
@@ -50,6 +51,7 @@ func BenchmarkSpeakersAtScale(b *testing.B) {
 	window := time.Duration(envInts(b, "HERALD_SCALE_WINDOW", []int{30})[0]) * time.Second
 	watchers := envInts(b, "HERALD_SCALE_WATCHERS", []int{300})[0]
 
+	crlog.SetLogger(logr.Discard())
 	env := testenv.Start(b)
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = -1, 0 // the speakers share this client: no client-side limit
@@ -221,7 +223,7 @@ func (h *scaleHarness) runSize(n, observers, vips, flaps int, window time.Durati
 	r.leaseWatchers = n
 	if n > h.watchers {
 		h.startShared()
-		r.leaseWatchers = h.watchers + 1
+		r.leaseWatchers = h.watchers + 1 + observers // the observers have their own
 	}
 
 	// Light speakers first: their heap, once they hear each other.
