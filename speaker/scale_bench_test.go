@@ -378,7 +378,9 @@ func (h *scaleHarness) restart(i int) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	h.join(h.speakers[i])
+	if err := h.join(h.speakers[i]); err != nil {
+		h.b.Fatal(err)
+	}
 	h.waitConverged(len(h.speakers))
 }
 
@@ -426,7 +428,11 @@ func (h *scaleHarness) startSpeakers(from, to int, observer bool) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			h.join(s)
+			// A speaker that cannot join now is measured anyway: memberlist gossip and
+			// the others' joins may still bring it in (waitConverged says).
+			if err := h.join(s); err != nil {
+				progress("%v", err)
+			}
 		}()
 	}
 	wg.Wait()
@@ -434,18 +440,18 @@ func (h *scaleHarness) startSpeakers(from, to int, observer bool) {
 
 // join joins s to the first speaker (the speaker joins every Node's address; one is
 // enough on loopback, memberlist gossips the rest).
-func (h *scaleHarness) join(s *simSpeaker) {
+func (h *scaleHarness) join(s *simSpeaker) error {
 	seed := h.speakers[0]
 	if s == seed {
-		return
+		return nil
 	}
 	for try := 0; ; try++ {
 		_, err := s.members.Join([]string{seed.members.Addr()})
 		if err == nil {
-			return
+			return nil
 		}
 		if try == 20 {
-			h.b.Fatalf("%s joining: %v", s.cfg.NodeName, err)
+			return fmt.Errorf("%s joining: %w", s.cfg.NodeName, err)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
