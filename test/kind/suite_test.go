@@ -158,7 +158,8 @@ func failover(t *testing.T, svc, fault string) {
 			restoreNode(t, node, fault, vip)
 		}
 	}
-	t.Cleanup(restore)
+	// Deferred, not t.Cleanup: t.Context, which the helpers use, ends before cleanups.
+	defer restore()
 
 	t0 := time.Now()
 	docker(t, fault, node)
@@ -384,7 +385,7 @@ kubeadm init phase addon kube-proxy --config /tmp/kube-proxy.conf`)
 			removeKubeProxy(t)
 		}
 	}
-	t.Cleanup(remove)
+	defer remove()
 	k(t, "-n", "kube-system", "rollout", "status", "daemonset/kube-proxy", "--timeout=3m")
 	t.Logf("kube-proxy running on every node %.0fs after kubeadm's addon phase", time.Since(start).Seconds())
 
