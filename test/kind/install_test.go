@@ -45,6 +45,18 @@ func uninstall(t testing.TB) {
 			t.Fatal(err)
 		}
 	}
+	// The controller removes a pool's finalizer herald.dev/pool-in-use once no Service
+	// holds its IPs; after helm uninstall (which keeps the CRDs and the pools) no
+	// controller runs, and deleting the pool would wait forever: drop the finalizer,
+	// as an operator must.
+	if out, _ := kubectl(ctx, "get", "deployment", "-n", heraldNS, "herald-controller", "-o", "name"); out == "" {
+		// No CRD, no pools: the error is that.
+		pools, _ := kubectl(ctx, "get", "ipaddresspools", "-A", "-o", `jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name}{" "}{end}`)
+		for _, pool := range strings.Fields(pools) {
+			ns, name, _ := strings.Cut(pool, "/")
+			k(t, "-n", ns, "patch", "ipaddresspool", name, "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
+		}
+	}
 	// What the chart keeps (CRDs) and what config/kind installs: all of it.
 	k(t, "delete", "--ignore-not-found", "--wait", "-k", filepath.Join(e.root, "config", "kind"))
 	installed = ""

@@ -133,14 +133,19 @@ type outage struct {
 	attempts, failed int
 	firstFail        time.Duration // from t0; -1 without failures
 	lastFail         time.Duration
-	// recovered is when the first success after the last failure came, from t0: the
-	// time to first success.
+	// answered is when the first success after the first failure came, from t0: the
+	// VIP answers again (through the new owner); failures may follow (requests sent
+	// to endpoints on the dead node).
+	answered time.Duration
+	// recovered is when the first success after the last failure came, from t0.
 	recovered time.Duration
-	pods      map[string]int // who answered after the last failure
+	// failedBy5s counts the failures in each 5 s from t0.
+	failedBy5s []int
+	pods       map[string]int // who answered after the last failure
 }
 
 func summarize(as []attempt, t0 time.Time) outage {
-	o := outage{firstFail: -1, lastFail: -1, recovered: -1, pods: map[string]int{}}
+	o := outage{firstFail: -1, lastFail: -1, answered: -1, recovered: -1, pods: map[string]int{}}
 	for _, a := range as {
 		if a.at.Before(t0) {
 			continue
@@ -153,11 +158,19 @@ func summarize(as []attempt, t0 time.Time) outage {
 			}
 			o.lastFail = a.at.Sub(t0)
 			o.recovered = -1
+			b := int(o.lastFail / (5 * time.Second))
+			for len(o.failedBy5s) <= b {
+				o.failedBy5s = append(o.failedBy5s, 0)
+			}
+			o.failedBy5s[b]++
 			clear(o.pods)
 			continue
 		}
 		if o.recovered < 0 {
 			o.recovered = a.at.Sub(t0)
+		}
+		if o.answered < 0 && o.failed > 0 {
+			o.answered = a.at.Sub(t0)
 		}
 		o.pods[a.pod]++
 	}
@@ -168,6 +181,6 @@ func (o outage) String() string {
 	if o.failed == 0 {
 		return fmt.Sprintf("no failed request in %d (every one answered; first at +%.2fs), answered by %v", o.attempts, o.recovered.Seconds(), o.pods)
 	}
-	return fmt.Sprintf("%d of %d requests failed, from +%.2fs to +%.2fs; first success after the last failure at +%.2fs, then answered by %v",
-		o.failed, o.attempts, o.firstFail.Seconds(), o.lastFail.Seconds(), o.recovered.Seconds(), o.pods)
+	return fmt.Sprintf("%d of %d requests failed, from +%.2fs to +%.2fs (failures per 5 s: %v); first success after the first failure at +%.2fs, after the last one at +%.2fs, then answered by %v",
+		o.failed, o.attempts, o.firstFail.Seconds(), o.lastFail.Seconds(), o.failedBy5s, o.answered.Seconds(), o.recovered.Seconds(), o.pods)
 }
