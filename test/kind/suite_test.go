@@ -527,7 +527,11 @@ func nodeEventsSince(t testing.TB, node string, t0 time.Time, reasons ...string)
 	if err := json.Unmarshal([]byte(k(t, "get", "events.events.k8s.io", "-A", "-o", "json")), &list); err != nil {
 		t.Fatalf("kubectl get events: %v", err)
 	}
-	var out []string
+	type event struct {
+		at   time.Duration
+		text string
+	}
+	var evs []event
 	for _, ev := range list.Items {
 		if ev.Regarding.Kind != "Node" || ev.Regarding.Name != node || !slices.Contains(reasons, ev.Reason) {
 			continue
@@ -539,8 +543,12 @@ func nodeEventsSince(t testing.TB, node string, t0 time.Time, reasons ...string)
 		if at.Before(t0.Add(-time.Second)) {
 			continue
 		}
-		out = append(out, fmt.Sprintf("+%.2fs %s by %s", at.Sub(t0).Seconds(), ev.Reason, ev.ReportingInstance))
+		evs = append(evs, event{at.Sub(t0), fmt.Sprintf("+%.2fs %s by %s", at.Sub(t0).Seconds(), ev.Reason, ev.ReportingInstance)})
 	}
-	slices.Sort(out)
+	slices.SortFunc(evs, func(a, b event) int { return int(a.at - b.at) })
+	out := make([]string, 0, len(evs))
+	for _, ev := range evs {
+		out = append(out, ev.text)
+	}
 	return out
 }
