@@ -156,6 +156,10 @@ kind-up: kind-images ## A walkthrough-shaped kind cluster herald-kind (1+3 nodes
 kind-demo-offline: kind-images ## hack/kind-demo.sh on the offline cluster (kubeProxyMode none), herald's images from hack/kind/herald-images.sh.
 	hack/kind/demo.sh
 
+.PHONY: test-kind
+test-kind: ## The e2e suite on the kind cluster (test/kind): prepares Docker, images, cluster (kubeProxyMode none), then runs it. RUN=pattern picks tests.
+	hack/kind/test.sh
+
 .PHONY: kind-down
 kind-down: ## Delete the kind cluster of kind-up or kind-demo-offline (the images stay cached).
 	hack/kind/down.sh
