@@ -394,12 +394,8 @@ func (s *Speaker) readyz(*http.Request) error {
 // poke asks the loop for an election and the proxier's feeder for an Update; pokes
 // coalesce.
 func (s *Speaker) poke() {
-	for _, c := range []chan struct{}{s.trigger, s.proxyPoke} {
-		select {
-		case c <- struct{}{}:
-		default:
-		}
-	}
+	s.pokeElection()
+	s.pokeProxier()
 }
 
 // pokeProxier asks the proxier's feeder for an Update.

@@ -167,7 +167,7 @@ func Decide(cfg Config, st State, in Input) (Verdict, State) {
 	fresh := map[string]*Record{}
 	for i := range in.Records {
 		r := &in.Records[i]
-		if asOf.Sub(r.RenewedAt) < r.Duration {
+		if r.freshAt(asOf) {
 			fresh[r.Node] = r
 		}
 	}
@@ -399,3 +399,6 @@ func without(a, b []string) []string {
 	}
 	return out
 }
+
+// freshAt says whether the record was renewed within its duration as of t.
+func (r *Record) freshAt(t time.Time) bool { return t.Sub(r.RenewedAt) < r.Duration }

@@ -26,7 +26,7 @@ func RenewFast(self string, mode Mode, records []Record, now time.Time) bool {
 		return true
 	}
 	for _, r := range records {
-		if r.Node == self || now.Sub(r.RenewedAt) >= r.Duration {
+		if r.Node == self || !r.freshAt(now) {
 			continue
 		}
 		if r.Mode == ModeHold || r.Mode == ModeArbitrated || slices.Contains(r.Unreachable, self) {
