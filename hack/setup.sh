@@ -12,6 +12,13 @@ set -euo pipefail
 packages=(make git gcc libc6-dev ca-certificates iproute2 iptables nftables arping conntrack prometheus)
 # The command each package brings, for machines without dpkg.
 commands=(make git gcc "" "" ip iptables-restore nft arping conntrack promtool)
+# `setup.sh kind` adds what the offline kind cluster is built with (hack/kind): jq for the
+# scripts, debootstrap for the base images, libseccomp-dev and pkg-config for runc.
+# Docker itself is installed and started by hack/kind/setup-docker.sh.
+if [[ "${1:-}" == kind ]]; then
+  packages+=(jq debootstrap libseccomp-dev pkg-config)
+  commands+=(jq debootstrap "" pkg-config)
+fi
 
 fail() {
   echo "setup: $*" >&2

@@ -12,6 +12,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 t0=$SECONDS
+timed "packages" "$root/hack/setup.sh" kind
 timed "docker" "$root/hack/kind/setup-docker.sh"
 # The node image may be cached while bin/ is not (a fresh worktree): the suite needs
 # the kind CLI and kubectl whatever the image.
