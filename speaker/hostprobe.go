@@ -35,8 +35,10 @@ type hostProber struct {
 const (
 	// hostProbeTimeout: a live host on the LAN answers a SYN within a millisecond.
 	hostProbeTimeout = 250 * time.Millisecond
-	// hostProbeInterval: how often suspects are probed again.
-	hostProbeInterval = time.Second
+	// hostProbeInterval: how often suspects are probed again. A node whose speaker said
+	// goodbye is withheld once a probe goes unanswered, so a node that shuts down loses
+	// its endpoints at most this plus the timeout after it went.
+	hostProbeInterval = 500 * time.Millisecond
 	// kubeProxyHealthPort is kube-proxy's /healthz port, open on a node with a proxy.
 	kubeProxyHealthPort = 10256
 )

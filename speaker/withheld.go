@@ -93,10 +93,13 @@ func (s *Speaker) reportWithheld(ctx context.Context, dead []deadnodes.Node, liv
 		delete(before, d.Name)
 		switch {
 		case !was:
-			s.log.Info("withholding the endpoints of a node whose speaker vanished without a goodbye", "node", d.Name, "since", d.Since)
+			why := fmt.Sprintf("the speakers lost %s without a goodbye and nothing shows it alive", d.Name)
+			if d.Left {
+				why = fmt.Sprintf("the speaker of %s said goodbye, then its host stopped answering (a node shutting down)", d.Name)
+			}
+			s.log.Info("withholding the endpoints of a node the speakers know down", "node", d.Name, "since", d.Since, "why", why)
 			if reports(d.Name) {
-				s.eventOn(ctx, d.Name, corev1.EventTypeWarning, ReasonEndpointsWithheld, fmt.Sprintf(
-					"the speakers lost %s without a goodbye and nothing shows it alive: its endpoints get no new connections from any node's proxier", d.Name))
+				s.eventOn(ctx, d.Name, corev1.EventTypeWarning, ReasonEndpointsWithheld, "Withhold", why+": its endpoints get no new connections from any node's proxier")
 			}
 		case d.Unreachable && !old.Unreachable:
 			s.log.Info("a withheld node answers nothing: clearing the flows to its endpoints", "node", d.Name)
@@ -110,20 +113,20 @@ func (s *Speaker) reportWithheld(ctx context.Context, dead []deadnodes.Node, liv
 	for _, n := range restored {
 		s.log.Info("the endpoints of a node are no longer withheld", "node", n)
 		if reports(n) {
-			s.eventOn(ctx, n, corev1.EventTypeNormal, ReasonEndpointsRestored, fmt.Sprintf(
+			s.eventOn(ctx, n, corev1.EventTypeNormal, ReasonEndpointsRestored, "Withhold", fmt.Sprintf(
 				"%s is back (or shown alive): its endpoints get traffic again", n))
 		}
 	}
 }
 
 // eventOn writes an Event on the Node named node.
-func (s *Speaker) eventOn(ctx context.Context, node, typ, reason, note string) {
+func (s *Speaker) eventOn(ctx context.Context, node, typ, reason, action, note string) {
 	var n corev1.Node
 	if err := s.cache.Get(ctx, types.NamespacedName{Name: node}, &n); err != nil {
 		s.log.V(1).Info("no Node to write an Event on", "node", node, "error", err.Error())
 		return
 	}
-	s.recorder.Eventf(&n, nil, typ, reason, "Withhold", "%s", note)
+	s.recorder.Eventf(&n, nil, typ, reason, action, "%s", note)
 }
 
 // probeAddr is the InternalIP of n to probe, of bindAddr's family when it has one.

@@ -167,7 +167,8 @@ type Endpoint struct {
 	Serving     bool
 	Terminating bool
 	// Withheld: the endpoint's node is known dead (its speaker vanished from memberlist
-	// without a goodbye and nothing proves it alive), so it gets no new connections and
+	// without a goodbye and nothing proves it alive, or said goodbye and its host then
+	// stopped answering), so it gets no new connections and
 	// its open flows are cleared, long before the API server marks it not ready. The
 	// tracker sets it together with Ready and Serving false; the API never does.
 	Withheld bool

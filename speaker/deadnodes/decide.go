@@ -43,8 +43,8 @@ type Config struct {
 	AliveFor time.Duration
 }
 
-// DefaultConfig lets an answer count for a few probe periods (the speaker probes every
-// second), so one slow answer does not withhold a live node.
+// DefaultConfig lets an answer count for several probe periods (the speaker probes
+// twice a second), so one slow answer does not withhold a live node.
 func DefaultConfig() Config { return Config{AliveFor: 5 * time.Second} }
 
 // Node is a node whose endpoints are withheld.
@@ -55,10 +55,43 @@ type Node struct {
 	Since time.Time
 	// Unreachable: a probe sent since then went unanswered.
 	Unreachable bool
+	// Left: its speaker said goodbye (it is withheld only once unreachable).
+	Left bool
 }
 
 // Decide returns the withheld nodes, sorted by name (see the package doc).
 func Decide(cfg Config, in Input) []Node {
+	var out []Node
+	for _, c := range candidates(in) {
+		if at, ok := in.AliveAt[c.Name]; ok && at.After(c.Since) && in.Now.Sub(at) < cfg.AliveFor {
+			continue
+		}
+		silent, ok := in.SilentAt[c.Name]
+		unreachable := ok && !silent.Before(c.Since)
+		if in.Left[c.Name] && !unreachable {
+			// It said goodbye: only a host that then stopped answering is down.
+			continue
+		}
+		out = append(out, Node{Name: c.Name, Since: c.Since, Unreachable: unreachable, Left: in.Left[c.Name]})
+	}
+	return out
+}
+
+// Suspects are the nodes worth probing: those Decide would withhold if every probe
+// went unanswered. A speaker probes them and feeds the answers back as AliveAt and
+// SilentAt.
+func Suspects(in Input) []string {
+	var out []string
+	for _, c := range candidates(in) {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// candidates are the nodes the rule withholds unless a probe shows them alive, or, for
+// those that said goodbye, until a probe shows them down; sorted by name, each with
+// the moment it was lost.
+func candidates(in Input) []Node {
 	if !in.Quorum {
 		return nil
 	}
@@ -68,7 +101,7 @@ func Decide(cfg Config, in Input) []Node {
 	}
 	var out []Node
 	for _, n := range in.Nodes {
-		if n == in.Self || live[n] || in.Left[n] {
+		if n == in.Self || live[n] {
 			continue
 		}
 		rec, hasRecord := in.Records[n]
@@ -83,23 +116,8 @@ func Decide(cfg Config, in Input) []Node {
 		if hasRecord && rec.ChangedAt.After(since) {
 			continue // it renews its record: cut off from memberlist, not dead
 		}
-		if at, ok := in.AliveAt[n]; ok && at.After(since) && in.Now.Sub(at) < cfg.AliveFor {
-			continue
-		}
-		silent, ok := in.SilentAt[n]
-		out = append(out, Node{Name: n, Since: since, Unreachable: ok && !silent.Before(since)})
+		out = append(out, Node{Name: n, Since: since})
 	}
 	slices.SortFunc(out, func(a, b Node) int { return cmp.Compare(a.Name, b.Name) })
-	return out
-}
-
-// Suspects are the nodes worth probing: those Decide would withhold if no probe had
-// answered. A speaker probes them and feeds the answers back as AliveAt and SilentAt.
-func Suspects(in Input) []string {
-	in.AliveAt = nil
-	var out []string
-	for _, n := range Decide(Config{}, in) {
-		out = append(out, n.Name)
-	}
 	return out
 }

@@ -35,6 +35,30 @@ func TestDecide(t *testing.T) {
 			edit: func(in *Input) { in.Quorum = false }},
 		{name: "it said it was leaving: a speaker stopping on a live node",
 			edit: func(in *Input) { in.Left = map[string]bool{"w1": true} }},
+		{name: "it said it was leaving and its host answers: a restart",
+			edit: func(in *Input) {
+				in.Left = map[string]bool{"w1": true}
+				in.AliveAt = map[string]time.Time{"w1": lost.Add(5 * time.Millisecond)}
+			}},
+		{name: "it said it was leaving, then a probe went unanswered: the node shut down",
+			edit: func(in *Input) {
+				in.Left = map[string]bool{"w1": true}
+				in.SilentAt = map[string]time.Time{"w1": lost.Add(time.Second)}
+			},
+			want: []Node{{Name: "w1", Since: lost, Unreachable: true, Left: true}}},
+		{name: "it said it was leaving; an unanswered probe from before it left proves nothing",
+			edit: func(in *Input) {
+				in.Left = map[string]bool{"w1": true}
+				in.SilentAt = map[string]time.Time{"w1": lost.Add(-time.Second)}
+			}},
+		{name: "it said it was leaving, then renewed its record: alive",
+			edit: func(in *Input) {
+				in.Left = map[string]bool{"w1": true}
+				in.SilentAt = map[string]time.Time{"w1": lost.Add(time.Second)}
+				r := in.Records["w1"]
+				r.ChangedAt = lost.Add(2 * time.Second)
+				in.Records["w1"] = r
+			}},
 		{name: "its record changed after the loss: cut off from memberlist, alive",
 			edit: func(in *Input) {
 				r := in.Records["w1"]
@@ -96,5 +120,21 @@ func TestSuspectsIgnoreProbeAnswers(t *testing.T) {
 	}
 	if got := Suspects(in); !reflect.DeepEqual(got, []string{"w1"}) {
 		t.Errorf("Suspects = %v, want [w1]: a node that answered is probed again", got)
+	}
+}
+
+func TestSuspectsIncludeNodesThatSaidGoodbye(t *testing.T) {
+	t0 := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	in := Input{
+		Self: "w2", Quorum: true, Live: []string{"w2"},
+		Lost:  map[string]time.Time{"w1": t0.Add(-time.Second), "w3": t0.Add(-time.Second)},
+		Left:  map[string]bool{"w1": true},
+		Nodes: []string{"w1", "w2", "w3"}, Now: t0,
+	}
+	if got := Suspects(in); !reflect.DeepEqual(got, []string{"w1", "w3"}) {
+		t.Errorf("Suspects = %v, want [w1 w3]: a node whose speaker said goodbye is probed until it is back", got)
+	}
+	if got := Decide(DefaultConfig(), in); !reflect.DeepEqual(got, []Node{{Name: "w3", Since: t0.Add(-time.Second)}}) {
+		t.Errorf("Decide = %v, want only w3: w1 said goodbye and no probe went unanswered", got)
 	}
 }

@@ -23,7 +23,9 @@
 //   - its speaker is not a live memberlist member, and either memberlist lost it since
 //     this speaker started (Lost), or its record in the API server is no longer fresh
 //     (a node already dead when this speaker started);
-//   - its speaker did not say it was leaving (a graceful stop: the node is up);
+//   - if its speaker said it was leaving (a graceful stop, which a restart and a node
+//     shutting down both begin with), a probe sent after it left went unanswered: the
+//     node is down, not restarting its speaker;
 //   - its record did not change after memberlist lost it (a speaker cut off from
 //     memberlist but alive renews it, fast, within a second);
 //   - no probe of the node's address got an answer, a connection or a refusal, since it

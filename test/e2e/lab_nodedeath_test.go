@@ -52,8 +52,8 @@ func TestLabNodeDeath(t *testing.T) {
 	if res.Requests == 0 {
 		t.Fatal("no request measured")
 	}
-	f.expectNodeEvent(t, dead, speaker.ReasonEndpointsWithheld)
-	f.expectNodeEvent(t, dead, speaker.ReasonEndpointsRestored)
+	f.expectNodeEvent(t, dead, speaker.ReasonEndpointsWithheld, "without a goodbye")
+	f.expectNodeEvent(t, dead, speaker.ReasonEndpointsRestored, "")
 
 	t.Run("an open connection to the dead pod fails fast", func(t *testing.T) {
 		f.rebalanceAll(t)
@@ -94,6 +94,42 @@ func TestLabNodeDeath(t *testing.T) {
 			return nil
 		})
 	})
+}
+
+// nodeShutdownCutoff is the promise for a node that shuts down: its speaker says
+// goodbye first, so its peers learn it is down from their probe of its host (sent
+// twice a second, 250 ms to time out), not from memberlist.
+const nodeShutdownCutoff = 1500 * time.Millisecond
+
+// TestLabNodeShutdown shuts worker down as systemd would: its speaker gets SIGTERM and
+// says goodbye (as on a restart), then the node goes away with its pods. The speakers
+// hold its VIPs as for a restart until its host stops answering; from then on they
+// must treat it as dead: no request may fail later than nodeShutdownCutoff after the
+// node went (before, half of them failed until the API server marked the Node
+// NotReady, 50 s), and the Node gets EndpointsWithheld saying why.
+func TestLabNodeShutdown(t *testing.T) {
+	f := fullLabFor(t)
+	const down = "worker"
+	var vips []netip.Addr
+	for _, name := range walkthrough {
+		vips = append(vips, f.vips[name])
+	}
+	f.expectOwners(t, f.vips, "before the node's shutdown")
+	res, err := measureNodeDeathFor(t.Context(), f.Lab, down, vips, shutdownNodeFault, 15*time.Second, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(res)
+	if res.Requests == 0 {
+		t.Fatal("no request measured")
+	}
+	for vip, last := range res.LastFailureByVIP {
+		if last > nodeShutdownCutoff {
+			t.Errorf("%s: a request that started %.2f s after %s went down failed; none may fail later than %v",
+				vip, last.Seconds(), down, nodeShutdownCutoff)
+		}
+	}
+	f.expectNodeEvent(t, down, speaker.ReasonEndpointsWithheld, "said goodbye")
 }
 
 // keepAliveTo dials vip:80 from ns until a connection lands on the pod named pod, and
@@ -146,9 +182,9 @@ func keepAliveGet(conn net.Conn, rd *bufio.Reader, vip netip.Addr, timeout time.
 }
 
 // expectNodeEvent waits for an Event with reason on the Node named node.
-func (f *fullLab) expectNodeEvent(t *testing.T, node, reason string) {
+func (f *fullLab) expectNodeEvent(t *testing.T, node, reason, note string) {
 	t.Helper()
-	labtest.Eventually(t, fmt.Sprintf("Node %s: an Event %s", node, reason), func() error {
+	labtest.Eventually(t, fmt.Sprintf("Node %s: an Event %s %q", node, reason, note), func() error {
 		evs, err := f.Kube.EventsV1().Events("").List(t.Context(), metav1.ListOptions{})
 		if err != nil {
 			return err
@@ -158,7 +194,7 @@ func (f *fullLab) expectNodeEvent(t *testing.T, node, reason string) {
 			if e.Regarding.Kind != "Node" || e.Regarding.Name != node {
 				continue
 			}
-			if e.Reason == reason {
+			if e.Reason == reason && strings.Contains(e.Note, note) {
 				return nil
 			}
 			seen = append(seen, e.Reason+": "+e.Note)

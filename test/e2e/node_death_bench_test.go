@@ -146,6 +146,19 @@ var killNodeFault = nodeFault{Name: "kill-node",
 	Restore: func(ctx context.Context, s *lab.State, n string) error { return s.StartNode(ctx, n) },
 }
 
+// shutdownNodeFault shuts the node down the way systemd does: its speaker gets SIGTERM
+// and says goodbye to its peers (as for a restart), and once it has exited the node
+// goes as KillNode takes it (cable out, agent and pods killed). StartNode boots it.
+var shutdownNodeFault = nodeFault{Name: "shutdown",
+	Inflict: func(ctx context.Context, s *lab.State, n string) error {
+		if err := s.StopSpeaker(n); err != nil {
+			return err
+		}
+		return s.KillNode(ctx, n)
+	},
+	Restore: func(ctx context.Context, s *lab.State, n string) error { return s.StartNode(ctx, n) },
+}
+
 // Bounds of one measurement. The window is long enough for today's behaviour (the node
 // lifecycle controller marks a silent node's pods not ready after 50 s, then the
 // EndpointSlice and the proxiers follow), and the same for every trial, so that the
