@@ -54,6 +54,10 @@ type Config struct {
 	Schedule layer2.Schedule
 	// Rescan is how often interfaces are listed again.
 	Rescan time.Duration
+	// StallAfter: when the speaker did not run for this long (a paused VM or
+	// container, a frozen or starved process), it answers for no IP until it has heard
+	// its peers again (layer2's watchdog); 0 turns that off.
+	StallAfter time.Duration
 
 	// Metrics is the metrics endpoint (--metrics-bind-address, --metrics-secure,
 	// --metrics-cert-dir).
@@ -99,6 +103,7 @@ func DefaultConfig() Config {
 		ExcludeInterfaces: layer2.DefaultExcludeInterfaces,
 		Schedule:          layer2.DefaultSchedule(),
 		Rescan:            10 * time.Second,
+		StallAfter:        layer2.DefaultStallAfter,
 		Metrics:           metricsserve.Defaults(":7474"),
 		ProbeAddr:         ":7475",
 		Proxy:             proxy.DefaultConfig(),
@@ -129,6 +134,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ExcludeInterfaces, "exclude-interfaces", c.ExcludeInterfaces, "regular expression of interface names never answered on")
 	fs.DurationVar(&c.Schedule.Refresh, "gratuitous-refresh", c.Schedule.Refresh, "period of the gratuitous ARP/NA refresh of owned IPs (0 disables)")
 	fs.DurationVar(&c.Rescan, "interface-rescan", c.Rescan, "how often interfaces are listed again to follow ones appearing and disappearing")
+	fs.DurationVar(&c.StallAfter, "stall-after", c.StallAfter, "when the speaker did not run for this long (a paused VM or container, a frozen or starved process), it answers for no IP until it has heard its peers again, which may have taken its IPs over meanwhile (0 disables)")
 	c.Metrics.AddFlags(fs)
 	fs.StringVar(&c.ProbeAddr, "health-probe-bind-address", c.ProbeAddr, "address of /healthz and /readyz")
 	c.Proxy.AddFlags(fs)
@@ -159,6 +165,9 @@ func (c *Config) validate() (*regexp.Regexp, error) {
 	}
 	if c.Quorum.Grace <= 0 || c.Quorum.JoinWait <= 0 {
 		errs = append(errs, fmt.Errorf("--quorum-grace %v and --quorum-join-wait %v must be positive", c.Quorum.Grace, c.Quorum.JoinWait))
+	}
+	if c.StallAfter < 0 {
+		errs = append(errs, fmt.Errorf("--stall-after %v must not be negative", c.StallAfter))
 	}
 	if c.RestartHold < 0 {
 		errs = append(errs, fmt.Errorf("--restart-hold %v must not be negative", c.RestartHold))

@@ -66,6 +66,11 @@ type Speaker struct {
 	proxier  *proxy.Proxier
 
 	trigger chan struct{}
+	// stall carries layer 2's stall reports to the loop, stallSynced the end of the
+	// sync with the peers that follows; stallState is the loop's (stall.go).
+	stall       chan time.Duration
+	stallSynced chan int
+	stallState  stallState
 	// proxyPoke asks the proxier's feeder for an Update; pokes coalesce.
 	proxyPoke chan struct{}
 	synced    atomic.Bool
@@ -171,6 +176,8 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		recorder:      mgr.GetEventRecorder("herald-speaker"),
 		tracker:       NewTracker(cfg.NodeName),
 		trigger:       make(chan struct{}, 1),
+		stall:         make(chan time.Duration, 1),
+		stallSynced:   make(chan int),
 		proxyPoke:     make(chan struct{}, 1),
 		live:          map[string]bool{},
 		since:         map[string]time.Time{},
@@ -204,6 +211,8 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		OnConflictCleared: s.conflicted,
 		DefendInterval:    layer2.DefaultDefendInterval,
 		ProbeWait:         layer2.DefaultProbeWait,
+		StallAfter:        cfg.StallAfter,
+		OnStall:           s.onStall,
 	}
 	if s.l2, err = layer2.New(l2cfg); err != nil {
 		return fmt.Errorf("layer 2: %w", err)
@@ -354,6 +363,10 @@ func (s *Speaker) serve(ctx context.Context, c cache.Cache) error {
 			s.runElection(ctx)
 		case <-s.members.Events():
 			s.runElection(ctx)
+		case gap := <-s.stall:
+			s.stalled(ctx, gap)
+		case reached := <-s.stallSynced:
+			s.resumeAfterStall(ctx, reached)
 		case <-recheck.C:
 			// Hold ends with time, and a failed read of the records is retried; a
 			// link losing its carrier is noticed here too.

@@ -52,6 +52,26 @@ func (s *State) StopSpeaker(node string) error {
 	return nil
 }
 
+// FreezeSpeaker stops the speaker of node with SIGSTOP, as a stalled process or a
+// paused VM: it neither answers nor says anything, its sockets keep queueing what
+// arrives, and it goes on from where it was when ThawSpeaker sends SIGCONT.
+func (s *State) FreezeSpeaker(node string) error { return s.signalSpeaker(node, syscall.SIGSTOP) }
+
+// ThawSpeaker lets a speaker frozen by FreezeSpeaker run again; a running one is
+// unaffected.
+func (s *State) ThawSpeaker(node string) error { return s.signalSpeaker(node, syscall.SIGCONT) }
+
+func (s *State) signalSpeaker(node string, sig syscall.Signal) error {
+	if _, err := s.Worker(node); err != nil {
+		return err
+	}
+	p, err := s.proc(node, "speaker")
+	if err != nil {
+		return err
+	}
+	return p.Signal(sig)
+}
+
 // StartSpeaker starts node's speaker again, as Up started it, and waits until it is
 // ready. A speaker that runs already is an error.
 func (s *State) StartSpeaker(ctx context.Context, node string) error {

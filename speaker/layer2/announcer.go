@@ -80,13 +80,25 @@ type Config struct {
 	// takeover loop, outside any lock. A Withdraw of a yielded IP ends its conflict
 	// without this call.
 	OnConflictCleared func(Conflict)
+
+	// Stalls (see watchdog.go).
+
+	// StallAfter: a heartbeat this much late is a stall of the process; from then on
+	// no owned IP is answered or announced until Resume (DefaultConfig:
+	// DefaultStallAfter; 0 turns the watchdog off).
+	StallAfter time.Duration
+	// OnStall, if set, is called with the length of each stall, from the watchdog's
+	// goroutine: the caller should hear its peers again, settle who owns what, and
+	// call Resume.
+	OnStall func(time.Duration)
 }
 
-// DefaultConfig is the default exclude list, DefaultSchedule, a 10 s rescan and the
-// default conflict timings.
+// DefaultConfig is the default exclude list, DefaultSchedule, a 10 s rescan, the
+// default conflict timings and DefaultStallAfter.
 func DefaultConfig() Config {
 	return Config{Schedule: DefaultSchedule(), Rescan: 10 * time.Second, WatchLinks: true,
-		DefendInterval: DefaultDefendInterval, ProbeWait: DefaultProbeWait, PeerProbeWait: DefaultPeerProbeWait}
+		DefendInterval: DefaultDefendInterval, ProbeWait: DefaultProbeWait, PeerProbeWait: DefaultPeerProbeWait,
+		StallAfter: DefaultStallAfter}
 }
 
 // ErrClosed is returned by Set once Run has finished.
@@ -108,9 +120,10 @@ type Announcer struct {
 	clock   clock
 	sys     system
 
-	targets atomic.Pointer[[]target] // read by takeover bursts without a.mu
-	running atomic.Bool
-	wg      sync.WaitGroup // responder and takeover goroutines
+	targets  atomic.Pointer[[]target] // read by takeover bursts without a.mu
+	watchdog *watchdog
+	running  atomic.Bool
+	wg       sync.WaitGroup // responder and takeover goroutines
 
 	mu        sync.Mutex
 	closed    bool
@@ -166,6 +179,9 @@ func newAnnouncer(cfg Config, sys system, clk clock) (*Announcer, error) {
 	if cfg.ConflictRecheck == 0 {
 		cfg.ConflictRecheck = defaultRecheck
 	}
+	if cfg.StallAfter < 0 {
+		return nil, fmt.Errorf("layer2: stall threshold %s is negative", cfg.StallAfter)
+	}
 	m, err := NewMetrics(cfg.Registerer)
 	if err != nil {
 		return nil, err
@@ -184,7 +200,34 @@ func newAnnouncer(cfg Config, sys system, clk clock) (*Announcer, error) {
 		takeovers: map[netip.Addr]*takeover{},
 	}
 	a.targets.Store(&[]target{})
+	// Stalls are measured on the real clock whatever clock the schedules use: they are
+	// the process's own, not the schedule's.
+	a.watchdog = newWatchdog(realClock{}, cfg.StallAfter, a.stalled)
+	a.owners.awake = a.watchdog.awake
 	return a, nil
+}
+
+// stalled is the watchdog's report of a stall.
+func (a *Announcer) stalled(gap time.Duration) {
+	a.metrics.inc(stalls)
+	a.log.Info("this process did not run for a while: answering and announcing nothing until the speaker has heard its peers again", "for", gap)
+	if a.cfg.OnStall != nil {
+		a.cfg.OnStall(gap)
+	}
+}
+
+// Resume ends the silence that follows a stall (Config.OnStall): owned IPs are
+// answered again, and every one is announced again at once, since nobody may have
+// answered for it meanwhile. It does nothing when there was no stall.
+func (a *Announcer) Resume() {
+	if !a.watchdog.resume() {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, t := range a.takeovers {
+		t.again()
+	}
 }
 
 // Run scans interfaces at once and every Rescan, keeping one responder per eligible
@@ -194,6 +237,7 @@ func (a *Announcer) Run(ctx context.Context) error {
 	if !a.running.CompareAndSwap(false, true) {
 		return errors.New("layer2: Run called twice")
 	}
+	go a.watchdog.run(ctx)
 	a.rescan()
 	tick := time.NewTicker(a.cfg.Rescan)
 	defer tick.Stop()

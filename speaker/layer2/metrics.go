@@ -31,7 +31,8 @@ const (
 	// counted in herald_l2_foreign_claims_total); never answered.
 	DropClaim = "claim"
 	// DropSuppressed: asks for an owned IP this node does not answer for now: it is
-	// probing the IP before announcing it, or has yielded it to another device.
+	// probing the IP before announcing it, has yielded it to another device, or the
+	// process has just stalled and not yet heard its peers again (watchdog.go).
 	DropSuppressed = "suppressed"
 )
 
@@ -64,6 +65,10 @@ type Metrics struct {
 	// claims an IP this node owns on the receiving interface, from other herald speakers
 	// as well as from foreign hosts.
 	ForeignClaims *prometheus.CounterVec
+	// Stalls counts the times this process did not run for longer than
+	// Config.StallAfter (watchdog.go), after each of which it answered nothing until
+	// the speaker had heard its peers again.
+	Stalls prometheus.Counter
 	// Conflict is 1 for each IP this node owns but has yielded to the foreign device
 	// with the given MAC; the series goes when the conflict clears or the IP is withdrawn.
 	Conflict *prometheus.GaugeVec
@@ -86,6 +91,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"reason"}),
 		ProbesSent:        counter("herald_l2_probes_sent_total", "Address probes sent for owned IPs: ARP probes and IPv6 duplicate address detection solicitations."),
 		TakeoversDeferred: counter("herald_l2_takeovers_deferred_total", "Takeovers that waited because another herald speaker still answered for the IP (one cut off from memberlist, until it went silent)."),
+		Stalls:            counter("herald_l2_stalls_total", "Times this speaker did not run for longer than its stall threshold (a paused VM or container, a frozen or starved process); after each it answered nothing until it had heard its peers again."),
 		ForeignClaims: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_l2_foreign_claims_total",
 			Help: "Frames from another MAC (another herald speaker or a foreign host) claiming an IP this node owns, by IP.",
@@ -100,7 +106,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.ARPRequests, m.ARPReplies, m.GratuitousSent, m.NDPSolicitations, m.NDPAdvertisements, m.Dropped,
-			m.ProbesSent, m.TakeoversDeferred, m.ForeignClaims, m.Conflict} {
+			m.ProbesSent, m.TakeoversDeferred, m.Stalls, m.ForeignClaims, m.Conflict} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -145,4 +151,5 @@ func gratuitousSent(m *Metrics) prometheus.Counter    { return m.GratuitousSent 
 func ndpSolicitations(m *Metrics) prometheus.Counter  { return m.NDPSolicitations }
 func ndpAdvertisements(m *Metrics) prometheus.Counter { return m.NDPAdvertisements }
 func probesSent(m *Metrics) prometheus.Counter        { return m.ProbesSent }
+func stalls(m *Metrics) prometheus.Counter            { return m.Stalls }
 func takeoversDeferred(m *Metrics) prometheus.Counter { return m.TakeoversDeferred }

@@ -23,6 +23,9 @@ import (
 type Table struct {
 	mu  sync.RWMutex
 	ips map[netip.Addr]*ownership
+	// awake, if set, says whether the process ran without a stall (watchdog.go): while
+	// it says no, every owned IP is treated as quiet.
+	awake func() bool
 }
 
 // ownership is one IP: who holds it, and the interfaces that follows from that.
@@ -189,8 +192,9 @@ func (o *ownership) statusOn(ifname string) status {
 func (t *Table) status(ip netip.Addr, ifname string) status {
 	ip = normalize(ip)
 	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return t.ips[ip].statusOn(ifname)
+	st := t.ips[ip].statusOn(ifname)
+	t.mu.RUnlock()
+	return t.hushed(st)
 }
 
 // statusPair is status for the two IPs of an ARP packet under one read lock: the
@@ -198,8 +202,17 @@ func (t *Table) status(ip netip.Addr, ifname string) status {
 func (t *Table) statusPair(sender, target netip.Addr, ifname string) (status, status) {
 	sender, target = normalize(sender), normalize(target)
 	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return t.ips[sender].statusOn(ifname), t.ips[target].statusOn(ifname)
+	s, tg := t.ips[sender].statusOn(ifname), t.ips[target].statusOn(ifname)
+	t.mu.RUnlock()
+	return t.hushed(s), t.hushed(tg)
+}
+
+// hushed turns an answered status quiet while the process is not known awake.
+func (t *Table) hushed(st status) status {
+	if st == statusAnswering && t.awake != nil && !t.awake() {
+		return statusQuiet
+	}
+	return st
 }
 
 // setQuiet makes an owned IP quiet or answered again; it reports false if the IP is

@@ -205,7 +205,7 @@ func (a *Announcer) waitUntil(t *takeover, deadline time.Time) (waitResult, Clai
 func (a *Announcer) burst(t *takeover) {
 	targets := *a.targets.Load()
 	t.mu.Lock()
-	if t.stopped {
+	if t.stopped || !a.watchdog.awake() {
 		t.mu.Unlock()
 		return
 	}

@@ -128,6 +128,50 @@ func (m *Members) Join(addrs []string) (int, error) {
 	return n, err
 }
 
+// Sync exchanges full state (memberlist's push/pull) with each of addrs ("ip:port")
+// and with every member it knows, all at once, and returns how many answered, once all
+// have or timeout has passed. A member that did not run for a while uses it to learn
+// at once what its peers decided meanwhile (that it was declared dead, which it then
+// refutes, and their states) instead of waiting for gossip.
+func (m *Members) Sync(addrs []string, timeout time.Duration) int {
+	self := m.Addr()
+	seen := map[string]bool{self: true}
+	var targets []string
+	for _, a := range addrs {
+		if !seen[a] {
+			seen[a] = true
+			targets = append(targets, a)
+		}
+	}
+	for _, n := range m.ml.Members() {
+		if a := n.Address(); !seen[a] {
+			seen[a] = true
+			targets = append(targets, a)
+		}
+	}
+	answered := make(chan bool, len(targets))
+	for _, a := range targets {
+		go func() {
+			n, err := m.ml.Join([]string{a})
+			answered <- err == nil && n == 1
+		}()
+	}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	reached := 0
+	for range targets {
+		select {
+		case ok := <-answered:
+			if ok {
+				reached++
+			}
+		case <-deadline.C:
+			return reached
+		}
+	}
+	return reached
+}
+
 // Live returns the sorted names of the members not declared dead or left, this one
 // included. A suspected member stays live until its suspicion times out, so one lost
 // probe does not move VIPs.

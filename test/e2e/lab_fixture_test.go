@@ -252,7 +252,11 @@ func (f *fullLab) heal(tb testing.TB) {
 		if err := f.s.HealMemberlist(ctx, n); err != nil {
 			tb.Fatalf("lifting memberlist partitions on %s: %v", n, err)
 		}
-		if p := f.s.Procs[n+"-speaker"]; !p.Alive() {
+		if p := f.s.Procs[n+"-speaker"]; p.Alive() {
+			if err := f.s.ThawSpeaker(n); err != nil { // an earlier test may have frozen it
+				tb.Fatalf("thawing the speaker of %s: %v", n, err)
+			}
+		} else {
 			tb.Logf("the speaker of %s is not running (left by an earlier test?): starting it", n)
 			if err := f.s.StartSpeaker(ctx, n); err != nil {
 				tb.Fatal(err)

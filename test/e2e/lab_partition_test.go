@@ -108,6 +108,63 @@ func TestLabPartitionEverySpeaker(t *testing.T) {
 	}
 }
 
+// freezeFor is how long TestLabSpeakerFreeze keeps a speaker frozen: long enough for
+// its peers to declare it dead and move its VIP (under a second), as with a paused VM.
+const freezeFor = 4 * time.Second
+
+// TestLabSpeakerFreeze freezes the speaker of a VIP's owner (SIGSTOP: a stalled
+// process, a paused VM or container) until its peers have declared it dead and moved
+// the VIP, then thaws it (SIGCONT). The thawed speaker still believes it owns the VIP,
+// and its socket still holds the ARP requests queued while it was frozen; it must not
+// answer any of them, nor a new one, before it has heard its peers again: exactly one
+// MAC answers every request from the freeze on, the VIP stays with the node that took
+// it over (no fail-back), and no HTTP request fails from the thaw on.
+func TestLabSpeakerFreeze(t *testing.T) {
+	f := fullLabFor(t)
+	// worker3 runs no pod: frozen, it takes no endpoint out of service.
+	const frozen = "worker3"
+	vips := maps.Clone(f.vips)
+	_, vips["freeze"] = f.serviceFirstFor(t, "freeze", frozen)
+	f.expectOwners(t, vips, "before the freeze")
+	ws := f.watchVIPs(t, vips)
+	probes := map[string]*lab.HTTPProbe{}
+	for name, vip := range vips {
+		p := lab.StartHTTPProbe(f.clientNS, "http://"+vip.String()+"/", 20*time.Millisecond, httpProbeTimeout)
+		probes[name] = p
+		t.Cleanup(p.Stop)
+	}
+
+	freezeAt := time.Now()
+	thaw := inflict(t, func(context.Context) error { return f.s.FreezeSpeaker(frozen) },
+		func(context.Context) error { return f.s.ThawSpeaker(frozen) })
+	f.expectOwners(t, vips, "with "+frozen+"'s speaker frozen", without(f.nodes, frozen)...)
+	time.Sleep(time.Until(freezeAt.Add(freezeFor)))
+	thawAt := time.Now()
+	thaw()
+	t.Logf("%s's speaker thawed %s", frozen, sinceFault(thawAt, freezeAt))
+	f.expectOwners(t, vips, "after "+frozen+"'s speaker was thawed", without(f.nodes, frozen)...)
+	time.Sleep(time.Until(thawAt.Add(afterHeal)))
+	end := time.Now()
+	time.Sleep(time.Second) // the probes' requests under way at end finish
+
+	f.expectOneAnswer(t, ws, freezeAt, freezeAt, end, frozen+"'s speaker frozen and thawed")
+	for _, name := range slices.Sorted(maps.Keys(probes)) {
+		n, failed := probes[name].Between(thawAt, end)
+		t.Logf("HTTP to %s (%s) from the thaw on: %d requests, %d failed", name, vips[name], n, len(failed))
+		if n == 0 {
+			t.Errorf("HTTP to %s: no request measured after the thaw", name)
+		}
+		for i, fl := range failed {
+			if i == 5 {
+				t.Errorf("HTTP to %s: ... and %d more failed", name, len(failed)-5)
+				break
+			}
+			t.Errorf("HTTP to %s (%s) failed after %s's speaker was thawed: request at %s: %v",
+				name, vips[name], frozen, sinceFault(fl.Start, thawAt), fl.Err)
+		}
+	}
+}
+
 // TestLabCablePullNoDoubleAnswer pulls the cable of a VIP's owner and plugs it back:
 // no request is answered twice, the node that comes back takes nothing back (no
 // fail-back), so no HTTP request fails from the plug on, and the leader changes count

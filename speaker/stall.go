@@ -1,0 +1,83 @@
+package speaker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// After a stall (the speaker did not run for longer than --stall-after: a paused VM or
+// container, a frozen or starved process), its peers may have declared it dead and
+// taken its IPs over while it still believes it owns them. Layer 2 answers for no IP
+// from the moment the stall is noticed (layer2's watchdog); the speaker then exchanges
+// state with every peer at once (members.Sync), so that it learns it was declared dead
+// (and refutes it) and receives the claims of the nodes that stood in for it, runs an
+// election with them, which leaves each IP with the node that took it over (no
+// fail-back), and only then lets layer 2 answer again (Resume).
+
+// ReasonSpeakerStalled is the Warning Event on this speaker's Node after a stall.
+const ReasonSpeakerStalled = "SpeakerStalled"
+
+// stallSyncTimeout bounds the exchange with the peers after a stall; peers that have
+// not answered by then are heard through gossip, as usual.
+const stallSyncTimeout = 2 * time.Second
+
+// onStall is layer 2's report of a stall; it hands it to the loop.
+func (s *Speaker) onStall(gap time.Duration) {
+	select {
+	case s.stall <- gap:
+	default: // one is pending; the loop syncs once for both
+	}
+}
+
+// stallState is the loop's memory of the stalls it is recovering from.
+type stallState struct {
+	syncing bool          // a sync with the peers runs
+	again   bool          // another stall came during it: sync again before resuming
+	longest time.Duration // the longest stall since the last resume
+}
+
+// stalled starts a sync with the peers, or asks for another one after the running one
+// (loop goroutine only).
+func (s *Speaker) stalled(ctx context.Context, gap time.Duration) {
+	s.stallState.longest = max(s.stallState.longest, gap)
+	if s.stallState.syncing {
+		s.stallState.again = true
+		return
+	}
+	s.stallState.syncing = true
+	var nodes corev1.NodeList
+	if err := s.cache.List(ctx, &nodes); err != nil {
+		s.log.Error(err, "listing Nodes to find the peers to sync with after a stall")
+	}
+	addrs := peerAddrs(nodes.Items, s.cfg.NodeName, s.cfg.Members.BindAddr, s.cfg.Members.BindPort)
+	go func() {
+		reached := s.members.Sync(addrs, stallSyncTimeout)
+		select {
+		case s.stallSynced <- reached:
+		case <-ctx.Done():
+		}
+	}()
+}
+
+// resumeAfterStall, once the sync with the peers is done, runs the election their
+// fresh states call for, then lets layer 2 answer again and reports the stall (loop
+// goroutine only).
+func (s *Speaker) resumeAfterStall(ctx context.Context, reached int) {
+	s.stallState.syncing = false
+	if s.stallState.again {
+		s.stallState.again = false
+		s.stalled(ctx, 0)
+		return
+	}
+	s.runElection(ctx)
+	s.l2.Resume()
+	gap := s.stallState.longest
+	s.stallState.longest = 0
+	s.log.Info("answering again after a stall", "stalled", gap, "peersReached", reached)
+	s.eventOn(ctx, s.cfg.NodeName, corev1.EventTypeWarning, ReasonSpeakerStalled, "Resume", fmt.Sprintf(
+		"the speaker of %s did not run for %s (a paused VM or container, a frozen or starved process): it answered for no IP until it had heard its peers again (%d answered)",
+		s.cfg.NodeName, gap.Round(time.Millisecond), reached))
+}
