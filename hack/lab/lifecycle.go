@@ -32,7 +32,7 @@ The lab is up (state, logs and binaries in %[1]s).
   %[2]s status                      what runs where
   %[2]s kubectl get nodes -o wide   kubectl inside the lab
   %[2]s exec client ip neigh        a command in a lab namespace
-  %[2]s link-down worker2           faults: kill-speaker, stop-speaker, start-speaker, link-up, restart-controller
+  %[2]s link-down worker2           faults: kill-speaker, stop-speaker, start-speaker, freeze-speaker, thaw-speaker, link-up, restart-controller
   %[2]s down                        remove it
 `, l.State.RunDir, me)
 			return nil

@@ -6,6 +6,7 @@
 //	lab kubectl ARGS...          kubectl against the lab's API server
 //	lab exec HOST|POD CMD...     a command in a lab namespace (cp, worker, client, webpod1)
 //	lab kill-speaker NODE        SIGKILL, stop-speaker NODE (SIGTERM), start-speaker NODE
+//	lab freeze-speaker NODE      SIGSTOP (a paused VM); thaw-speaker NODE sends SIGCONT
 //	lab link-down NODE           pull a node's cable; link-up NODE plugs it back
 //	lab partition NODE...        drop the nodes' memberlist traffic; heal [NODE...] undoes it
 //	lab split A,B C,D            cut memberlist between two groups of nodes only
