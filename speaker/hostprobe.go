@@ -3,21 +3,27 @@ package speaker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
 )
 
-// hostProber asks the nodes whose speaker vanished whether their host is still up: a
-// TCP connection to the node's address that is accepted or refused (a reset) comes
-// from a live kernel, so the node is up and only its speaker is down; no answer
-// within the timeout is a node that is gone (or cut off on the network). It probes
-// the memberlist port and kube-proxy's health port, 10256 (herald's proxier or
-// kube-proxy serves it), so a firewall that drops only memberlist's port does not
-// make a live node look dead.
+// hostProber asks the nodes whose speaker vanished (or said goodbye) whether their host
+// is still up. An answer comes from a running host: a refused connection (a reset from
+// its kernel: nothing listens, the speaker is down) or a connection whose listener then
+// answers a request, or closes. A connection that the kernel accepts but nobody serves
+// is no answer: a frozen host (a paused VM or container) still completes TCP handshakes
+// on the sockets of its frozen processes. No answer within the timeout is a node that is
+// gone, frozen, or cut off on the network. It probes the memberlist port, kube-proxy's
+// health port, 10256 (herald's proxier or kube-proxy serves it), so a firewall that
+// drops only memberlist's port does not make a live node look dead, and the kubelet's
+// port, 10250, whose TLS server answers a plain HTTP request with a 400: a speaker
+// that alone is frozen or hung leaves the kubelet to show its node alive.
 type hostProber struct {
 	ports    []int
 	timeout  time.Duration
@@ -41,13 +47,15 @@ const (
 	hostProbeInterval = 500 * time.Millisecond
 	// kubeProxyHealthPort is kube-proxy's /healthz port, open on a node with a proxy.
 	kubeProxyHealthPort = 10256
+	// kubeletPort is the kubelet's API port (its Node's daemonEndpoints say so).
+	kubeletPort = 10250
 )
 
-// newHostProber probes the memberlist port (unless 0: every speaker picked its own)
-// and kube-proxy's health port, and calls changed when an answer changes.
+// newHostProber probes the memberlist port (unless 0: every speaker picked its own),
+// kube-proxy's health port and the kubelet's, and calls changed when an answer changes.
 func newHostProber(memberlistPort int, changed func()) *hostProber {
-	ports := []int{kubeProxyHealthPort}
-	if memberlistPort != 0 && memberlistPort != kubeProxyHealthPort {
+	ports := []int{kubeProxyHealthPort, kubeletPort}
+	if memberlistPort != 0 && !slices.Contains(ports, memberlistPort) {
 		ports = append(ports, memberlistPort)
 	}
 	return &hostProber{
@@ -58,18 +66,42 @@ func newHostProber(memberlistPort int, changed func()) *hostProber {
 	}
 }
 
-// dialAnswer returns nil when the host answered (accepted or refused the connection).
+// probeRequest is what a probe sends once connected: an HTTP request that the health
+// port answers; a memberlist port closes the connection on it, which is an answer too.
+var probeRequest = []byte("GET /healthz HTTP/1.0\r\n\r\n")
+
+// dialAnswer returns nil when the host answered: it refused the connection, or its
+// listener answered the request or closed the connection before ctx ended.
 func dialAnswer(ctx context.Context, addr string) error {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
-	if err == nil {
-		_ = c.Close()
-		return nil
-	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
 		return nil
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Now()) })
+	defer stop()
+	if _, err := c.Write(probeRequest); err != nil {
+		return answeredWith(err)
+	}
+	_, err = c.Read(make([]byte, 1))
+	return answeredWith(err)
+}
+
+// answeredWith says whether a read or write error after the connection came from a
+// running listener (none, end of stream, reset) rather than from the timeout.
+func answeredWith(err error) error {
+	var ne net.Error
+	if err != nil && errors.As(err, &ne) && ne.Timeout() {
+		return fmt.Errorf("accepted, then no answer: %w", err)
+	}
+	return nil
 }
 
 // set makes the nodes of targets the ones probed; a new one is probed at once.

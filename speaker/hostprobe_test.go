@@ -10,37 +10,67 @@ import (
 )
 
 func TestHostProberTellsLiveHostsFromSilentOnes(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	// listen returns the port of a listener on loopback whose accepted connections
+	// serve does what it likes with; nil serve never accepts (a frozen process: the
+	// kernel completes the handshakes, nobody reads).
+	listen := func(serve func(net.Conn)) int {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		if serve != nil {
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					go func() { defer c.Close(); serve(c) }()
+				}
+			}()
+		}
+		return ln.Addr().(*net.TCPAddr).Port
 	}
-	defer ln.Close()
-	open := ln.Addr().(*net.TCPAddr).Port
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	serving := listen(func(c net.Conn) {
+		_, _ = c.Read(make([]byte, 64))
+		_, _ = c.Write([]byte("HTTP/1.0 200 OK\r\n\r\nok"))
+	})
+	closing := listen(func(net.Conn) {}) // a listener that hangs up on what it does not speak
+	frozen := listen(nil)
+	refusing := listen(nil)
+	// Nothing listens there any more: the kernel refuses.
+	if ln, err := net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
+	} else {
+		refusing = ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
 	}
-	refusing := closed.Addr().(*net.TCPAddr).Port
-	closed.Close() // nothing listens there any more: the kernel refuses
 
 	loop := netip.MustParseAddr("127.0.0.1")
 	ctx := context.Background()
 	var changes atomic.Int32
 	for _, tt := range []struct {
-		name string
-		port int
-	}{{"accepting", open}, {"refusing", refusing}} {
+		name  string
+		port  int
+		alive bool
+	}{{"serving", serving, true}, {"closing", closing, true}, {"refusing", refusing, true}, {"frozen", frozen, false}} {
 		p := newHostProber(0, func() { changes.Add(1) })
 		p.ports = []int{tt.port}
+		p.timeout = 100 * time.Millisecond
 		p.targets = map[string]netip.Addr{"n": loop}
 		before := time.Now()
 		p.round(ctx, p.targets)
 		alive, silent := p.answers()
-		if at, ok := alive["n"]; !ok || at.Before(before) {
+		at, isAlive := alive["n"]
+		switch {
+		case tt.alive && (!isAlive || at.Before(before)):
 			t.Errorf("%s host: alive %v, silent %v; want alive since the probe", tt.name, alive, silent)
+		case !tt.alive && (isAlive || silent["n"].Before(before)):
+			t.Errorf("%s host: alive %v, silent %v; want silent since the probe (accepted, never answered)", tt.name, alive, silent)
 		}
 	}
-	if changes.Load() != 2 {
+	if changes.Load() != 4 {
 		t.Errorf("%d change notices, want one per prober", changes.Load())
 	}
 

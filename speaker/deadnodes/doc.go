@@ -28,9 +28,10 @@
 //     node is down, not restarting its speaker;
 //   - its record did not change after memberlist lost it (a speaker cut off from
 //     memberlist but alive renews it, fast, within a second);
-//   - no probe of the node's address got an answer, a connection or a refusal, since it
-//     was lost and within AliveFor (a host that refuses a connection is up: only its
-//     speaker is down).
+//   - no probe of the node's address got an answer since it was lost and within
+//     AliveFor: a refused connection, or a listener that answers or hangs up (a host
+//     that refuses a connection is up: only its speaker is down; one whose kernel
+//     accepts connections that nobody serves is frozen).
 //
 // A withheld node is Unreachable once a probe sent after it was lost went unanswered
 // for ProbeTimeout: then its pods are gone from the network too, and the proxier also
