@@ -93,13 +93,15 @@ func (s *Speaker) reportWithheld(ctx context.Context, dead []deadnodes.Node, liv
 		delete(before, d.Name)
 		switch {
 		case !was:
-			why := fmt.Sprintf("the speakers lost %s without a goodbye and nothing shows it alive", d.Name)
+			// The actions differ so that the Events of the two cases are not merged into
+			// one series (client-go keys a series by reason and action, not by note).
+			action, why := "WithholdVanished", fmt.Sprintf("the speakers lost %s without a goodbye and nothing shows it alive", d.Name)
 			if d.Left {
-				why = fmt.Sprintf("the speaker of %s said goodbye, then its host stopped answering (a node shutting down)", d.Name)
+				action, why = "WithholdShutDown", fmt.Sprintf("the speaker of %s said goodbye, then its host stopped answering (a node shutting down)", d.Name)
 			}
 			s.log.Info("withholding the endpoints of a node the speakers know down", "node", d.Name, "since", d.Since, "why", why)
 			if reports(d.Name) {
-				s.eventOn(ctx, d.Name, corev1.EventTypeWarning, ReasonEndpointsWithheld, "Withhold", why+": its endpoints get no new connections from any node's proxier")
+				s.eventOn(ctx, d.Name, corev1.EventTypeWarning, ReasonEndpointsWithheld, action, why+": its endpoints get no new connections from any node's proxier")
 			}
 		case d.Unreachable && !old.Unreachable:
 			s.log.Info("a withheld node answers nothing: clearing the flows to its endpoints", "node", d.Name)
@@ -113,7 +115,7 @@ func (s *Speaker) reportWithheld(ctx context.Context, dead []deadnodes.Node, liv
 	for _, n := range restored {
 		s.log.Info("the endpoints of a node are no longer withheld", "node", n)
 		if reports(n) {
-			s.eventOn(ctx, n, corev1.EventTypeNormal, ReasonEndpointsRestored, "Withhold", fmt.Sprintf(
+			s.eventOn(ctx, n, corev1.EventTypeNormal, ReasonEndpointsRestored, "Restore", fmt.Sprintf(
 				"%s is back (or shown alive): its endpoints get traffic again", n))
 		}
 	}
