@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -25,11 +24,11 @@ import (
 // port, 10250, whose TLS server answers a plain HTTP request with a 400: a speaker
 // that alone is frozen or hung leaves the kubelet to show its node alive.
 type hostProber struct {
-	ports    []int
+	ports    []probePort
 	timeout  time.Duration
 	interval time.Duration
 	changed  func() // called when a node's answer changed
-	dial     func(ctx context.Context, addr string) error
+	dial     func(ctx context.Context, addr string, ask bool) error
 
 	mu       sync.Mutex
 	targets  map[string]netip.Addr
@@ -54,9 +53,9 @@ const (
 // newHostProber probes the memberlist port (unless 0: every speaker picked its own),
 // kube-proxy's health port and the kubelet's, and calls changed when an answer changes.
 func newHostProber(memberlistPort int, changed func()) *hostProber {
-	ports := []int{kubeProxyHealthPort, kubeletPort}
-	if memberlistPort != 0 && !slices.Contains(ports, memberlistPort) {
-		ports = append(ports, memberlistPort)
+	ports := []probePort{{kubeProxyHealthPort, true}, {kubeletPort, true}}
+	if memberlistPort != 0 && memberlistPort != kubeProxyHealthPort && memberlistPort != kubeletPort {
+		ports = append(ports, probePort{memberlistPort, false})
 	}
 	return &hostProber{
 		ports: ports, timeout: hostProbeTimeout, interval: hostProbeInterval,
@@ -66,13 +65,21 @@ func newHostProber(memberlistPort int, changed func()) *hostProber {
 	}
 }
 
-// probeRequest is what a probe sends once connected: an HTTP request that the health
-// port answers; a memberlist port closes the connection on it, which is an answer too.
+// probeRequest is what a probe sends once connected to a port it asks: an HTTP request,
+// which the health port answers, and the kubelet's TLS port refuses with a 400.
 var probeRequest = []byte("GET /healthz HTTP/1.0\r\n\r\n")
 
-// dialAnswer returns nil when the host answered: it refused the connection, or its
-// listener answered the request or closed the connection before ctx ended.
-func dialAnswer(ctx context.Context, addr string) error {
+// probePort is a port to probe; ask: send probeRequest once connected and wait for the
+// answer (else only a refusal answers: memberlist logs an error for every stream it
+// cannot decode, and says nothing useful back).
+type probePort struct {
+	port int
+	ask  bool
+}
+
+// dialAnswer returns nil when the host answered: it refused the connection, or, with
+// ask, its listener answered the request or closed the connection before ctx ended.
+func dialAnswer(ctx context.Context, addr string, ask bool) error {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if errors.Is(err, syscall.ECONNREFUSED) {
@@ -82,6 +89,9 @@ func dialAnswer(ctx context.Context, addr string) error {
 		return err
 	}
 	defer c.Close()
+	if !ask {
+		return errors.New("accepted: no answer asked for")
+	}
 	if dl, ok := ctx.Deadline(); ok {
 		_ = c.SetDeadline(dl)
 	}
@@ -207,9 +217,9 @@ func (p *hostProber) probe(ctx context.Context, addr netip.Addr) bool {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	answered := make(chan bool, len(p.ports))
-	for _, port := range p.ports {
+	for _, pp := range p.ports {
 		go func() {
-			answered <- p.dial(ctx, net.JoinHostPort(addr.String(), strconv.Itoa(port))) == nil
+			answered <- p.dial(ctx, net.JoinHostPort(addr.String(), strconv.Itoa(pp.port)), pp.ask) == nil
 		}()
 	}
 	for range p.ports {

@@ -53,10 +53,16 @@ func TestHostProberTellsLiveHostsFromSilentOnes(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
 		port  int
+		ask   bool
 		alive bool
-	}{{"serving", serving, true}, {"closing", closing, true}, {"refusing", refusing, true}, {"frozen", frozen, false}} {
+	}{
+		{"serving", serving, true, true}, {"closing", closing, true, true}, {"refusing", refusing, true, true},
+		{"frozen", frozen, true, false},
+		// A port not asked (memberlist's) answers only by refusing.
+		{"refusing, not asked", refusing, false, true}, {"serving, not asked", serving, false, false},
+	} {
 		p := newHostProber(0, func() { changes.Add(1) })
-		p.ports = []int{tt.port}
+		p.ports = []probePort{{tt.port, tt.ask}}
 		p.timeout = 100 * time.Millisecond
 		p.targets = map[string]netip.Addr{"n": loop}
 		before := time.Now()
@@ -70,14 +76,14 @@ func TestHostProberTellsLiveHostsFromSilentOnes(t *testing.T) {
 			t.Errorf("%s host: alive %v, silent %v; want silent since the probe (accepted, never answered)", tt.name, alive, silent)
 		}
 	}
-	if changes.Load() != 4 {
+	if changes.Load() != 6 {
 		t.Errorf("%d change notices, want one per prober", changes.Load())
 	}
 
 	// A host that answers nothing: the dial waits until the timeout.
 	p := newHostProber(0, func() { changes.Add(1) })
 	p.timeout = 50 * time.Millisecond
-	p.dial = func(ctx context.Context, string string) error { <-ctx.Done(); return ctx.Err() }
+	p.dial = func(ctx context.Context, string string, _ bool) error { <-ctx.Done(); return ctx.Err() }
 	p.targets = map[string]netip.Addr{"n": loop}
 	sent := time.Now()
 	p.round(ctx, p.targets)
