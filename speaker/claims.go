@@ -32,6 +32,12 @@ type Claim struct {
 	// Over are the speakers the hash ranked before this one when it took the IP: they
 	// do not take it back (election.Incumbent).
 	Over []string `json:"o,omitempty"`
+	// Gen orders the claims of one IP: a speaker that takes an IP claims it with one
+	// more than the highest Gen it has seen for it, so the latest taker has the
+	// highest. Without it, a node back from the dead with the claim it made long ago
+	// as a stand-in would take the IP from the node that took it back meanwhile.
+	// Claims of speakers that do not write it count as 0.
+	Gen uint64 `json:"g,omitempty"`
 }
 
 // Encode writes the claims as JSON, IPs sorted.
@@ -97,22 +103,34 @@ func rebalanceTokens(services []*corev1.Service) map[netip.Addr]string {
 
 // incumbents returns, per IP, the node whose claim on it carries the IP's current
 // token, with the nodes it stands in for. Where several nodes claim an IP (a move under
-// way, or a node that took an IP back before it heard the node standing in for it), the
-// claimant standing in for every other claimant keeps it: it took the IP from them,
-// later. Otherwise the IP has no incumbent and the hash places it. Over sets are ranks
-// of one hash order, so at most one claimant stands in for all the others, and every
-// speaker with the same claims picks the same one.
+// way, a node that took an IP back before it heard the node standing in for it, a node
+// back from a stall with the claims it had), the latest taker keeps it: the claimant
+// with the highest Gen, or, among several with that Gen, the one standing in for all
+// the others (it took the IP from them, later). Otherwise the IP has no incumbent and
+// the hash places it. Over sets are ranks of one hash order, so at most one claimant
+// stands in for all the others, and every speaker with the same claims picks the same
+// one.
 func incumbents(claims map[string]Claims, tokens map[netip.Addr]string) map[netip.Addr]election.Incumbent {
-	claimants := map[netip.Addr][]election.Incumbent{}
+	latest := map[netip.Addr][]election.Incumbent{} // the claimants of the highest Gen
+	gens := map[netip.Addr]uint64{}
 	for node, c := range claims {
 		for ip, cl := range c {
-			if want, ok := tokens[ip]; ok && want == cl.Token {
-				claimants[ip] = append(claimants[ip], election.Incumbent{Node: node, Over: cl.Over})
+			want, ok := tokens[ip]
+			if !ok || want != cl.Token {
+				continue
+			}
+			g, seen := gens[ip]
+			switch {
+			case !seen || cl.Gen > g:
+				gens[ip] = cl.Gen
+				latest[ip] = []election.Incumbent{{Node: node, Over: cl.Over}}
+			case cl.Gen == g:
+				latest[ip] = append(latest[ip], election.Incumbent{Node: node, Over: cl.Over})
 			}
 		}
 	}
-	out := make(map[netip.Addr]election.Incumbent, len(claimants))
-	for ip, cs := range claimants {
+	out := make(map[netip.Addr]election.Incumbent, len(latest))
+	for ip, cs := range latest {
 		for _, c := range cs {
 			if standsInForAll(c, cs) {
 				out[ip] = c
@@ -131,6 +149,15 @@ func standsInForAll(c election.Incumbent, cs []election.Incumbent) bool {
 		}
 	}
 	return true
+}
+
+// maxGens raises into, per IP, to the highest Gen among claims.
+func maxGens(claims Claims, into map[netip.Addr]uint64) {
+	for ip, cl := range claims {
+		if cl.Gen > into[ip] {
+			into[ip] = cl.Gen
+		}
+	}
 }
 
 // ownClaims are the claims of a speaker announcing owned, each as made when the speaker

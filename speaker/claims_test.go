@@ -73,4 +73,38 @@ func TestIncumbentsFromClaims(t *testing.T) {
 	if got := incumbents(claims, tokens); !reflect.DeepEqual(got, want) {
 		t.Errorf("incumbents = %v, want %v", got, want)
 	}
+	// Later, w2 froze; w3, first in the hash for ip3, took it back (Gen 2, standing in
+	// for nobody). w2 comes back with its old claim, which still says it stands in for
+	// w3: the latest taker keeps it, on every speaker.
+	claims["w2"][ip3] = Claim{Token: "t1,t3", Over: []string{"w3"}, Gen: 1}
+	claims["w3"][ip3] = Claim{Token: "t1,t3", Gen: 2}
+	want[ip3] = election.Incumbent{Node: "w3"}
+	if got := incumbents(claims, tokens); !reflect.DeepEqual(got, want) {
+		t.Errorf("after w2's stall: incumbents = %v, want %v", got, want)
+	}
+	// Two claims of one Gen (both sides took it apart): the rule on Over decides.
+	claims["w2"][ip3] = Claim{Token: "t1,t3", Over: []string{"w3"}, Gen: 2}
+	want[ip3] = election.Incumbent{Node: "w2", Over: []string{"w3"}}
+	if got := incumbents(claims, tokens); !reflect.DeepEqual(got, want) {
+		t.Errorf("one Gen: incumbents = %v, want %v", got, want)
+	}
+}
+
+func TestClaimGenRoundTrip(t *testing.T) {
+	c := Claims{netip.MustParseAddr("10.0.0.1"): {Token: "t", Over: []string{"w1"}, Gen: 7}}
+	got, err := DecodeClaims(c.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, c) {
+		t.Errorf("decoded %v, want %v", got, c)
+	}
+	// A claim of a speaker that writes no Gen reads as 0.
+	old, err := DecodeClaims([]byte(`{"10.0.0.1":{"t":"t"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := old[netip.MustParseAddr("10.0.0.1")].Gen; g != 0 {
+		t.Errorf("Gen of an old claim = %d, want 0", g)
+	}
 }

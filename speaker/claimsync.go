@@ -48,6 +48,7 @@ func (s *Speaker) claimsOf(live []string) (map[string]Claims, bool) {
 			}
 			pc = peerClaims{raw: raw, claims: c}
 			s.peerClaims[m] = pc
+			maxGens(c, s.claimGens)
 		}
 		out[m] = pc.claims
 	}
@@ -137,6 +138,7 @@ func (s *Speaker) arbitratedClaims(live, electors []string) map[string]Claims {
 			s.log.Info("ignoring a peer's last claims", "peer", n, "error", err.Error())
 			continue
 		}
+		maxGens(c, s.claimGens)
 		out[n] = c
 	}
 	return out

@@ -63,6 +63,11 @@ func (s *Speaker) runElection(ctx context.Context) {
 	s.servedOnce = true
 	s.known = s.knownSpeakers(live, records)
 	s.tokens = rebalanceTokens(in.Services)
+	for ip := range s.claimGens {
+		if _, ok := s.tokens[ip]; !ok {
+			delete(s.claimGens, ip) // its Services are gone
+		}
+	}
 	in.Members = verdict.Electors
 	take := verdict.Take
 	// The speakers that hear a majority, and those holding what they have, keep every
@@ -215,7 +220,8 @@ func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string, tr
 		_, restored := s.restored[t.IP]
 		delete(s.restored, t.IP)
 		if !restored {
-			s.taken[t.IP] = Claim{Token: s.tokens[t.IP], Over: s.standsInFor(t.Key)}
+			s.claimGens[t.IP]++
+			s.taken[t.IP] = Claim{Token: s.tokens[t.IP], Over: s.standsInFor(t.Key), Gen: s.claimGens[t.IP]}
 		}
 		pt := pendingTakeover{Takeover: t, restored: restored}
 		if t.Previous != "" && !s.live[t.Previous] {

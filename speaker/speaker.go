@@ -123,7 +123,10 @@ type Speaker struct {
 	// knows of (claimsync.go).
 	taken  map[netip.Addr]Claim
 	tokens map[netip.Addr]string
-	known  []string
+	// claimGens is, per IP, the highest claim Gen this speaker has seen (its own and its
+	// peers'); a takeover claims one more.
+	claimGens map[netip.Addr]uint64
+	known     []string
 
 	// peers are the other speakers' MACs (from their records): their claims on the
 	// wire are a split brain, not an address conflict.
@@ -188,6 +191,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		claimLogAt:    map[netip.Addr]time.Time{},
 		peerClaims:    map[string]peerClaims{},
 		taken:         map[netip.Addr]Claim{},
+		claimGens:     map[netip.Addr]uint64{},
 	}
 	s.prober = newHostProber(cfg.Members.BindPort, s.pokeElection)
 	s.reports = newReporter(cfg.NodeName, mgr.GetCache(), s.recorder)
@@ -279,6 +283,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		for ip, c := range restored {
 			s.taken[ip] = c
 		}
+		maxGens(restored, s.claimGens)
 		s.claims, s.claimsRaw, s.claimsSent = restored, restored.Encode(), true
 		s.members.Publish(s.claimsRaw)
 	}

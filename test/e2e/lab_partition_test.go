@@ -112,56 +112,67 @@ func TestLabPartitionEverySpeaker(t *testing.T) {
 // its peers to declare it dead and move its VIP (under a second), as with a paused VM.
 const freezeFor = 4 * time.Second
 
-// TestLabSpeakerFreeze freezes the speaker of a VIP's owner (SIGSTOP: a stalled
-// process, a paused VM or container) until its peers have declared it dead and moved
-// the VIP, then thaws it (SIGCONT). The thawed speaker still believes it owns the VIP,
-// and its socket still holds the ARP requests queued while it was frozen; it must not
-// answer any of them, nor a new one, before it has heard its peers again: exactly one
-// MAC answers every request from the freeze on, the VIP stays with the node that took
-// it over (no fail-back), and no HTTP request fails from the thaw on.
+// TestLabSpeakerFreeze freezes a speaker (SIGSTOP: a stalled process, a paused VM or
+// container) that announces a VIP as a stand-in, until its peers have declared it dead
+// and the VIP has gone back to the node the hash places it on, then thaws it (SIGCONT).
+// The thawed speaker still believes it owns the VIP, with its old claim saying it stands
+// in for that node, and its socket still holds the ARP requests queued while it was
+// frozen. It must answer none of them, nor a new one, before it has heard its peers
+// again, and must then leave the VIP where it is: exactly one MAC answers every request
+// from the freeze on, only the hash's node from the thaw on, and no HTTP request fails
+// from the thaw on.
 func TestLabSpeakerFreeze(t *testing.T) {
 	f := fullLabFor(t)
-	// worker3 runs no pod: frozen, it takes no endpoint out of service.
-	const frozen = "worker3"
-	vips := maps.Clone(f.vips)
-	_, vips["freeze"] = f.serviceFirstFor(t, "freeze", frozen)
-	f.expectOwners(t, vips, "before the freeze")
-	ws := f.watchVIPs(t, vips)
-	probes := map[string]*lab.HTTPProbe{}
-	for name, vip := range vips {
-		p := lab.StartHTTPProbe(f.clientNS, "http://"+vip.String()+"/", 20*time.Millisecond, httpProbeTimeout)
-		probes[name] = p
-		t.Cleanup(p.Stop)
-	}
+	// worker3 runs no pod: with its cable pulled, the VIP's requests still succeed.
+	const first = "worker3"
+	vips := map[string]netip.Addr{}
+	_, vips["freeze"] = f.serviceFirstFor(t, "freeze", first)
+	standIn := f.owner(vips["freeze"], without(f.nodes, first)...)
+	f.expectOwners(t, vips, "before the cable pull")
+	// first's cable out and back: standIn takes the VIP over and keeps it (no fail-back).
+	plug := inflict(t, func(ctx context.Context) error { return f.s.LinkDown(ctx, first) },
+		func(ctx context.Context) error { return f.s.LinkUp(ctx, first) })
+	f.expectOwners(t, vips, "with "+first+"'s cable pulled", without(f.nodes, first)...)
+	plug()
+	time.Sleep(afterHeal) // first is a member again, and has heard standIn's claim
+	f.expectOwners(t, vips, "after "+first+"'s cable was plugged back", without(f.nodes, first)...)
 
+	ws := f.watchVIPs(t, vips)
+	probe := lab.StartHTTPProbe(f.clientNS, "http://"+vips["freeze"].String()+"/", 20*time.Millisecond, httpProbeTimeout)
+	t.Cleanup(probe.Stop)
 	freezeAt := time.Now()
-	thaw := inflict(t, func(context.Context) error { return f.s.FreezeSpeaker(frozen) },
-		func(context.Context) error { return f.s.ThawSpeaker(frozen) })
-	f.expectOwners(t, vips, "with "+frozen+"'s speaker frozen", without(f.nodes, frozen)...)
+	thaw := inflict(t, func(context.Context) error { return f.s.FreezeSpeaker(standIn) },
+		func(context.Context) error { return f.s.ThawSpeaker(standIn) })
+	f.expectOwners(t, vips, "with "+standIn+"'s speaker frozen", without(f.nodes, standIn)...)
 	time.Sleep(time.Until(freezeAt.Add(freezeFor)))
 	thawAt := time.Now()
 	thaw()
-	t.Logf("%s's speaker thawed %s", frozen, sinceFault(thawAt, freezeAt))
-	f.expectOwners(t, vips, "after "+frozen+"'s speaker was thawed", without(f.nodes, frozen)...)
+	t.Logf("%s's speaker thawed %s", standIn, sinceFault(thawAt, freezeAt))
 	time.Sleep(time.Until(thawAt.Add(afterHeal)))
 	end := time.Now()
-	time.Sleep(time.Second) // the probes' requests under way at end finish
+	time.Sleep(time.Second) // the probe's requests under way at end finish
 
-	f.expectOneAnswer(t, ws, freezeAt, freezeAt, end, frozen+"'s speaker frozen and thawed")
-	for _, name := range slices.Sorted(maps.Keys(probes)) {
-		n, failed := probes[name].Between(thawAt, end)
-		t.Logf("HTTP to %s (%s) from the thaw on: %d requests, %d failed", name, vips[name], n, len(failed))
-		if n == 0 {
-			t.Errorf("HTTP to %s: no request measured after the thaw", name)
+	f.expectOneAnswer(t, ws, freezeAt, freezeAt, end, standIn+"'s speaker frozen and thawed")
+	h, err := f.s.Host(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstMAC := h.MAC
+	if after := ws[0].arp.Summary(thawAt, end); !slices.Equal(after.MACs, []string{firstMAC}) {
+		t.Errorf("from the thaw on, %s was answered by %s; want %s alone (the VIP stays where it is)",
+			vips["freeze"], f.describeMACs(after.MACs), f.describeMACs([]string{firstMAC}))
+	}
+	n, failed := probe.Between(thawAt, end)
+	t.Logf("HTTP to freeze (%s) from the thaw on: %d requests, %d failed", vips["freeze"], n, len(failed))
+	if n == 0 {
+		t.Error("HTTP: no request measured after the thaw")
+	}
+	for i, fl := range failed {
+		if i == 5 {
+			t.Errorf("HTTP: ... and %d more failed", len(failed)-5)
+			break
 		}
-		for i, fl := range failed {
-			if i == 5 {
-				t.Errorf("HTTP to %s: ... and %d more failed", name, len(failed)-5)
-				break
-			}
-			t.Errorf("HTTP to %s (%s) failed after %s's speaker was thawed: request at %s: %v",
-				name, vips[name], frozen, sinceFault(fl.Start, thawAt), fl.Err)
-		}
+		t.Errorf("HTTP to %s failed after %s's speaker was thawed: request at %s: %v", vips["freeze"], standIn, sinceFault(fl.Start, thawAt), fl.Err)
 	}
 }
 
