@@ -152,10 +152,11 @@ func failover(t *testing.T, svc, fault string) {
 	p := startProbe(t, vip, 4*time.Minute, 20)
 	notReady := watchNotReady(t, node)
 	restored := false
+	next := "" // who answers ARP for vip once the fault is in place
 	restore := func() {
 		if !restored {
 			restored = true
-			restoreNode(t, node, fault, vip)
+			restoreNode(t, node, fault, vip, next)
 		}
 	}
 	// Deferred, not t.Cleanup: t.Context, which the helpers use, ends before cleanups.
@@ -170,7 +171,11 @@ func failover(t *testing.T, svc, fault string) {
 	if o.recovered < 0 {
 		t.Fatalf("%s never answered again after docker %s %s", vip, fault, node)
 	}
-	next := arpOwner(t, vip)
+	if o.lastFail > failoverBound {
+		t.Errorf("a request to %s that started %.1fs after docker %s %s failed; none may fail later than %v (the speakers withhold a node that is down, and move its VIPs)",
+			vip, o.lastFail.Seconds(), fault, node, failoverBound)
+	}
+	next = arpOwner(t, vip)
 	if next == node {
 		t.Errorf("after docker %s %s, ARP for %s is still answered by it", fault, node, vip)
 	}
@@ -198,6 +203,12 @@ func failover(t *testing.T, svc, fault string) {
 	t.Logf("after %s came back: owners %v", node, owners)
 }
 
+// failoverBound: no request may fail later than this after the owner's node container
+// stopped or froze. The speakers need about a second (failure detection, the host
+// probe); the rest is room for a busy machine. Before herald withheld the endpoints of
+// nodes that shut down or freeze, requests failed until the Node went NotReady (45 s).
+const failoverBound = 5 * time.Second
+
 const nodeNotReadyWait = 3 * time.Minute
 
 // watchNotReady reports how long after now the node's Ready condition left True, or
@@ -224,7 +235,10 @@ func watchNotReady(t testing.TB, node string) <-chan time.Duration {
 // restoreNode undoes docker stop or pause: the container runs again, the static CNI's
 // routes and masquerade rule are restored (a restarted node has none), and the node,
 // its speaker and the webpods are Ready.
-func restoreNode(t testing.TB, node, fault, vip string) {
+// restoreNode undoes the fault. After an unpause, the thawed node must not answer ARP
+// for vip (standIn, when known, took it over and keeps it: no fail-back), and never two
+// MACs at once.
+func restoreNode(t testing.TB, node, fault, vip, standIn string) {
 	t.Helper()
 	start := time.Now()
 	ip0 := ""
@@ -243,6 +257,15 @@ func restoreNode(t testing.TB, node, fault, vip string) {
 		}
 		t.Logf("FIGURE unpause-arp: in the 15s after docker unpause %s, at most %d MAC(s) answered ARP for %s at once; replies by MAC: %s",
 			node, most, vip, describeMACs(seen, names))
+		if most > 1 {
+			t.Errorf("after docker unpause %s, %d MACs answered ARP for %s at once", node, most, vip)
+		}
+		for m := range seen {
+			if names[m] == node && standIn != "" {
+				t.Errorf("after docker unpause %s, it answered ARP for %s again (%d replies): it took the VIP back from %s",
+					node, vip, seen[m], standIn)
+			}
+		}
 	} else {
 		docker(t, "start", node)
 		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
@@ -361,31 +384,72 @@ func helm(t testing.TB, args ...string) string {
 	return out
 }
 
-// Real kube-proxy (iptables mode) beside herald, in the same cluster: kubeadm's
+// Real kube-proxy beside herald, in the same cluster, in each of its modes: kubeadm's
 // kube-proxy addon is installed under a running herald; every speaker's proxier must
-// turn itself off (kube-proxy's canary chain), the VIPs keep working, and a Service
-// created afterwards (svc4) works too: only kube-proxy can have written its KUBE-EXT
-// chain. Then kube-proxy is removed again (DaemonSet deleted, `kube-proxy --cleanup`
-// on every node) and, once the speakers restart, herald's proxier serves everything
-// again, the API server's ClusterIP for pods included.
+// turn itself off (kube-proxy's canary chain in iptables mode, its nftables table in
+// nftables mode), the VIPs keep working, and a Service created afterwards works too:
+// only kube-proxy can have written its rules (a KUBE-EXT chain, an element of the
+// service-ips map). Then kube-proxy is removed again (DaemonSet deleted, `kube-proxy
+// --cleanup` on every node) and, once the speakers restart, herald's proxier serves
+// everything again, the API server's ClusterIP for pods included.
 func TestKubeProxy(t *testing.T) {
+	for _, m := range []kubeProxyMode{
+		{
+			name: "iptables", svc: "svc4",
+			running: []string{"iptables", "-t", "mangle", "-S", "KUBE-PROXY-CANARY"},
+			rules: func(svc, _ string) string {
+				return `iptables-save -t nat | grep -e 'default/` + svc + `:` + svc + `-webport loadbalancer IP' -e '^:KUBE-EXT-'`
+			},
+			programmed: func(rules, ip string) bool {
+				return strings.Contains(rules, "-j KUBE-EXT-") && strings.Contains(rules, ip+"/32")
+			},
+		},
+		{
+			name: "nftables", svc: "svc5",
+			running: []string{"nft", "list", "table", "ip", "kube-proxy"},
+			rules: func(_, ip string) string {
+				return `nft list map ip kube-proxy service-ips | grep -F '` + ip + ` '`
+			},
+			programmed: func(rules, ip string) bool {
+				return strings.Contains(rules, ip+" . tcp . 80 : goto external-")
+			},
+		},
+	} {
+		t.Run(m.name, func(t *testing.T) { kubeProxyBeside(t, m) })
+	}
+}
+
+// kubeProxyMode is what differs between kube-proxy's modes for TestKubeProxy.
+type kubeProxyMode struct {
+	name string // KubeProxyConfiguration's mode
+	svc  string // the Service created once kube-proxy runs
+	// running is a command, run on a node, that succeeds once kube-proxy programs it.
+	running []string
+	// rules is a shell command, run on a node, that prints kube-proxy's rules for
+	// the Service's LoadBalancer IP; programmed says whether they send it on.
+	rules      func(svc, ip string) string
+	programmed func(rules, ip string) bool
+}
+
+func kubeProxyBeside(t *testing.T, m kubeProxyMode) {
 	ensureKustomize(t)
 	checkServed(t, 10)
 	cp := e.cluster + "-control-plane"
 	start := time.Now()
 	// kind's kubeadm config with the KubeProxyConfiguration a kubeProxyMode: iptables
-	// cluster gets; kind skipped this phase at creation (kubeProxyMode: none). As kind
-	// does, conntrack.maxPerCore 0: a node container may not set nf_conntrack_max, and
-	// kube-proxy exits when it cannot.
+	// (or nftables) cluster gets; kind skipped this phase at creation (kubeProxyMode:
+	// none). As kind does, conntrack.maxPerCore 0: a node container may not set
+	// nf_conntrack_max, and kube-proxy exits when it cannot.
 	docker(t, "exec", cp, "sh", "-c", `set -e
 cp /kind/kubeadm.conf /tmp/kube-proxy.conf
 cat >>/tmp/kube-proxy.conf <<EOF
 ---
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
-mode: iptables
+mode: `+m.name+`
 clusterCIDR: 10.10.0.0/16
 iptables: {minSyncPeriod: 1s}
+nftables: {minSyncPeriod: 1s}
 conntrack: {maxPerCore: 0}
 EOF
 kubeadm init phase addon kube-proxy --config /tmp/kube-proxy.conf`)
@@ -399,18 +463,18 @@ kubeadm init phase addon kube-proxy --config /tmp/kube-proxy.conf`)
 	defer remove()
 	k(t, "-n", "kube-system", "rollout", "status", "daemonset/kube-proxy", "--timeout=3m")
 	// The rollout says little (kube-proxy has no readiness probe): kube-proxy runs once
-	// its canary chain is on every node.
+	// it has programmed every node.
 	nodes := strings.Fields(k(t, "get", "nodes", "-o", "jsonpath={.items[*].metadata.name}"))
-	waitUntil(t, 2*time.Minute, "kube-proxy's canary chain on every node", func() (bool, string) {
+	waitUntil(t, 2*time.Minute, "kube-proxy ("+m.name+") programming every node", func() (bool, string) {
 		for _, n := range nodes {
-			if out, err := run(t.Context(), "docker", "exec", n, "iptables", "-t", "mangle", "-S", "KUBE-PROXY-CANARY"); err != nil {
+			if out, err := run(t.Context(), "docker", append([]string{"exec", n}, m.running...)...); err != nil {
 				logs, _ := kubectl(t.Context(), "-n", "kube-system", "logs", "-l", "k8s-app=kube-proxy", "--tail=3")
-				return false, fmt.Sprintf("none on %s (%v %s); kube-proxy's logs end: %s", n, err, out, logs)
+				return false, fmt.Sprintf("not yet on %s (%v %s); kube-proxy's logs end: %s", n, err, out, logs)
 			}
 		}
 		return true, ""
 	})
-	t.Logf("kube-proxy running on every node %.0fs after kubeadm's addon phase", time.Since(start).Seconds())
+	t.Logf("kube-proxy (%s) running on every node %.0fs after kubeadm's addon phase", m.name, time.Since(start).Seconds())
 
 	off := waitUntil(t, 2*time.Minute, "every speaker's proxier turned off by kube-proxy", func() (bool, string) {
 		var on []string
@@ -422,7 +486,7 @@ kubeadm init phase addon kube-proxy --config /tmp/kube-proxy.conf`)
 		}
 		return len(on) == 0, fmt.Sprintf("no 'service proxy disabled' for kube-proxy in the logs of %v", on)
 	})
-	t.Logf("FIGURE kube-proxy-detected: every speaker's proxier off %.0fs after kube-proxy ran (its canary check runs every 30s)", off.Seconds())
+	t.Logf("FIGURE kube-proxy-%s-detected: every speaker's proxier off %.0fs after kube-proxy ran (its check runs every 30s)", m.name, off.Seconds())
 	checkServed(t, 20)
 
 	// A Service the speakers' proxiers never saw while on.
@@ -430,37 +494,37 @@ kubeadm init phase addon kube-proxy --config /tmp/kube-proxy.conf`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc4 := strings.SplitN(strings.ReplaceAll(string(svc1), "svc1", "svc4"), "\n---\n", 2)[0]
-	kApply(t, svc4)
-	defer k(t, "delete", "service", "svc4", "--ignore-not-found")
+	manifest := strings.SplitN(strings.ReplaceAll(string(svc1), "svc1", m.svc), "\n---\n", 2)[0]
+	kApply(t, manifest)
+	defer k(t, "delete", "service", m.svc, "--ignore-not-found")
 	var ip string
-	waitUntil(t, time.Minute, "an IP for svc4", func() (bool, string) {
-		ip = serviceIP(t, "svc4")
+	waitUntil(t, time.Minute, "an IP for "+m.svc, func() (bool, string) {
+		ip = serviceIP(t, m.svc)
 		return ip != "", "none yet"
 	})
 	owner := ""
-	waitUntil(t, time.Minute, "one node answering ARP for svc4's "+ip, func() (bool, string) {
+	waitUntil(t, time.Minute, "one node answering ARP for "+m.svc+"'s "+ip, func() (bool, string) {
 		macs := arpMACs(t, ip, 3)
 		if len(macs) == 1 {
-			for m := range macs {
-				owner = nodeMACs(t)[m]
+			for mac := range macs {
+				owner = nodeMACs(t)[mac]
 			}
 		}
 		return len(macs) == 1, describeMACs(macs, nodeMACs(t))
 	})
 	got := curls(t, ip, 20)
 	if got["webpod1"]+got["webpod2"] != 20 {
-		t.Errorf("svc4 (%s) behind kube-proxy: 20 curls answered %v", ip, got)
+		t.Errorf("%s (%s) behind kube-proxy (%s): 20 curls answered %v", m.svc, ip, m.name, got)
 	}
-	rules := docker(t, "exec", owner, "sh", "-c", `iptables-save -t nat | grep -e 'default/svc4:svc4-webport loadbalancer IP' -e '^:KUBE-EXT-'`)
-	if !strings.Contains(rules, "-j KUBE-EXT-") || !strings.Contains(rules, ip+"/32") {
-		t.Errorf("no KUBE-EXT chain for svc4's %s in %s's nat table:\n%s", ip, owner, rules)
+	rules := docker(t, "exec", owner, "sh", "-c", m.rules(m.svc, ip))
+	if !m.programmed(rules, ip) {
+		t.Errorf("no kube-proxy (%s) rule for %s's %s on %s:\n%s", m.name, m.svc, ip, owner, rules)
 	}
-	t.Logf("svc4 %s behind kube-proxy: %v; on %s:\n%s", ip, got, owner, grepLines(rules, "svc4"))
+	t.Logf("%s %s behind kube-proxy (%s): %v; on %s:\n%s", m.svc, ip, m.name, got, owner, grepLines(rules, ip))
 
 	remove()
 	checkServed(t, 20)
-	out := podRun(t, "after-kube-proxy", `dig +short +time=2 +tries=3 kubernetes.default.svc.cluster.local && curl -sk --max-time 5 -o /dev/null -w '%{http_code}\n' https://kubernetes.default.svc/readyz`)
+	out := podRun(t, "after-kube-proxy-"+m.name, `dig +short +time=2 +tries=3 kubernetes.default.svc.cluster.local && curl -sk --max-time 5 -o /dev/null -w '%{http_code}\n' https://kubernetes.default.svc/readyz`)
 	if f := strings.Fields(out); len(f) != 2 || f[1] != "200" {
 		t.Errorf("from a pod once herald's proxier is back: %q, want the kubernetes ClusterIP and 200", out)
 	}
