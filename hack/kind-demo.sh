@@ -52,8 +52,11 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-need docker "https://docs.docker.com/get-docker/"
-need kind "https://kind.sigs.k8s.io/docs/user/quick-start/#installation"
+# Where Docker cannot run, the lab of `make demo` shows the same walkthrough; where no
+# registry is reachable, `make kind-demo-offline` builds everything kind needs first.
+need docker "https://docs.docker.com/get-docker/ (no Docker here? make demo runs the walkthrough in a lab of network namespaces)"
+docker info >/dev/null 2>&1 || die "docker cannot reach its daemon (is dockerd running?); make demo runs the walkthrough without Docker, make kind-demo-offline starts Docker and builds kind's images offline"
+need kind "https://kind.sigs.k8s.io/docs/user/quick-start/#installation (or make kind-demo-offline, which builds it)"
 if [[ -z ${KUBECTL:-} ]]; then
 	if command -v kubectl >/dev/null; then
 		KUBECTL=kubectl
@@ -69,33 +72,9 @@ if kind get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
 	log "kind cluster $CLUSTER exists: reusing it"
 else
 	log "creating kind cluster $CLUSTER (1 control plane, 3 workers, no kube-proxy)"
-	cat >"$tmp/kind.yaml" <<EOF
-kind: Cluster
-apiVersion: kind.x-k8s.io/v1alpha4
-networking:
-  # herald's speakers replace kube-proxy (its iptables mode, same chains and rules).
-  kubeProxyMode: none
-  podSubnet: $POD_SUBNET
-  serviceSubnet: $SERVICE_SUBNET
-nodes:
-- role: control-plane
-  labels:
-    mynode: control-plane
-    topology.kubernetes.io/zone: ap-northeast-2a
-  # NodePorts of Prometheus (30001) and Grafana (30002), served by herald's proxier.
-  extraPortMappings:
-  - {containerPort: 30000, hostPort: 30000}
-  - {containerPort: 30001, hostPort: 30001}
-  - {containerPort: 30002, hostPort: 30002}
-  - {containerPort: 30003, hostPort: 30003}
-  - {containerPort: 30004, hostPort: 30004}
-- role: worker
-  labels: {mynode: worker1, topology.kubernetes.io/zone: ap-northeast-2a}
-- role: worker
-  labels: {mynode: worker2, topology.kubernetes.io/zone: ap-northeast-2b}
-- role: worker
-  labels: {mynode: worker3, topology.kubernetes.io/zone: ap-northeast-2c}
-EOF
+	# The walkthrough's cluster, as hack/kind/up.sh makes it offline; herald's speakers
+	# replace kube-proxy (its iptables mode, same chains and rules).
+	"$root/hack/kind/config.sh" none >"$tmp/kind.yaml"
 	kind create cluster --name "$CLUSTER" --config "$tmp/kind.yaml" ${NODE_IMAGE:+--image "$NODE_IMAGE"}
 fi
 

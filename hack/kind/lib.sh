@@ -26,7 +26,7 @@ die() { log "error: $*"; exit 1; }
 timed() {
 	local label=$1 t0=$SECONDS
 	shift
-	"$@"
+	"$@" || return # and not only under set -e: a caller may test the status
 	log "$label: $((SECONDS - t0))s"
 }
 

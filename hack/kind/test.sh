@@ -13,7 +13,8 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 t0=$SECONDS
 timed "packages" "$root/hack/setup.sh" kind
-timed "docker" "$root/hack/kind/setup-docker.sh"
+timed "docker" "$root/hack/kind/setup-docker.sh" ||
+	die "Docker cannot run here (see above), so the kind suite cannot run: make test KIND_SUITE=0 runs every other test"
 # The node image may be cached while bin/ is not (a fresh worktree): the suite needs
 # the kind CLI and kubectl whatever the image.
 timed "kind CLI and kubernetes binaries" "$root/hack/kind/build-binaries.sh" kind kubernetes

@@ -24,6 +24,13 @@ if ! docker network inspect "$NETWORK" >/dev/null 2>&1; then
 		-o com.docker.network.driver.mtu=1500 --ipv6 --subnet "$NETWORK_V6" --subnet "$NETWORK_V4" "$NETWORK" >/dev/null
 fi
 
+# A cluster whose node containers stopped (dockerd restarted, the machine rebooted) is
+# not reused: kind cannot start one again.
+if "$KIND" get clusters 2>/dev/null | grep -qx "$CLUSTER" &&
+	docker ps -a --filter "label=io.x-k8s.kind.cluster=$CLUSTER" --format '{{.State}}' | grep -qvx running; then
+	log "kind cluster $CLUSTER exists but some of its nodes are not running: deleting it"
+	"$KIND" delete cluster --name "$CLUSTER"
+fi
 if "$KIND" get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
 	log "kind cluster $CLUSTER exists: reusing it"
 	# herald's proxier and kube-proxy would both program the nodes: refuse a mismatch.
@@ -35,59 +42,7 @@ if "$KIND" get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
 else
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
-	# Without CAP_SYS_RESOURCE nothing in a node may lower an OOM score below its own:
-	# the kubelet asks -998 for every pod sandbox and runc's init then fails. containerd
-	# clamps the scores to its own when told to (as kind sets it for rootless nodes).
-	oom=
-	lacks_sys_resource && oom=$'\ncontainerdConfigPatches:\n- |-\n  [plugins."io.containerd.grpc.v1.cri"]\n    restrict_oom_score_adj = true'
-	cat >"$tmp/kind.yaml" <<-YAML
-		kind: Cluster
-		apiVersion: kind.x-k8s.io/v1alpha4
-		networking:
-		  # kindnetd cannot be built here: static-cni.sh wires the pod network instead.
-		  disableDefaultCNI: true
-		  kubeProxyMode: $KUBE_PROXY_MODE
-		  podSubnet: $POD_SUBNET
-		  serviceSubnet: $SERVICE_SUBNET
-		kubeadmConfigPatches:
-		# kubelet 1.35+ refuses to start on cgroup v1 unless told otherwise.
-		- |
-		  kind: KubeletConfiguration
-		  failCgroupV1: false$oom
-		nodes:
-		- role: control-plane
-		  labels: {mynode: control-plane, topology.kubernetes.io/zone: ap-northeast-2a}
-		  # The walkthrough's: every API, and metrics the monitoring can scrape from outside
-		  # the node. kind turns these map-form extraArgs into kubeadm v1beta4's lists.
-		  # (Its two feature gates are GA in v1.36 and left out.)
-		  kubeadmConfigPatches:
-		  - |
-		    kind: ClusterConfiguration
-		    apiServer:
-		      extraArgs: {runtime-config: api/all=true}
-		    controllerManager:
-		      extraArgs: {bind-address: 0.0.0.0}
-		    etcd:
-		      local:
-		        extraArgs: {listen-metrics-urls: http://0.0.0.0:2381}
-		    scheduler:
-		      extraArgs: {bind-address: 0.0.0.0}
-		  - |
-		    kind: KubeProxyConfiguration
-		    metricsBindAddress: 0.0.0.0
-		  extraPortMappings:
-		  - {containerPort: 30000, hostPort: 30000}
-		  - {containerPort: 30001, hostPort: 30001}
-		  - {containerPort: 30002, hostPort: 30002}
-		  - {containerPort: 30003, hostPort: 30003}
-		  - {containerPort: 30004, hostPort: 30004}
-		- role: worker
-		  labels: {mynode: worker1, topology.kubernetes.io/zone: ap-northeast-2a}
-		- role: worker
-		  labels: {mynode: worker2, topology.kubernetes.io/zone: ap-northeast-2b}
-		- role: worker
-		  labels: {mynode: worker3, topology.kubernetes.io/zone: ap-northeast-2c}
-	YAML
+	"$root/hack/kind/config.sh" "$KUBE_PROXY_MODE" offline >"$tmp/kind.yaml"
 	cp "$tmp/kind.yaml" "$KBIN/$CLUSTER.yaml" # for a look afterwards
 	log "creating kind cluster $CLUSTER from $node_image (kube-proxy: $KUBE_PROXY_MODE)"
 	timed "kind create cluster" "$KIND" create cluster --name "$CLUSTER" --image "$node_image" --config "$tmp/kind.yaml" --retain

@@ -512,13 +512,17 @@ kubeadm init phase addon kube-proxy --config /tmp/kube-proxy.conf`)
 		}
 		return len(macs) == 1, describeMACs(macs, nodeMACs(t))
 	})
+	// herald answers ARP as soon as it has elected the owner; kube-proxy programs the
+	// Service on its own schedule (minSyncPeriod 1 s): wait for its rule, then curl.
+	var rules string
+	waitUntil(t, time.Minute, "kube-proxy ("+m.name+") programming "+m.svc+"'s "+ip+" on "+owner, func() (bool, string) {
+		out, _ := run(t.Context(), "docker", "exec", owner, "sh", "-c", m.rules(m.svc, ip))
+		rules = out
+		return m.programmed(rules, ip), rules
+	})
 	got := curls(t, ip, 20)
 	if got["webpod1"]+got["webpod2"] != 20 {
 		t.Errorf("%s (%s) behind kube-proxy (%s): 20 curls answered %v", m.svc, ip, m.name, got)
-	}
-	rules := docker(t, "exec", owner, "sh", "-c", m.rules(m.svc, ip))
-	if !m.programmed(rules, ip) {
-		t.Errorf("no kube-proxy (%s) rule for %s's %s on %s:\n%s", m.name, m.svc, ip, owner, rules)
 	}
 	t.Logf("%s %s behind kube-proxy (%s): %v; on %s:\n%s", m.svc, ip, m.name, got, owner, grepLines(rules, ip))
 
