@@ -3,6 +3,7 @@ package speaker
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -110,6 +111,20 @@ type recordWish struct {
 	mode                       quorum.Mode
 	fast                       bool // renew at the fast pace
 }
+
+// content is what the record says, as the annotations write sets; renewalOnly compares
+// the same keys (recordContentKeys).
+func (w recordWish) content() map[string]string {
+	return map[string]string{
+		RecordMembersAnnotation:     strings.Join(w.members, ","),
+		RecordModeAnnotation:        string(w.mode),
+		RecordUnreachableAnnotation: strings.Join(w.unreachable, ","),
+		RecordMACsAnnotation:        strings.Join(w.macs, ","),
+	}
+}
+
+// recordContentKeys are the annotations that make up a record's content.
+var recordContentKeys = slices.Sorted(maps.Keys(recordWish{}.content()))
 
 func (w recordWish) equal(o recordWish) bool {
 	return w.mode == o.mode && w.fast == o.fast && slices.Equal(w.members, o.members) && slices.Equal(w.unreachable, o.unreachable) &&
@@ -232,7 +247,7 @@ func renewalOnly(a, b *coordinationv1.Lease) bool {
 		!ptr.Equal(a.Spec.LeaseDurationSeconds, b.Spec.LeaseDurationSeconds) || a.Labels[RecordLabel] != b.Labels[RecordLabel] {
 		return false
 	}
-	for _, k := range []string{RecordMembersAnnotation, RecordModeAnnotation, RecordUnreachableAnnotation, RecordMACsAnnotation} {
+	for _, k := range recordContentKeys {
 		if a.Annotations[k] != b.Annotations[k] {
 			return false
 		}
@@ -415,10 +430,7 @@ func (r *records) write(ctx context.Context, w recordWish) error {
 	if l.Annotations == nil {
 		l.Annotations = map[string]string{}
 	}
-	l.Annotations[RecordMembersAnnotation] = strings.Join(w.members, ",")
-	l.Annotations[RecordModeAnnotation] = string(w.mode)
-	l.Annotations[RecordUnreachableAnnotation] = strings.Join(w.unreachable, ",")
-	l.Annotations[RecordMACsAnnotation] = strings.Join(w.macs, ",")
+	maps.Copy(l.Annotations, w.content())
 	l.Spec.HolderIdentity = ptr.To(r.self)
 	l.Spec.LeaseDurationSeconds = ptr.To(int32(r.cfg.Duration / time.Second))
 	l.Spec.RenewTime = &now

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/netip"
 	"reflect"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -271,8 +270,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		return stopEarly(err)
 	}
 	log.Info("memberlist started", "node", cfg.NodeName, "addr", s.members.Addr())
-	ms := s.members
-	s.records.setHeard(func(node string) bool { return slices.Contains(ms.Live(), node) })
+	s.records.setHeard(s.members.IsLive)
 	// The claims of the speaker this one replaces go out before the join: the peers
 	// holding its IPs see them as this node's as soon as it is back.
 	if restored, err := loadClaims(cfg.StateDir, cfg.NodeName, cfg.RestartHold, time.Now()); err != nil {

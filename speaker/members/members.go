@@ -181,6 +181,14 @@ func (m *Members) Live() []string {
 	return m.liveLocked()
 }
 
+// IsLive says whether the named member is live (as Live would list it), without
+// building the list.
+func (m *Members) IsLive(name string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.live[name]
+}
+
 func (m *Members) liveLocked() []string {
 	out := make([]string, 0, len(m.live))
 	for n := range m.live {

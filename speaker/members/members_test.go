@@ -63,6 +63,10 @@ func TestLeaveDropsMemberPromptly(t *testing.T) {
 		if m.LeftGracefully(a.name) || m.LeftGracefully(b.name) {
 			t.Errorf("%s: a live member counts as having left", m.name)
 		}
+		if !m.IsLive(a.name) || !m.IsLive(b.name) || m.IsLive(c.name) {
+			t.Errorf("%s: IsLive(%s, %s, %s) = %v, %v, %v; want true, true, false", m.name, a.name, b.name, c.name,
+				m.IsLive(a.name), m.IsLive(b.name), m.IsLive(c.name))
+		}
 	}
 }
 
