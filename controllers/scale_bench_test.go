@@ -24,6 +24,7 @@ import (
 
 	"herald.dev/herald/controllers"
 	"herald.dev/herald/internal/scheme"
+	"herald.dev/herald/internal/testenv"
 )
 
 // The scale benchmarks run the controller against a real kube-apiserver and etcd.
@@ -182,36 +183,11 @@ func (h *harness) createServices(namespace string, n int) time.Time {
 	if err := h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
 		h.t.Fatal(err)
 	}
-	const creators = 16
-	var wg sync.WaitGroup
-	for w := range creators {
-		c, err := client.New(h.env.Config, client.Options{Scheme: scheme.New()})
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := w; j < n; j += creators {
-				s := &corev1.Service{
-					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s%d", j), Namespace: namespace},
-					Spec: corev1.ServiceSpec{
-						Type: corev1.ServiceTypeLoadBalancer,
-						// Thousands of Services would exhaust the node port range.
-						AllocateLoadBalancerNodePorts: ptr.To(false),
-						Ports:                         []corev1.ServicePort{{Port: 80}},
-					},
-				}
-				if err := c.Create(h.ctx, s); err != nil {
-					h.t.Error(err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if h.t.Failed() {
-		h.t.FailNow()
+	err := testenv.Parallel(h.env.Config, 16, n, func(c client.Client, j int) error {
+		return c.Create(h.ctx, testenv.LoadBalancerService(namespace, fmt.Sprintf("s%d", j)))
+	})
+	if err != nil {
+		h.t.Fatal(err)
 	}
 	return time.Now()
 }

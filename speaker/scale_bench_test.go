@@ -609,15 +609,8 @@ func (h *scaleHarness) createVIPs(vips int) {
 		}
 	}
 	h.parallel(vips, func(c client.Client, i int) error {
-		s := &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s%d", i), Namespace: "scale",
-				Annotations: map[string]string{heraldv1.AnnotationAllocatedFromPool: "scale"}},
-			Spec: corev1.ServiceSpec{
-				Type:                          corev1.ServiceTypeLoadBalancer,
-				AllocateLoadBalancerNodePorts: ptr.To(false),
-				Ports:                         []corev1.ServicePort{{Port: 80}},
-			},
-		}
+		s := testenv.LoadBalancerService("scale", fmt.Sprintf("s%d", i))
+		s.Annotations = map[string]string{heraldv1.AnnotationAllocatedFromPool: "scale"}
 		if err := c.Create(ctx, s); err != nil {
 			return err
 		}
@@ -651,28 +644,7 @@ func (h *scaleHarness) ensureNodes(n int) {
 
 // parallel runs f(i) for i in [0, n) with 48 workers, each with its own client.
 func (h *scaleHarness) parallel(n int, f func(client.Client, int) error) {
-	const workers = 48
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := range workers {
-		c, err := client.New(h.cfg, client.Options{Scheme: scheme.New()})
-		if err != nil {
-			h.b.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < n; i += workers {
-				if err := f(c, i); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	if err := testenv.Parallel(h.cfg, 48, n, f); err != nil {
 		h.b.Fatal(err)
 	}
 }
