@@ -131,7 +131,7 @@ demo: setup test-binaries ## The walkthrough in the network-namespace lab (root)
 	hack/demo.sh
 
 .PHONY: kind-demo
-kind-demo: ## The walkthrough on a real kind cluster (needs Docker and kind): see hack/kind-demo.sh.
+kind-demo: ## The walkthrough on a real kind cluster, with a failover: kind's own images where Docker Hub answers (needs Docker and kind), else everything built here as kind-demo-offline does (OFFLINE=yes|no|auto). See hack/kind-demo.sh.
 	hack/kind-demo.sh
 
 .PHONY: demo-down

@@ -21,7 +21,11 @@
 # BUILD_IMAGES (yes; no: herald-controller:dev and herald-speaker:dev exist already, as
 # hack/kind/herald-images.sh makes them where no registry is reachable), CLIENT_IMAGE
 # (nicolaka/netshoot), WHOAMI_IMAGE (traefik/whoami, the webpods'; a local one is
-# loaded into the cluster). hack/kind/demo.sh runs this on an offline cluster.
+# loaded into the cluster), OFFLINE (auto: where Docker Hub does not answer, run
+# hack/kind/demo.sh, which builds everything kind needs here and then runs this on its
+# offline cluster; yes; no), FAILOVER (yes: docker stop the node that owns svc1's VIP
+# while the client curls it, then start it again; no), AFTER_NODE_START (a command run
+# after that docker start: the offline cluster's static CNI).
 set -euo pipefail
 
 CLUSTER=${CLUSTER:-myk8s}
@@ -48,6 +52,18 @@ if [[ ${1:-} == down ]]; then
 	exit 0
 fi
 [[ $# -eq 0 ]] || die "usage: $0 [down]"
+
+# Without a registry kind can pull neither its node image nor the images the
+# walkthrough runs: build them here instead.
+OFFLINE=${OFFLINE:-auto}
+if [[ $OFFLINE == auto ]]; then
+	OFFLINE=yes
+	if command -v curl >/dev/null && curl -s --max-time 5 -o /dev/null https://registry-1.docker.io/v2/; then OFFLINE=no; fi
+fi
+if [[ $OFFLINE == yes ]]; then
+	log "no container registry answers: building kind's images here (hack/kind/demo.sh; about 30 minutes the first time)"
+	exec "$root/hack/kind/demo.sh"
+fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -162,6 +178,36 @@ done
 log "who announces what (Events from the speakers)"
 k get events -A --field-selector reason=Announcing \
 	-o custom-columns=NAMESPACE:.metadata.namespace,SERVICE:.involvedObject.name,MESSAGE:.message
+
+# --------------------------------------------------------------------------- failover
+if [[ ${FAILOVER:-yes} == yes ]]; then
+	ip=${vips[0]}
+	mac=$(docker exec "$CLIENT" ip neigh show "$ip" | awk '{for (i = 1; i < NF; i++) if ($i == "lladdr") print $(i + 1)}')
+	owner=$(awk -v mac="$mac" '$2 == mac {sub("^/", "", $1); print $1}' <<<"$nodes")
+	[[ -n $owner ]] || die "no kind node has the MAC $mac that answers for $ip"
+	log "failover: docker stop $owner (it answers for svc1's $ip) while $CLIENT curls $ip ten times a second"
+	docker exec "$CLIENT" sh -c "rm -f /tmp/failover; for i in \$(seq 100); do
+		r=\$(curl -s --max-time 0.5 http://$ip | grep Hostname || echo FAILED); echo \"\$(date +%s.%N | cut -c1-14) \$r\" >>/tmp/failover; sleep 0.1
+	done" &
+	curling=$!
+	sleep 2
+	t0=$(date +%s.%N | cut -c1-14)
+	docker stop "$owner" >/dev/null
+	wait "$curling"
+	docker exec "$CLIENT" awk -v t0="$t0" '
+		{ at = $1 - t0; ok = $2 != "FAILED" }
+		at >= 0 && !ok { failed++; last = at }
+		at >= 0 { n++ }
+		END { printf "%d of %d requests after the stop failed%s\n", failed, n, failed ? sprintf(", the last one %.1f s after it", last) : "" }' /tmp/failover
+	mac=$(docker exec "$CLIENT" ip neigh show "$ip" | awk '{for (i = 1; i < NF; i++) if ($i == "lladdr") print $(i + 1)}')
+	echo "$ip is now at $mac: $(awk -v mac="$mac" '$2 == mac {sub("^/", "", $1); print $1}' <<<"$nodes")"
+	log "docker start $owner: it comes back and takes nothing back"
+	docker start "$owner" >/dev/null
+	${AFTER_NODE_START:-}
+	k wait --for=condition=Ready "node/$owner" --timeout=5m >/dev/null
+	k -n herald-system rollout status daemonset/herald-speaker --timeout=5m >/dev/null
+	k get vips -A
+fi
 
 # ------------------------------------------------------------------------- monitoring
 if [[ $MONITORING == yes || ($MONITORING == auto && -n $(command -v helm || true)) ]]; then
