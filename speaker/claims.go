@@ -151,13 +151,23 @@ func standsInForAll(c election.Incumbent, cs []election.Incumbent) bool {
 	return true
 }
 
-// maxGens raises into, per IP, to the highest Gen among claims.
-func maxGens(claims Claims, into map[netip.Addr]uint64) {
-	for ip, cl := range claims {
-		if cl.Gen > into[ip] {
-			into[ip] = cl.Gen
+// claimGens returns, per IP, the highest Gen among the claims of every set. It is
+// computed afresh from the claims known now rather than remembered: a counter kept
+// across Services that reuse an IP, or bumped by a speaker cut off from the others,
+// would let a stale or uninformed claim outrank the claim of the node that took the IP
+// over.
+func claimGens(sets ...map[string]Claims) map[netip.Addr]uint64 {
+	out := map[netip.Addr]uint64{}
+	for _, set := range sets {
+		for _, c := range set {
+			for ip, cl := range c {
+				if cl.Gen > out[ip] {
+					out[ip] = cl.Gen
+				}
+			}
 		}
 	}
+	return out
 }
 
 // ownClaims are the claims of a speaker announcing owned, each as made when the speaker

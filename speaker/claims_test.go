@@ -108,3 +108,16 @@ func TestClaimGenRoundTrip(t *testing.T) {
 		t.Errorf("Gen of an old claim = %d, want 0", g)
 	}
 }
+
+func TestClaimGens(t *testing.T) {
+	ip1, ip2 := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
+	live := map[string]Claims{"w1": {ip1: {Gen: 2}}, "w2": {ip1: {Gen: 1}, ip2: {}}}
+	lost := map[string]Claims{"w3": {ip1: {Gen: 5}}}
+	got := claimGens(live, lost)
+	if want := map[netip.Addr]uint64{ip1: 5}; !reflect.DeepEqual(got, want) || got[ip2] != 0 {
+		t.Errorf("claimGens = %v, want %v: the highest of live and lost claims", got, want)
+	}
+	if got := claimGens(nil, nil); len(got) != 0 {
+		t.Errorf("claimGens of nothing = %v", got)
+	}
+}

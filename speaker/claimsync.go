@@ -48,7 +48,6 @@ func (s *Speaker) claimsOf(live []string) (map[string]Claims, bool) {
 			}
 			pc = peerClaims{raw: raw, claims: c}
 			s.peerClaims[m] = pc
-			maxGens(c, s.claimGens)
 		}
 		out[m] = pc.claims
 	}
@@ -124,22 +123,40 @@ func (s *Speaker) publishClaims() {
 // while the sides' elections ran apart.
 func (s *Speaker) arbitratedClaims(live, electors []string) map[string]Claims {
 	out, _ := s.claimsOf(live)
-	lost := s.members.LostStates()
+	lost := s.lostClaims()
 	for _, n := range electors {
 		if _, ok := out[n]; ok {
 			continue
 		}
-		raw, ok := lost[n]
-		if !ok {
-			continue
+		if c, ok := lost[n]; ok {
+			out[n] = c
 		}
-		c, err := DecodeClaims(raw)
-		if err != nil {
-			s.log.Info("ignoring a peer's last claims", "peer", n, "error", err.Error())
-			continue
+	}
+	return out
+}
+
+// lostClaims are the last claims of the members lost without a goodbye, decoded once
+// per change. Loop goroutine only.
+func (s *Speaker) lostClaims() map[string]Claims {
+	lost := s.members.LostStates()
+	out := make(map[string]Claims, len(lost))
+	for n, raw := range lost {
+		pc, ok := s.lostCache[n]
+		if !ok || !bytes.Equal(pc.raw, raw) {
+			c, err := DecodeClaims(raw)
+			if err != nil {
+				s.log.Info("ignoring a peer's last claims", "peer", n, "error", err.Error())
+				c = Claims{}
+			}
+			pc = peerClaims{raw: raw, claims: c}
+			s.lostCache[n] = pc
 		}
-		maxGens(c, s.claimGens)
-		out[n] = c
+		out[n] = pc.claims
+	}
+	for n := range s.lostCache {
+		if _, ok := lost[n]; !ok {
+			delete(s.lostCache, n)
+		}
 	}
 	return out
 }

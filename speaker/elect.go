@@ -63,11 +63,6 @@ func (s *Speaker) runElection(ctx context.Context) {
 	s.servedOnce = true
 	s.known = s.knownSpeakers(live, records)
 	s.tokens = rebalanceTokens(in.Services)
-	for ip := range s.claimGens {
-		if _, ok := s.tokens[ip]; !ok {
-			delete(s.claimGens, ip) // its Services are gone
-		}
-	}
 	in.Members = verdict.Electors
 	take := verdict.Take
 	// The speakers that hear a majority, and those holding what they have, keep every
@@ -90,6 +85,9 @@ func (s *Speaker) runElection(ctx context.Context) {
 			in.Claims[n] = c
 		}
 	}
+	// A takeover claims one more than the highest Gen of the claims known now: its
+	// peers', live and lost, and its own.
+	s.claimGens = claimGens(in.Claims, s.lostClaims())
 	// Before the election's announcements: endpoints of a dead node are out of every
 	// Service as soon as the node's IPs move.
 	s.updateWithheld(ctx, verdict, live, records, in.Nodes, held)
@@ -220,8 +218,7 @@ func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string, tr
 		_, restored := s.restored[t.IP]
 		delete(s.restored, t.IP)
 		if !restored {
-			s.claimGens[t.IP]++
-			s.taken[t.IP] = Claim{Token: s.tokens[t.IP], Over: s.standsInFor(t.Key), Gen: s.claimGens[t.IP]}
+			s.taken[t.IP] = Claim{Token: s.tokens[t.IP], Over: s.standsInFor(t.Key), Gen: s.claimGens[t.IP] + 1}
 		}
 		pt := pendingTakeover{Takeover: t, restored: restored}
 		if t.Previous != "" && !s.live[t.Previous] {

@@ -101,9 +101,8 @@ func (s *Speaker) heldNodes(holds map[string]members.HeldState, now time.Time) m
 		if err != nil {
 			c = Claims{}
 		}
-		maxGens(c, s.claimGens)
 		// What this speaker last saw the node announce counts too: its last claims may
-		// not have reached this speaker (their Gen: the highest seen).
+		// not have reached this speaker (their Gen: the highest of the last election).
 		for ip, owner := range s.tracker.owners {
 			if _, ok := c[ip]; !ok && owner == n {
 				c[ip] = Claim{Token: s.tokens[ip], Over: s.rankedBefore(n, ip), Gen: s.claimGens[ip]}

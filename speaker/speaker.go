@@ -122,9 +122,11 @@ type Speaker struct {
 	// knows of (claimsync.go).
 	taken  map[netip.Addr]Claim
 	tokens map[netip.Addr]string
-	// claimGens is, per IP, the highest claim Gen this speaker has seen (its own and its
-	// peers'); a takeover claims one more.
+	// claimGens is, per IP, the highest claim Gen of the claims the last election knew
+	// (its own, its peers', live and lost); a takeover claims one more. lostCache holds
+	// the decoded last claims of lost peers.
 	claimGens map[netip.Addr]uint64
+	lostCache map[string]peerClaims
 	known     []string
 
 	// peers are the other speakers' MACs (from their records): their claims on the
@@ -191,6 +193,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		peerClaims:    map[string]peerClaims{},
 		taken:         map[netip.Addr]Claim{},
 		claimGens:     map[netip.Addr]uint64{},
+		lostCache:     map[string]peerClaims{},
 	}
 	s.prober = newHostProber(cfg.Members.BindPort, s.pokeElection)
 	s.reports = newReporter(cfg.NodeName, mgr.GetCache(), s.recorder)
@@ -281,7 +284,6 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		for ip, c := range restored {
 			s.taken[ip] = c
 		}
-		maxGens(restored, s.claimGens)
 		s.claims, s.claimsRaw, s.claimsSent = restored, restored.Encode(), true
 		s.members.Publish(s.claimsRaw)
 	}
