@@ -33,8 +33,8 @@ type Claim struct {
 	// do not take it back (election.Incumbent).
 	Over []string `json:"o,omitempty"`
 	// Gen orders the claims of one IP: a speaker that takes an IP claims it with one
-	// more than the highest Gen it has seen for it, so the latest taker has the
-	// highest. Without it, a node back from the dead with the claim it made long ago
+	// more than the highest Gen among the claims it knows then (claimGens), so the
+	// latest informed taker has the highest. Without it, a node back from the dead with the claim it made long ago
 	// as a stand-in would take the IP from the node that took it back meanwhile.
 	// Claims of speakers that do not write it count as 0.
 	Gen uint64 `json:"g,omitempty"`
