@@ -178,7 +178,7 @@ func (a *Agent) forgetEarlierPods(ctx context.Context) error {
 	var errs []error
 	for _, r := range recs {
 		a.log.Printf("removing pod %s/%s left by an earlier agent (%s)", r.Namespace, r.Name, r.NetNS)
-		if err := deleteNetns(ctx, r.NetNS); err != nil {
+		if err := removePodNet(ctx, r); err != nil {
 			errs = append(errs, err)
 			continue
 		}

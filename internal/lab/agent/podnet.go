@@ -138,14 +138,27 @@ func (p *podNet) serve(hostname string) error {
 }
 
 // tearDown stops the servers, whose sockets would otherwise keep the namespace alive
-// after its name is gone, and deletes the namespace, which takes the veth pair and the
-// node's route to the pod with it.
+// after its name is gone, and removes the pod's network (removePodNet).
 func (p *podNet) tearDown(ctx context.Context) error {
 	for _, s := range p.servers {
 		_ = s.Close() // closes the listener and every connection
 	}
 	p.servers = nil
-	return deleteNetns(ctx, p.rec.NetNS)
+	return removePodNet(ctx, p.rec)
+}
+
+// removePodNet deletes the node-side end of the pod's veth pair, which takes the pair
+// and the node's route to the pod with it at once, then the namespace. Deleting the
+// namespace alone frees the pair only once the kernel destroys the namespace, which
+// takes minutes when something still holds it (the sockets of a killed agent's
+// servers): an agent that rebuilds the pod meanwhile could not create its veth again.
+func removePodNet(ctx context.Context, rec Record) error {
+	if rec.Veth != "" {
+		if _, err := ip(ctx, "link", "del", rec.Veth); err != nil && !strings.Contains(err.Error(), "Cannot find device") {
+			return err
+		}
+	}
+	return deleteNetns(ctx, rec.NetNS)
 }
 
 func deleteNetns(ctx context.Context, ns string) error {
