@@ -31,20 +31,19 @@ const heartbeatEvery = 50 * time.Millisecond
 // watchdog tells the responders and the takeover loops whether this process has run
 // without a stall, and, after a stall, until Resume.
 type watchdog struct {
-	clock    clock
-	after    time.Duration
-	start    time.Time
-	beat     atomic.Int64 // since start, of the last beat
-	stalled  atomic.Bool  // a stall was noticed and Resume has not been called since
-	running  atomic.Bool  // run has recorded its first beat
-	onStall  func(time.Duration)
-	disabled bool
+	clock   clock
+	after   time.Duration
+	start   time.Time
+	beat    atomic.Int64 // since start, of the last beat
+	stalled atomic.Bool  // a stall was noticed and Resume has not been called since
+	running atomic.Bool  // run has recorded its first beat
+	onStall func(time.Duration)
 }
 
 // newWatchdog returns a watchdog that counts a stall when its heartbeat is more than
 // after late (never if after is 0) and then calls onStall (which may be nil).
 func newWatchdog(clk clock, after time.Duration, onStall func(time.Duration)) *watchdog {
-	return &watchdog{clock: clk, after: after, start: clk.Now(), onStall: onStall, disabled: after <= 0}
+	return &watchdog{clock: clk, after: after, start: clk.Now(), onStall: onStall}
 }
 
 // awake reports whether the process has run without a stall: the last beat is recent
@@ -52,7 +51,7 @@ func newWatchdog(clk clock, after time.Duration, onStall func(time.Duration)) *w
 // raises the flag before it records the beat that ends a stall, so a caller that sees
 // that fresh beat also sees the flag.
 func (w *watchdog) awake() bool {
-	if w == nil || w.disabled || !w.running.Load() {
+	if w == nil || w.after <= 0 || !w.running.Load() {
 		return true
 	}
 	last := time.Duration(w.beat.Load())
@@ -65,7 +64,7 @@ func (w *watchdog) awake() bool {
 // run beats every heartbeatEvery until ctx ends; a beat later than after since the
 // previous one is a stall: it raises the flag and calls onStall with the gap.
 func (w *watchdog) run(ctx context.Context) {
-	if w.disabled {
+	if w.after <= 0 {
 		return
 	}
 	w.beat.Store(int64(w.clock.Now().Sub(w.start)))
