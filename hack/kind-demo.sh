@@ -175,9 +175,11 @@ for i in "${!services[@]}"; do
 	node=$(awk -v mac="$mac" '$2 == mac {sub("^/", "", $1); print $1}' <<<"$nodes")
 	echo "$ip is at ${mac:-?}: ${node:-no kind node has that MAC}"
 done
-log "who announces what (Events from the speakers)"
-k get events -A --field-selector reason=Announcing \
-	-o custom-columns=NAMESPACE:.metadata.namespace,SERVICE:.involvedObject.name,MESSAGE:.message
+log "who announces what (the latest Announcing Event of each Service, from the speakers)"
+# A reused cluster keeps the Events of earlier runs: the latest per Service tells.
+k get events --field-selector reason=Announcing --sort-by=.lastTimestamp \
+	-o custom-columns=SERVICE:.involvedObject.name,MESSAGE:.message --no-headers |
+	awk '{last[$1] = $0} END {for (s in last) print last[s]}' | sort
 
 # --------------------------------------------------------------------------- failover
 if [[ ${FAILOVER:-yes} == yes ]]; then
