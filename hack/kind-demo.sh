@@ -177,7 +177,7 @@ for i in "${!services[@]}"; do
 done
 log "who announces what (the latest Announcing Event of each Service, from the speakers)"
 # A reused cluster keeps the Events of earlier runs: the latest per Service tells.
-k get events --field-selector reason=Announcing --sort-by=.lastTimestamp \
+k get events --field-selector reason=Announcing --sort-by=.metadata.creationTimestamp \
 	-o custom-columns=SERVICE:.involvedObject.name,MESSAGE:.message --no-headers |
 	awk '{last[$1] = $0} END {for (s in last) print last[s]}' | sort
 
