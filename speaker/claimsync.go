@@ -39,24 +39,35 @@ func (s *Speaker) claimsOf(live []string) (map[string]Claims, bool) {
 			}
 			continue
 		}
-		pc, cached := s.peerClaims[m]
-		if !cached || !bytes.Equal(pc.raw, raw) {
-			c, err := DecodeClaims(raw)
-			if err != nil {
-				s.log.Info("ignoring a peer's claims", "peer", m, "error", err.Error())
-				c = Claims{}
-			}
-			pc = peerClaims{raw: raw, claims: c}
-			s.peerClaims[m] = pc
-		}
-		out[m] = pc.claims
+		out[m] = s.decoded(s.peerClaims, m, raw)
 	}
-	for m := range s.peerClaims {
-		if _, ok := states[m]; !ok {
-			delete(s.peerClaims, m)
-		}
-	}
+	forgetOthers(s.peerClaims, states)
 	return out, waiting
+}
+
+// decoded returns the claims a peer's state raw holds, decoding them only when they
+// differ from what cache holds for the peer. Bad claims count as none.
+func (s *Speaker) decoded(cache map[string]peerClaims, peer string, raw []byte) Claims {
+	pc, ok := cache[peer]
+	if !ok || !bytes.Equal(pc.raw, raw) {
+		c, err := DecodeClaims(raw)
+		if err != nil {
+			s.log.Info("ignoring a peer's claims", "peer", peer, "error", err.Error())
+			c = Claims{}
+		}
+		pc = peerClaims{raw: raw, claims: c}
+		cache[peer] = pc
+	}
+	return pc.claims
+}
+
+// forgetOthers drops from cache the peers states no longer has.
+func forgetOthers(cache map[string]peerClaims, states map[string][]byte) {
+	for p := range cache {
+		if _, ok := states[p]; !ok {
+			delete(cache, p)
+		}
+	}
 }
 
 // standsInFor returns the speakers known to this one (live, lost since it started, or
@@ -141,22 +152,8 @@ func (s *Speaker) lostClaims() map[string]Claims {
 	lost := s.members.LostStates()
 	out := make(map[string]Claims, len(lost))
 	for n, raw := range lost {
-		pc, ok := s.lostCache[n]
-		if !ok || !bytes.Equal(pc.raw, raw) {
-			c, err := DecodeClaims(raw)
-			if err != nil {
-				s.log.Info("ignoring a peer's last claims", "peer", n, "error", err.Error())
-				c = Claims{}
-			}
-			pc = peerClaims{raw: raw, claims: c}
-			s.lostCache[n] = pc
-		}
-		out[n] = pc.claims
+		out[n] = s.decoded(s.lostCache, n, raw)
 	}
-	for n := range s.lostCache {
-		if _, ok := lost[n]; !ok {
-			delete(s.lostCache, n)
-		}
-	}
+	forgetOthers(s.lostCache, lost)
 	return out
 }
