@@ -116,13 +116,31 @@ func (s *Speaker) knownSpeakers(live []string, recs []quorum.Record) []string {
 // publishClaims tells the peers which IPs this speaker announces now, when that
 // changed. Loop goroutine only.
 func (s *Speaker) publishClaims() {
-	c := ownClaims(s.tracker.OwnedIPs(), s.taken)
+	c := ownClaims(s.claimable(s.tracker.OwnedIPs()), s.taken)
 	raw := c.Encode()
 	if s.claimsSent && bytes.Equal(raw, s.claimsRaw) {
 		return
 	}
 	s.claims, s.claimsRaw, s.claimsSent = c, raw, true
 	s.members.Publish(raw)
+}
+
+// claimable returns the IPs of owned that are no unconfirmed takeover: one waiting
+// for an owner lost without a goodbye to stop answering. Such a loss may be a rumour
+// (a member back from a partition passes on the deaths it declared while cut off, and
+// a peer believes one until the accused refutes it): claimed at once, the IP would
+// outrank the claim of its owner, alive all along, which would give it up to this
+// node. Claimed once it goes out, it moves only if the owner did stop answering.
+func (s *Speaker) claimable(owned []netip.Addr) []netip.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]netip.Addr, 0, len(owned))
+	for _, ip := range owned {
+		if !s.takeovers[ip.String()].unconfirmed {
+			out = append(out, ip)
+		}
+	}
+	return out
 }
 
 // arbitratedClaims are the claims of an election arbitrated through the API server

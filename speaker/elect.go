@@ -224,21 +224,6 @@ func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string, tr
 		if t.Previous != "" && !s.live[t.Previous] {
 			pt.lostAt = s.lostAt[t.Previous]
 		}
-		s.mu.Lock()
-		s.takeovers[t.IP.String()] = pt
-		s.ownedServices[t.IP] = t.Services
-		s.mu.Unlock()
-		s.setOwner(t.Decision)
-		s.metrics.peerClaims.WithLabelValues(t.IP.String()) // at 0, so increase() sees the first claim
-		counter := s.metrics.leaderChanges.WithLabelValues(t.IP.String())
-		s.counted[t.IP] = true
-		if restored {
-			// No move: the node announced it before its speaker restarted.
-			s.log.Info("announcing again after a restart", "ip", t.IP, "services", t.Services, "interfaces", t.Interfaces)
-		} else {
-			counter.Inc()
-			s.log.Info("taking over", "ip", t.IP, "services", t.Services, "previousOwner", t.Previous, "interfaces", t.Interfaces)
-		}
 		// An IP new to this speaker (a new Service, or a speaker just started) is
 		// probed for a foreign device first. An IP whose owner was lost without
 		// leaving (dead, or cut off from memberlist but alive), or is unknown, is
@@ -253,6 +238,23 @@ func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string, tr
 			opts = append(opts, layer2.Probe())
 		case t.Previous == "" || (!s.live[t.Previous] && !s.members.LeftGracefully(t.Previous)):
 			opts = append(opts, layer2.WaitForPeers())
+			pt.unconfirmed = true
+		}
+		s.mu.Lock()
+		s.takeovers[t.IP.String()] = pt
+		s.ownedServices[t.IP] = t.Services
+		s.mu.Unlock()
+		s.setOwner(t.Decision)
+		s.metrics.peerClaims.WithLabelValues(t.IP.String()) // at 0, so increase() sees the first claim
+		// The counter exists from now on; it counts the move once the IP goes out
+		// (announced): a takeover given up before that moved nothing.
+		s.metrics.leaderChanges.WithLabelValues(t.IP.String())
+		s.counted[t.IP] = true
+		if restored {
+			// No move: the node announced it before its speaker restarted.
+			s.log.Info("announcing again after a restart", "ip", t.IP, "services", t.Services, "interfaces", t.Interfaces)
+		} else {
+			s.log.Info("taking over", "ip", t.IP, "services", t.Services, "previousOwner", t.Previous, "interfaces", t.Interfaces)
 		}
 		s.announce(t.Decision, opts...)
 	}
@@ -298,8 +300,12 @@ func (s *Speaker) announced(a layer2.Announcement) {
 	if !pt.lostAt.IsZero() {
 		s.metrics.failover.Observe(a.At.Sub(pt.lostAt).Seconds())
 	}
-	if !pt.restored { // a restart is no takeover: no Event
+	if !pt.restored { // a restart is no takeover: no count, no Event
+		s.metrics.leaderChanges.WithLabelValues(a.IP.String()).Inc()
 		s.reports.takeover(pt.Takeover, a)
 	}
 	s.vips.Announced(a)
+	if pt.unconfirmed {
+		s.pokeElection() // the loop publishes the claim now that the IP is out
+	}
 }

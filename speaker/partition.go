@@ -58,6 +58,10 @@ func (s *Speaker) decide(ctx context.Context, live []string) (quorum.Verdict, []
 	}
 	s.qstate = st
 	s.records.prime()
+	if at := v.DecideAgainAt; !at.IsZero() && !at.Equal(s.decideAgainAt) {
+		s.decideAgainAt = at // one timer per deadline
+		time.AfterFunc(time.Until(at), s.pokeElection)
+	}
 	return v, in.Records
 }
 

@@ -85,9 +85,11 @@ type Speaker struct {
 	lostAt map[string]time.Time
 	// counted are the IPs whose leader-change counter this node exports.
 	counted map[netip.Addr]bool
-	// qstate and verdict are the quorum rule's memory and its last decision.
-	qstate  quorum.State
-	verdict quorum.Verdict
+	// qstate and verdict are the quorum rule's memory and its last decision;
+	// decideAgainAt the last Verdict.DecideAgainAt a timer was set for.
+	qstate        quorum.State
+	verdict       quorum.Verdict
+	decideAgainAt time.Time
 	// bindIface is the interface memberlist's address is on ("" when unknown), and
 	// bindLookup when it was last looked up.
 	bindIface  string
@@ -141,6 +143,11 @@ type pendingTakeover struct {
 	Takeover
 	lostAt   time.Time // when the previous owner left memberlist; zero if it did not
 	restored bool      // the node's own before its speaker restarted: no move
+	// unconfirmed: the IP waits for its previous owner, lost without a goodbye, to stop
+	// answering (layer2.WaitForPeers). It is claimed only once it goes out: the loss
+	// may be a rumour, and a claim would make the owner, alive all along, give the IP
+	// up to this node (publishClaims).
+	unconfirmed bool
 }
 
 // Run runs the speaker until ctx ends, then leaves memberlist before it stops

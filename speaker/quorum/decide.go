@@ -139,6 +139,9 @@ type Verdict struct {
 	Majority []string
 	// NeedRecords: read the records straight from the API server, then decide again.
 	NeedRecords bool
+	// DecideAgainAt: the verdict changes then with time alone, unless something else
+	// changes first (a deposition waiting out Grace); zero if not.
+	DecideAgainAt time.Time
 	// Reason says why, in a sentence naming the speakers (for Events and logs).
 	Reason string
 }
@@ -204,7 +207,10 @@ func Decide(cfg Config, st State, in Input) (Verdict, State) {
 	case st.HeardSince.IsZero():
 		st.HeardSince = in.Now
 	}
-	switch deposers := deposers(in.Self, fresh, joinedRecently, current, majority); {
+	hears := func(n string) bool { return quorate && slices.Contains(live, n) }
+	deposers, deposeAt := deposers(in.Self, fresh, joinedRecently, current, majority, hears, cfg.Grace, in.Now)
+	v.DecideAgainAt = deposeAt
+	switch {
 	case in.LinkDown:
 		v.Mode = ModeIsolated
 		v.Reason = "the interface memberlist runs on has no carrier"
@@ -311,8 +317,17 @@ func joiningReason(self string, behind, unheard []string) string {
 // without the other). A writer that joined self's view only just deposes regardless:
 // it has not caught up with self yet and may still hold self's IPs, unless its record
 // says it announces nothing (a node coming back from silence).
-func deposers(self string, fresh map[string]*Record, joinedRecently func(string) bool, current func(*Record) bool, majority func([]string) bool) []string {
-	var out []string
+//
+// A writer self hears while it hears a majority itself (hears) deposes it only once
+// its record has said so for grace, and deposeAt is when the first such writer will
+// (zero if none). That is a rumour, most likely: a member back from a partition
+// gossips the deaths it declared while cut off, its peers believe one for a moment and
+// write it, and the accused, alive all along, refutes it and is heard again at once.
+// Deposed at once, it would go silent and its IPs would move for nothing. Waiting costs
+// no double answer: the majority's new owners take its IPs only once it stops
+// answering (layer2.WaitForPeers).
+func deposers(self string, fresh map[string]*Record, joinedRecently func(string) bool, current func(*Record) bool, majority func([]string) bool,
+	hears func(string) bool, grace time.Duration, now time.Time) (out []string, deposeAt time.Time) {
 	for n, r := range fresh {
 		if n == self || r.lists(self) || !current(r) || !majority(r.Members) {
 			continue
@@ -324,12 +339,21 @@ func deposers(self string, fresh map[string]*Record, joinedRecently func(string)
 				break
 			}
 		}
-		if (joinedRecently(n) && r.Mode.serving()) || !vouched {
-			out = append(out, n)
+		if !(joinedRecently(n) && r.Mode.serving()) && vouched {
+			continue
 		}
+		if hears(n) && !joinedRecently(n) && !r.ChangedAt.IsZero() {
+			if at := r.ChangedAt.Add(grace); now.Before(at) {
+				if deposeAt.IsZero() || at.Before(deposeAt) {
+					deposeAt = at
+				}
+				continue
+			}
+		}
+		out = append(out, n)
 	}
 	slices.Sort(out)
-	return out
+	return out, deposeAt
 }
 
 // listeners returns the writers of current, fresh records of announcing speakers that

@@ -320,9 +320,15 @@ func TestDecideStates(t *testing.T) {
 	}
 	all := []Record{rec("a", -time.Second, "a", "b", "c"), rec("b", -time.Second, "a", "b", "c"), rec("c", -time.Second, "a", "b", "c")}
 	step(Input{Members: heard("a", "b", "c"), Records: all, Now: at(0), RecordsReadAt: at(0)}, ModeQuorum)
-	// Cut: the majority republishes without c before c's memberlist notices.
+	// Cut: the majority republishes without c before c's memberlist notices. c still
+	// hears them all: it waits Grace from the change before it counts as deposed (a
+	// rumour would be over by then), and is told when to decide again.
 	cut := []Record{rec("a", 900*time.Millisecond, "a", "b"), rec("b", 900*time.Millisecond, "a", "b"), all[2]}
-	step(Input{Members: heard("a", "b", "c"), Records: cut, Now: at(time.Second), RecordsReadAt: at(0)}, ModeMinority)
+	v := step(Input{Members: heard("a", "b", "c"), Records: cut, Now: at(time.Second), RecordsReadAt: at(0)}, ModeQuorum)
+	if want := at(900*time.Millisecond + cfg.Grace); !v.DecideAgainAt.Equal(want) {
+		t.Fatalf("deposition pending: decide again at %v, want %v", v.DecideAgainAt.Sub(t0), want.Sub(t0))
+	}
+	step(Input{Members: heard("a", "b", "c"), Records: cut, Now: at(900*time.Millisecond + cfg.Grace), RecordsReadAt: at(0)}, ModeMinority)
 	if !st.Silent {
 		t.Fatal("a deposed speaker is not recorded as silent")
 	}
@@ -345,6 +351,39 @@ func TestDecideStates(t *testing.T) {
 	}
 	if st.Silent || !st.TroubleSince.IsZero() {
 		t.Fatalf("state after the heal: %+v", st)
+	}
+}
+
+// TestDecideRumour: a member back from a partition gossips that c is dead; a and b
+// believe it for a moment and publish majorities without c, then hear c refute it and
+// publish it again, within Grace. c, which heard them all along, never goes silent.
+// Had c not heard them (a real cut), it would have been deposed at once.
+func TestDecideRumour(t *testing.T) {
+	cfg := DefaultConfig()
+	st := State{Started: true}
+	all := []Record{rec("a", -time.Second, "a", "b", "c"), rec("b", -time.Second, "a", "b", "c")}
+	in := Input{Self: "c", Members: heard("a", "b", "c"), APIUp: true, APIAt: at(0), RecordsReadAt: at(0), Records: all, Now: at(0)}
+	v, st := Decide(cfg, st, in)
+	if v.Mode != ModeQuorum {
+		t.Fatalf("before the rumour: %s (%s)", v.Mode, v.Reason)
+	}
+	in.Records = []Record{rec("a", 100*time.Millisecond, "a", "b"), rec("b", 120*time.Millisecond, "a", "b")}
+	in.Now = at(150 * time.Millisecond)
+	v, st = Decide(cfg, st, in)
+	if v.Mode != ModeQuorum || v.DecideAgainAt.IsZero() {
+		t.Fatalf("rumour believed: %s (%s), decide again at %v; want Quorum and a time to decide again", v.Mode, v.Reason, v.DecideAgainAt)
+	}
+	in.Records = []Record{rec("a", 400*time.Millisecond, "a", "b", "c"), rec("b", 450*time.Millisecond, "a", "b", "c")}
+	in.Now = at(500 * time.Millisecond)
+	v, _ = Decide(cfg, st, in)
+	if v.Mode != ModeQuorum || !v.DecideAgainAt.IsZero() {
+		t.Fatalf("rumour refuted: %s (%s), decide again at %v; want Quorum and nothing pending", v.Mode, v.Reason, v.DecideAgainAt)
+	}
+
+	cut := Input{Self: "c", Members: heard("c"), APIUp: true, APIAt: at(0), RecordsReadAt: at(0), Now: at(150 * time.Millisecond),
+		Records: []Record{rec("a", 100*time.Millisecond, "a", "b"), rec("b", 120*time.Millisecond, "a", "b")}}
+	if v, _ := Decide(cfg, State{Started: true}, cut); v.Mode != ModeMinority {
+		t.Fatalf("cut off, deposed by a majority it does not hear: %s (%s), want Minority at once", v.Mode, v.Reason)
 	}
 }
 

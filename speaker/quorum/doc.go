@@ -37,7 +37,12 @@
 //     memberlist view after writing it, more than JoinWait ago: a record written before
 //     the writer heard this speaker again still deposes it for JoinWait, which is what
 //     makes a returning node wait until its peers have given its IPs back (they
-//     republish once they hear it), so two nodes never answer at once.
+//     republish once they hear it), so two nodes never answer at once. A majority of
+//     writers this speaker hears, while it hears a majority itself, deposes it only
+//     once their records have said so for Grace: that is a rumour of its death (a
+//     member back from a partition passes on the deaths it declared while cut off),
+//     refuted a moment later; the majority's new owners wait for it to stop answering
+//     meanwhile, so nothing is answered twice.
 //  3. Quorum: it hears a strict majority of E. It elects among the members it hears,
 //     as memberlist reports them, with no API round trip.
 //  4. Rejoining: it was silent, and a majority's current records list it while it
