@@ -99,6 +99,22 @@ func faultCmds(o *opts) []*cobra.Command {
 			},
 		},
 		{
+			Use:   "death-rumour TO ABOUT",
+			Short: "Tell TO's speaker, in one memberlist packet, that ABOUT's speaker is dead: what a node back from a partition gossips (ABOUT refutes it)",
+			Args:  cobra.ExactArgs(2),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				s, err := o.state(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if err := s.SpreadDeathRumour(cmd.Context(), args[0], args[1], "herald-lab"); err != nil {
+					return err
+				}
+				fmt.Printf("%s told that %s is dead\n", args[0], args[1])
+				return nil
+			},
+		},
+		{
 			Use: "restart-controller", Short: "Stop herald's controller with SIGTERM and start it again", Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				s, err := o.state(cmd.Context())

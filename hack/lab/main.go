@@ -10,6 +10,7 @@
 //	lab link-down NODE           pull a node's cable; link-up NODE plugs it back
 //	lab partition NODE...        drop the nodes' memberlist traffic; heal [NODE...] undoes it
 //	lab split A,B C,D            cut memberlist between two groups of nodes only
+//	lab death-rumour TO ABOUT    tell TO's speaker that ABOUT's is dead (one memberlist packet)
 //	lab restart-controller       SIGTERM herald's controller and start it again
 //	lab curl URL [-n 100]        the walkthrough's curl loop from the client, counted
 //	lab who-has IP               which node answers ARP for IP, seen from the client
