@@ -162,18 +162,7 @@ func TestLabSpeakerFreeze(t *testing.T) {
 		t.Errorf("from the thaw on, %s was answered by %s; want %s alone (the VIP stays where it is)",
 			vips["freeze"], f.describeMACs(after.MACs), f.describeMACs([]string{firstMAC}))
 	}
-	n, failed := probe.Between(thawAt, end)
-	t.Logf("HTTP to freeze (%s) from the thaw on: %d requests, %d failed", vips["freeze"], n, len(failed))
-	if n == 0 {
-		t.Error("HTTP: no request measured after the thaw")
-	}
-	for i, fl := range failed {
-		if i == 5 {
-			t.Errorf("HTTP: ... and %d more failed", len(failed)-5)
-			break
-		}
-		t.Errorf("HTTP to %s failed after %s's speaker was thawed: request at %s: %v", vips["freeze"], standIn, sinceFault(fl.Start, thawAt), fl.Err)
-	}
+	expectNoHTTPFailure(t, probe, "freeze", vips["freeze"], thawAt, end, standIn+"'s speaker was thawed")
 }
 
 // TestLabCablePullNoDoubleAnswer pulls the cable of a VIP's owner and plugs it back:
@@ -228,19 +217,7 @@ func TestLabCablePullNoDoubleAnswer(t *testing.T) {
 
 	f.expectOneAnswer(t, ws, pullAt, pullAt, end, pulled+"'s cable pulled and plugged back")
 	for _, name := range slices.Sorted(maps.Keys(probes)) {
-		n, failed := probes[name].Between(plugAt, end)
-		t.Logf("HTTP to %s (%s) from the cable plugged back on: %d requests, %d failed", name, vips[name], n, len(failed))
-		if n == 0 {
-			t.Errorf("HTTP to %s: no request measured after the cable was plugged back", name)
-		}
-		for i, fl := range failed {
-			if i == 5 {
-				t.Errorf("HTTP to %s: ... and %d more failed", name, len(failed)-5)
-				break
-			}
-			t.Errorf("HTTP to %s (%s) failed while %s's cable was plugged back: request at %s: %v",
-				name, vips[name], pulled, sinceFault(fl.Start, plugAt), fl.Err)
-		}
+		expectNoHTTPFailure(t, probes[name], name, vips[name], plugAt, end, pulled+"'s cable was plugged back")
 	}
 
 	// Counters only grow: wait until every owner has settled and the counts match, and
@@ -514,4 +491,23 @@ func (f *fullLab) leaderChanges(ctx context.Context, vips map[string]netip.Addr,
 		}
 	}
 	return status, metric, errors.Join(errs...)
+}
+
+// expectNoHTTPFailure fails the test for every request of probe to Service name's vip
+// that started from from (when what happened) until to and failed, and when none was
+// measured.
+func expectNoHTTPFailure(t *testing.T, probe *lab.HTTPProbe, name string, vip netip.Addr, from, to time.Time, what string) {
+	t.Helper()
+	n, failed := probe.Between(from, to)
+	t.Logf("HTTP to %s (%s) from when %s: %d requests, %d failed", name, vip, what, n, len(failed))
+	if n == 0 {
+		t.Errorf("HTTP to %s: no request measured after %s", name, what)
+	}
+	for i, fl := range failed {
+		if i == 5 {
+			t.Errorf("HTTP to %s: ... and %d more failed", name, len(failed)-5)
+			break
+		}
+		t.Errorf("HTTP to %s (%s) failed after %s: request at %s: %v", name, vip, what, sinceFault(fl.Start, from), fl.Err)
+	}
 }

@@ -65,16 +65,5 @@ func TestLabDeathRumour(t *testing.T) {
 			vips["rumoured"], f.describeMACs(s.MACs), f.describeMACs([]string{h.MAC}))
 	}
 	f.expectOwners(t, vips, "after the rumour of "+accused+"'s death")
-	n, failed := probe.Between(at, end)
-	t.Logf("HTTP to rumoured (%s) from the rumour on: %d requests, %d failed", vips["rumoured"], n, len(failed))
-	if n == 0 {
-		t.Error("HTTP: no request measured after the rumour")
-	}
-	for i, fl := range failed {
-		if i == 5 {
-			t.Errorf("HTTP: ... and %d more failed", len(failed)-5)
-			break
-		}
-		t.Errorf("HTTP to %s failed after the rumour: request at %s: %v", vips["rumoured"], sinceFault(fl.Start, at), fl.Err)
-	}
+	expectNoHTTPFailure(t, probe, "rumoured", vips["rumoured"], at, end, believer+" heard the rumour of "+accused+"'s death")
 }
