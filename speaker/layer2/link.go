@@ -117,6 +117,12 @@ func (l *link) serve(bufSize int, proto string, handle frameHandler, answered fu
 // answer handles one received frame: send handle's answer, or count why there is none.
 func (l *link) answer(frame []byte, handle frameHandler, answered func(*Metrics) prometheus.Counter) {
 	reply, dst, reason := handle(frame)
+	if reason == "" && !l.owners.running() {
+		// Asked again just before the send: a process frozen (SIGSTOP, docker pause)
+		// between handle's check and the send would otherwise answer a stale request
+		// the moment it thaws, beside the node that took the IP over meanwhile.
+		reason = DropSuppressed
+	}
 	if reason != "" {
 		l.m.drop(reason)
 		return

@@ -207,9 +207,12 @@ func (t *Table) statusPair(sender, target netip.Addr, ifname string) (status, st
 	return t.hushed(s), t.hushed(tg)
 }
 
+// running says whether the process ran without a stall (true without a watchdog).
+func (t *Table) running() bool { return t.awake == nil || t.awake() }
+
 // hushed turns an answered status quiet while the process is not known awake.
 func (t *Table) hushed(st status) status {
-	if st == statusAnswering && t.awake != nil && !t.awake() {
+	if st == statusAnswering && !t.running() {
 		return statusQuiet
 	}
 	return st

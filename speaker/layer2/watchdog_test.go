@@ -90,3 +90,21 @@ func TestResponderSilentWhileNotAwake(t *testing.T) {
 	r.serveFrame(arpRequest(vip4))
 	c.next(t)
 }
+
+// TestResponderFrozenBeforeSend: a process frozen after it found a request's IP
+// answerable but before it sent the answer (the watchdog says awake at the check, not
+// any more at the send) drops the answer: sent at the thaw, it would answer a stale
+// request beside the node that took the IP over meanwhile.
+func TestResponderFrozenBeforeSend(t *testing.T) {
+	r, c, m := newTestARP(t)
+	checks := 0
+	r.owners.awake = func() bool { checks++; return checks == 1 } // the freeze falls after the first check
+	r.serveFrame(arpRequest(vip4))
+	c.none(t)
+	if checks < 2 {
+		t.Fatalf("the watchdog was asked %d times for one request; want again before the send", checks)
+	}
+	if got := value(m.Dropped.WithLabelValues(DropSuppressed)); got != 1 {
+		t.Errorf("suppressed drops = %v, want 1", got)
+	}
+}
