@@ -31,6 +31,17 @@ if "$KIND" get clusters 2>/dev/null | grep -qx "$CLUSTER" &&
 	log "kind cluster $CLUSTER exists but some of its nodes are not running: deleting it"
 	"$KIND" delete cluster --name "$CLUSTER"
 fi
+# A cluster kept is reached through the kubeconfig entry kind wrote, which a `kind
+# delete` of another cluster of that name, a new $HOME or a deleted ~/.kube/config may
+# have removed, and whose port changes when the node containers restart: write it
+# again. One whose API server still does not answer is made again.
+if "$KIND" get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
+	"$KIND" export kubeconfig --name "$CLUSTER" >/dev/null 2>&1 || true
+	if ! k get --raw /readyz --request-timeout=10s >/dev/null 2>&1; then
+		log "kind cluster $CLUSTER exists but its API server does not answer: deleting it"
+		"$KIND" delete cluster --name "$CLUSTER"
+	fi
+fi
 if "$KIND" get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
 	log "kind cluster $CLUSTER exists: reusing it"
 	# herald's proxier and kube-proxy would both program the nodes: refuse a mismatch.
