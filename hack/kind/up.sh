@@ -25,10 +25,22 @@ if ! docker network inspect "$NETWORK" >/dev/null 2>&1; then
 fi
 
 # A cluster whose node containers stopped (dockerd restarted, the machine rebooted) is
-# not reused: kind cannot start one again.
+# not reused: kind cannot start one again. Nor one whose nodes Docker started again by
+# itself (a restart policy, when dockerd came back): they run, but pods hang in
+# Terminating. Every node started more than a minute after it was created means that;
+# one node started again is the failover tests' `docker stop` and `docker start`.
+restarted_nodes() {
+	local id created started n=0 again=0
+	for id in $(docker ps -aq --filter "label=io.x-k8s.kind.cluster=$CLUSTER"); do
+		read -r created started < <(docker inspect -f '{{.Created}} {{.State.StartedAt}}' "$id")
+		n=$((n + 1))
+		(($(date -d "$started" +%s) - $(date -d "$created" +%s) > 60)) && again=$((again + 1))
+	done
+	((n > 0 && again == n))
+}
 if "$KIND" get clusters 2>/dev/null | grep -qx "$CLUSTER" &&
-	docker ps -a --filter "label=io.x-k8s.kind.cluster=$CLUSTER" --format '{{.State}}' | grep -qvx running; then
-	log "kind cluster $CLUSTER exists but some of its nodes are not running: deleting it"
+	{ docker ps -a --filter "label=io.x-k8s.kind.cluster=$CLUSTER" --format '{{.State}}' | grep -qvx running || restarted_nodes; }; then
+	log "kind cluster $CLUSTER exists but some of its nodes are not running or were restarted: deleting it"
 	"$KIND" delete cluster --name "$CLUSTER"
 fi
 # A cluster kept is reached through the kubeconfig entry kind wrote, which a `kind
