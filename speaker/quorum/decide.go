@@ -315,8 +315,13 @@ func joiningReason(self string, behind, unheard []string) string {
 // self: then the record is stale (its writer died or was cut off after writing it) or
 // memberlist is still settling (each side of a forming split briefly sees a majority
 // without the other). A writer that joined self's view only just deposes regardless:
-// it has not caught up with self yet and may still hold self's IPs, unless its record
-// says it announces nothing (a node coming back from silence).
+// it has not caught up with self yet and may still hold self's IPs.
+//
+// Only a writer that announces deposes. A silent one (Minority, Isolated, Rejoining)
+// serves no IP, so deposing self for it would leave self's IPs to nobody; and its view
+// is the least trustworthy there is: a node coming back from a cut hears its peers
+// one by one and publishes, for a moment, a majority without the ones it has not
+// heard yet, which a peer that has not heard it either cannot tell from a real one.
 //
 // A writer self hears while it hears a majority itself (hears) deposes it only once
 // its record has said so for grace, and deposeAt is when the first such writer will
@@ -329,7 +334,7 @@ func joiningReason(self string, behind, unheard []string) string {
 func deposers(self string, fresh map[string]*Record, joinedRecently func(string) bool, current func(*Record) bool, majority func([]string) bool,
 	hears func(string) bool, grace time.Duration, now time.Time) (out []string, deposeAt time.Time) {
 	for n, r := range fresh {
-		if n == self || r.lists(self) || !current(r) || !majority(r.Members) {
+		if n == self || !r.Mode.serving() || r.lists(self) || !current(r) || !majority(r.Members) {
 			continue
 		}
 		vouched := false
@@ -339,7 +344,7 @@ func deposers(self string, fresh map[string]*Record, joinedRecently func(string)
 				break
 			}
 		}
-		if !(joinedRecently(n) && r.Mode.serving()) && vouched {
+		if !joinedRecently(n) && vouched {
 			continue
 		}
 		if hears(n) && !joinedRecently(n) && !r.ChangedAt.IsZero() {

@@ -139,6 +139,17 @@ func TestDecide(t *testing.T) {
 			mode: ModeQuorum, electors: []string{"a", "b", "c"}, take: true,
 		},
 		{
+			// A node back from a cable pull hears its peers one by one and publishes,
+			// silent, a majority without the one it has not heard yet; that peer has
+			// not heard it either, and another peer, hit by the returning node's
+			// rumour of its death, briefly lists it no longer.
+			name: "a silent node coming back does not depose a peer that has not heard it yet",
+			st:   serving,
+			in: Input{Self: "b", Members: heard("a", "b"), APIUp: true, APIAt: now, Now: now, Lost: map[string]time.Time{"c": at(-time.Second)},
+				Records: []Record{withMode(rec("a", -10*time.Millisecond, "a"), ModeHold), withMode(rec("c", -50*time.Millisecond, "a", "c"), ModeMinority)}},
+			mode: ModeQuorum, electors: []string{"a", "b"}, take: true, unreachable: []string{"c"},
+		},
+		{
 			name: "a forming split: a peer heard for long sees a majority without us, but a member of it still lists us",
 			st:   serving,
 			in: Input{Self: "c", Members: heard("b", "c", "d"), APIUp: true, APIAt: now, Now: now, Lost: map[string]time.Time{"a": at(-50 * time.Millisecond)},

@@ -30,10 +30,12 @@
 //
 //  1. Isolated: the interface memberlist runs on has lost its carrier. Announce nothing:
 //     the peers take this node's IPs over and it cannot serve them anyway.
-//  2. Minority: some speaker's current record publishes a majority of E that excludes
-//     this speaker, and no member of that majority publishes a record that includes it.
-//     Those speakers elect among themselves, fast, and serve every IP; this one
-//     announces nothing. A record is current unless its writer rejoined this speaker's
+//  2. Minority: some announcing speaker's current record publishes a majority of E
+//     that excludes this speaker, and no member of that majority publishes a record
+//     that includes it. Those speakers elect among themselves, fast, and serve every
+//     IP; this one announces nothing. A silent writer deposes nobody: it serves no IP,
+//     and a node back from a cut publishes, for a moment, a majority without the peers
+//     it has not heard again yet. A record is current unless its writer rejoined this speaker's
 //     memberlist view after writing it, more than JoinWait ago: a record written before
 //     the writer heard this speaker again still deposes it for JoinWait, which is what
 //     makes a returning node wait until its peers have given its IPs back (they
