@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -45,6 +46,15 @@ const (
 	// device.
 	RecordMACsAnnotation = "herald.dev/macs"
 )
+
+// recordsByObject is what a speaker's cache holds of the Leases: the records, in
+// herald's namespace.
+func recordsByObject(namespace string) cache.ByObject {
+	return cache.ByObject{
+		Namespaces: map[string]cache.Config{namespace: {}},
+		Label:      labels.SelectorFromSet(labels.Set{RecordLabel: "true"}),
+	}
+}
 
 // RecordName is the name of node's record.
 func RecordName(node string) string { return "herald-speaker-" + node }
@@ -283,7 +293,9 @@ func (r *records) list(ctx context.Context, fresh bool) ([]quorum.Record, error)
 	if fresh {
 		src = r.api
 	}
-	if err := src.List(ctx, &leases, client.InNamespace(r.namespace), client.HasLabels{RecordLabel}); err != nil {
+	// Read only, never changed: the cache's objects need no copy (a speaker lists
+	// every record before each decision, a thousand at a thousand nodes).
+	if err := src.List(ctx, &leases, client.InNamespace(r.namespace), client.HasLabels{RecordLabel}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing speaker records: %w", err)
 	}
 	out := make([]quorum.Record, 0, len(leases.Items))
@@ -318,7 +330,7 @@ func (r *records) newer(l *coordinationv1.Lease) *coordinationv1.Lease {
 	if prev := r.newest[l.Name]; prev != nil && prev.UID == l.UID && olderVersion(l.ResourceVersion, prev.ResourceVersion) {
 		return prev
 	}
-	r.newest[l.Name] = l.DeepCopy()
+	r.newest[l.Name] = l // never changed (write copies before it changes r.lease)
 	return l
 }
 

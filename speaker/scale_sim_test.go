@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -76,11 +75,8 @@ func newRecordsCache(env simEnv) (cache.Cache, error) {
 
 func recordsCacheOptions(env simEnv, observer bool) cache.Options {
 	opts := cache.Options{Scheme: scheme.New(), ByObject: map[client.Object]cache.ByObject{
-		&coordinationv1.Lease{}: {
-			Namespaces: map[string]cache.Config{env.namespace: {}},
-			Label:      labels.SelectorFromSet(labels.Set{RecordLabel: "true"}),
-		},
-	}}
+		&coordinationv1.Lease{}: recordsByObject(env.namespace),
+	}, DefaultTransform: cache.TransformStripManagedFields()}
 	if !observer {
 		// A light speaker caches the records only; its record then has no owner
 		// reference to its Node (the write reads the Node from the cache).

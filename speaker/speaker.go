@@ -15,7 +15,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
@@ -168,14 +167,16 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		Metrics:                metrics,
 		HealthProbeBindAddress: cfg.ProbeAddr,
 		Logger:                 log,
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&heraldv1.IPAddressPool{}:   {Namespaces: map[string]cache.Config{cfg.Namespace: {}}},
-			&heraldv1.L2Advertisement{}: {Namespaces: map[string]cache.Config{cfg.Namespace: {}}},
-			&coordinationv1.Lease{}: {
-				Namespaces: map[string]cache.Config{cfg.Namespace: {}},
-				Label:      labels.SelectorFromSet(labels.Set{RecordLabel: "true"}),
+		Cache: cache.Options{
+			ByObject: map[client.Object]cache.ByObject{
+				&heraldv1.IPAddressPool{}:   {Namespaces: map[string]cache.Config{cfg.Namespace: {}}},
+				&heraldv1.L2Advertisement{}: {Namespaces: map[string]cache.Config{cfg.Namespace: {}}},
+				&coordinationv1.Lease{}:     recordsByObject(cfg.Namespace),
 			},
-		}},
+			// Nothing reads managedFields; a Node's are kilobytes, a record's grow
+			// with its writers.
+			DefaultTransform: cache.TransformStripManagedFields(),
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
