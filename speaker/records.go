@@ -169,9 +169,22 @@ type records struct {
 	lease  *coordinationv1.Lease
 	// newest is the newest version seen of each record, by name (see newer).
 	newest map[string]*coordinationv1.Lease
+	// parsed is each record as last read, by name, with the version it was read
+	// from: a speaker lists every record before each decision, and splitting each
+	// record's member list again every time (a thousand names in each of a thousand
+	// records at a thousand nodes) was most of a speaker's work in the scale
+	// benchmark. The Records handed out share their slices: they are read only.
+	parsed map[string]parsedRecord
 	// primed: the first decision was taken. Versions first seen before it are what
 	// the records were at start-up, not changes seen happening.
 	primed bool
+}
+
+type parsedRecord struct {
+	uid     types.UID
+	version string
+	rec     quorum.Record
+	ok      bool
 }
 
 type seenVersion struct {
@@ -302,10 +315,7 @@ func (r *records) list(ctx context.Context, fresh bool) ([]quorum.Record, error)
 	for i := range leases.Items {
 		l := r.newer(&leases.Items[i])
 		r.note(l)
-		r.mu.Lock()
-		at := r.seen[l.Name].at
-		r.mu.Unlock()
-		if rec, ok := recordFromLease(l, at); ok {
+		if rec, ok := r.parse(l); ok {
 			out = append(out, rec)
 		}
 	}
@@ -315,6 +325,25 @@ func (r *records) list(ctx context.Context, fresh bool) ([]quorum.Record, error)
 		r.mu.Unlock()
 	}
 	return out, nil
+}
+
+// parse reads l as a record (see recordFromLease), once per version, with when this
+// speaker first saw that version.
+func (r *records) parse(l *coordinationv1.Lease) (quorum.Record, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p, hit := r.parsed[l.Name]
+	if !hit || p.uid != l.UID || p.version != l.ResourceVersion {
+		p = parsedRecord{uid: l.UID, version: l.ResourceVersion}
+		p.rec, p.ok = recordFromLease(l, time.Time{})
+		if r.parsed == nil {
+			r.parsed = map[string]parsedRecord{}
+		}
+		r.parsed[l.Name] = p
+	}
+	rec := p.rec
+	rec.ChangedAt = r.seen[l.Name].at
+	return rec, p.ok
 }
 
 // newer returns l, or the newer version of the same record that a direct read or

@@ -1,11 +1,13 @@
 package speaker
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -59,5 +61,44 @@ func TestRenewalOnly(t *testing.T) {
 		if renewalOnly(base, l) {
 			t.Errorf("a change of %s is taken for a renewal", name)
 		}
+	}
+}
+
+// A record is parsed once per version; a new version, or a record made again under
+// the same name, is read afresh, and each read carries when its version was first seen.
+func TestRecordsParseOncePerVersion(t *testing.T) {
+	now := time.Unix(1000, 0)
+	r := &records{seen: map[string]seenVersion{}, primed: true, now: func() time.Time { return now }}
+	lease := func(uid, rv, members string) *coordinationv1.Lease {
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "herald-speaker-a", UID: types.UID(uid), ResourceVersion: rv,
+			Labels: map[string]string{RecordLabel: "true"}, Annotations: map[string]string{RecordMembersAnnotation: members}}}
+		l.Spec.HolderIdentity = ptr.To("a")
+		l.Spec.LeaseDurationSeconds = ptr.To(int32(30))
+		l.Spec.RenewTime = &metav1.MicroTime{Time: now}
+		return l
+	}
+	read := func(l *coordinationv1.Lease) []string {
+		t.Helper()
+		r.note(l)
+		rec, ok := r.parse(l)
+		if !ok || !rec.ChangedAt.Equal(r.seen[l.Name].at) {
+			t.Fatalf("parse(%s): ok %v, changed at %v, want %v", l.ResourceVersion, ok, rec.ChangedAt, r.seen[l.Name].at)
+		}
+		return rec.Members
+	}
+	first := read(lease("u1", "1", "a,b,c"))
+	now = now.Add(time.Second)
+	again := read(lease("u1", "1", "a,b,c"))
+	if &first[0] != &again[0] {
+		t.Error("the same version was parsed again")
+	}
+	if got := read(lease("u1", "2", "a,b")); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("version 2: members %v, want [a b]", got)
+	}
+	if got := read(lease("u2", "2", "a")); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("a record made again: members %v, want [a]", got)
+	}
+	if _, ok := r.parse(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "other", ResourceVersion: "1"}}); ok {
+		t.Error("a Lease that is not a record parsed as one")
 	}
 }
