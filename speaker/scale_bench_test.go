@@ -50,6 +50,7 @@ func BenchmarkSpeakersAtScale(b *testing.B) {
 	flaps := envInts(b, "HERALD_SCALE_FLAPS", []int{3})[0]
 	window := time.Duration(envInts(b, "HERALD_SCALE_WINDOW", []int{30})[0]) * time.Second
 	watchers := envInts(b, "HERALD_SCALE_WATCHERS", []int{300})[0]
+	mlSlower := envInts(b, "HERALD_SCALE_ML_SLOWER", []int{1})[0]
 
 	crlog.SetLogger(logr.Discard())
 	env := testenv.Start(b)
@@ -64,7 +65,11 @@ func BenchmarkSpeakersAtScale(b *testing.B) {
 		b.Fatal(err)
 	}
 	h := &scaleHarness{b: b, ctx: b.Context(), c: env.Client, cfg: env.Config, watchers: watchers,
-		sim: simEnv{cfg: cfg, api: api, namespace: "herald-system", key: key, log: logr.Discard()}}
+		sim: simEnv{cfg: cfg, api: api, namespace: "herald-system", key: key, log: logr.Discard(), mlSlower: mlSlower}}
+	if mlSlower > 1 {
+		progress("memberlist's probe and gossip periods are %d times herald's", mlSlower)
+		b.Logf("memberlist's probe and gossip periods are %d times herald's (HERALD_SCALE_ML_SLOWER)", mlSlower)
+	}
 	h.pids()
 	progress("kube-apiserver pid %d, etcd pid %d", h.apiPID, h.etcdPID)
 	start := time.Now()

@@ -66,6 +66,10 @@ type simEnv struct {
 	// with shared read instead of their own: the process cannot hold a thousand
 	// informers of a thousand records each.
 	shared cache.Cache
+	// mlSlower multiplies memberlist's probe and gossip periods (HERALD_SCALE_ML_SLOWER;
+	// 1: herald's defaults): hundreds of memberlists at herald's pace in one process on
+	// a small machine starve each other and declare live members dead.
+	mlSlower int
 }
 
 // newRecordsCache returns a cache of the speakers' records alone, as a speaker's.
@@ -96,6 +100,11 @@ func startSim(ctx context.Context, env simEnv, node string, port int, observer, 
 	cfg.Members.BindAddr = "127.0.0.1"
 	cfg.Members.BindPort = port
 	cfg.Members.SecretKey = env.key
+	if k := time.Duration(env.mlSlower); k > 1 {
+		cfg.Members.ProbeInterval *= k
+		cfg.Members.ProbeTimeout *= k
+		cfg.Members.GossipInterval *= k
+	}
 
 	shared = shared && !observer && env.shared != nil
 	c := env.shared
