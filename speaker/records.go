@@ -160,36 +160,29 @@ type records struct {
 	mu sync.Mutex
 	// heard says whether this speaker hears node over memberlist; nil until
 	// memberlist runs.
-	heard  func(node string) bool
-	wish   recordWish
-	seen   map[string]seenVersion // lease name → when its current version was first seen
+	heard func(node string) bool
+	wish  recordWish
+	// seen is, by lease name, when its current version was first seen, and that
+	// version read as a record once asked for (see parse).
+	seen   map[string]seenVersion
 	apiUp  bool
 	apiAt  time.Time // last successful write of our record
 	readAt time.Time // last direct read of every record
 	lease  *coordinationv1.Lease
 	// newest is the newest version seen of each record, by name (see newer).
 	newest map[string]*coordinationv1.Lease
-	// parsed is each record as last read, by name, with the version it was read
-	// from: a speaker lists every record before each decision, and splitting each
-	// record's member list again every time (a thousand names in each of a thousand
-	// records at a thousand nodes) was most of a speaker's work in the scale
-	// benchmark. The Records handed out share their slices: they are read only.
-	parsed map[string]parsedRecord
 	// primed: the first decision was taken. Versions first seen before it are what
 	// the records were at start-up, not changes seen happening.
 	primed bool
 }
 
-type parsedRecord struct {
+type seenVersion struct {
 	uid     types.UID
 	version string
-	rec     quorum.Record
-	ok      bool
-}
-
-type seenVersion struct {
-	version string
 	at      time.Time
+	// rec is this version as a record, ok whether it is one; parsed once rec is set.
+	rec        quorum.Record
+	ok, parsed bool
 }
 
 func newRecords(self, namespace string, cfg RecordConfig, c, api client.Reader, w client.Writer, changed func(),
@@ -283,13 +276,19 @@ func renewalOnly(a, b *coordinationv1.Lease) bool {
 func (r *records) note(l *coordinationv1.Lease) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if s, ok := r.seen[l.Name]; !ok || s.version != l.ResourceVersion {
-		var at time.Time
+	r.noteLocked(l)
+}
+
+func (r *records) noteLocked(l *coordinationv1.Lease) seenVersion {
+	s, ok := r.seen[l.Name]
+	if !ok || s.uid != l.UID || s.version != l.ResourceVersion {
+		s = seenVersion{uid: l.UID, version: l.ResourceVersion}
 		if r.primed {
-			at = r.now()
+			s.at = r.now()
 		}
-		r.seen[l.Name] = seenVersion{version: l.ResourceVersion, at: at}
+		r.seen[l.Name] = s
 	}
+	return s
 }
 
 // prime marks the start-up over: versions seen from now on are changes.
@@ -313,9 +312,7 @@ func (r *records) list(ctx context.Context, fresh bool) ([]quorum.Record, error)
 	}
 	out := make([]quorum.Record, 0, len(leases.Items))
 	for i := range leases.Items {
-		l := r.newer(&leases.Items[i])
-		r.note(l)
-		if rec, ok := r.parse(l); ok {
+		if rec, ok := r.parse(r.newer(&leases.Items[i])); ok {
 			out = append(out, rec)
 		}
 	}
@@ -327,23 +324,21 @@ func (r *records) list(ctx context.Context, fresh bool) ([]quorum.Record, error)
 	return out, nil
 }
 
-// parse reads l as a record (see recordFromLease), once per version, with when this
-// speaker first saw that version.
+// parse notes l (see note) and reads it as a record (see recordFromLease), once per
+// version: a speaker lists every record before each decision, and splitting each
+// record's member list again every time (a thousand names in each of a thousand
+// records at a thousand nodes) was most of a speaker's work in the scale benchmark.
+// The Records handed out share their slices: they are read only.
 func (r *records) parse(l *coordinationv1.Lease) (quorum.Record, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	p, hit := r.parsed[l.Name]
-	if !hit || p.uid != l.UID || p.version != l.ResourceVersion {
-		p = parsedRecord{uid: l.UID, version: l.ResourceVersion}
-		p.rec, p.ok = recordFromLease(l, time.Time{})
-		if r.parsed == nil {
-			r.parsed = map[string]parsedRecord{}
-		}
-		r.parsed[l.Name] = p
+	s := r.noteLocked(l)
+	if !s.parsed {
+		s.rec, s.ok = recordFromLease(l, s.at)
+		s.parsed = true
+		r.seen[l.Name] = s
 	}
-	rec := p.rec
-	rec.ChangedAt = r.seen[l.Name].at
-	return rec, p.ok
+	return s.rec, s.ok
 }
 
 // newer returns l, or the newer version of the same record that a direct read or
