@@ -38,7 +38,8 @@ restarted_nodes() {
 	done
 	((n > 0 && again == n))
 }
-if "$KIND" get clusters 2>/dev/null | grep -qx "$CLUSTER" &&
+cluster_exists() { "$KIND" get clusters 2>/dev/null | grep -qx "$CLUSTER"; }
+if cluster_exists &&
 	{ docker ps -a --filter "label=io.x-k8s.kind.cluster=$CLUSTER" --format '{{.State}}' | grep -qvx running || restarted_nodes; }; then
 	log "kind cluster $CLUSTER exists but some of its nodes are not running or were restarted: deleting it"
 	"$KIND" delete cluster --name "$CLUSTER"
@@ -47,14 +48,14 @@ fi
 # delete` of another cluster of that name, a new $HOME or a deleted ~/.kube/config may
 # have removed, and whose port changes when the node containers restart: write it
 # again. One whose API server still does not answer is made again.
-if "$KIND" get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
+if cluster_exists; then
 	"$KIND" export kubeconfig --name "$CLUSTER" >/dev/null 2>&1 || true
 	if ! k get --raw /readyz --request-timeout=10s >/dev/null 2>&1; then
 		log "kind cluster $CLUSTER exists but its API server does not answer: deleting it"
 		"$KIND" delete cluster --name "$CLUSTER"
 	fi
 fi
-if "$KIND" get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
+if cluster_exists; then
 	log "kind cluster $CLUSTER exists: reusing it"
 	# herald's proxier and kube-proxy would both program the nodes: refuse a mismatch.
 	has=with want=with
