@@ -218,7 +218,15 @@ func Decide(cfg Config, st State, in Input) (Verdict, State) {
 		st.HeardSince = in.Now
 	}
 	hears := func(n string) bool { return quorate && slices.Contains(live, n) }
-	deposers, deposeAt := deposers(in.Self, fresh, joinedRecently, current, majority, hears, cfg.Grace, in.Now)
+	// Settled: self heard a majority already before the latest joins, so it was not
+	// the one apart.
+	settled := []string{in.Self}
+	for _, n := range live {
+		if n != in.Self && !joinedRecently(n) {
+			settled = append(settled, n)
+		}
+	}
+	deposers, deposeAt := deposers(in.Self, fresh, joinedRecently, majority(settled), current, majority, hears, cfg.Grace, in.Now)
 	v.DecideAgainAt = deposeAt
 	switch {
 	case in.LinkDown:
@@ -324,8 +332,14 @@ func joiningReason(self string, behind, unheard []string) string {
 // without self, unless a member of that majority publishes a current record listing
 // self: then the record is stale (its writer died or was cut off after writing it) or
 // memberlist is still settling (each side of a forming split briefly sees a majority
-// without the other). A writer that joined self's view only just deposes regardless:
-// it has not caught up with self yet and may still hold self's IPs.
+// without the other).
+//
+// A writer that joined self's view only just was apart from self and may hold self's
+// IPs. Who was apart decides: if self heard a majority already before it joined
+// (settled), the writer is the one coming back, and its view is only behind (it
+// publishes a majority without the peers it has not heard again yet), so members that
+// list self outvote it as above. If not, self is the one coming back and the writer
+// deposes it regardless, until it hears self.
 //
 // Only a writer that announces deposes. A silent one (Minority, Isolated, Rejoining)
 // serves no IP, so deposing self for it would leave self's IPs to nobody; and its view
@@ -341,7 +355,7 @@ func joiningReason(self string, behind, unheard []string) string {
 // Deposed at once, it would go silent and its IPs would move for nothing. Waiting costs
 // no double answer: the majority's new owners take its IPs only once it stops
 // answering (layer2.WaitForPeers).
-func deposers(self string, fresh map[string]*Record, joinedRecently func(string) bool, current func(*Record) bool, majority func([]string) bool,
+func deposers(self string, fresh map[string]*Record, joinedRecently func(string) bool, settled bool, current func(*Record) bool, majority func([]string) bool,
 	hears func(string) bool, grace time.Duration, now time.Time) (out []string, deposeAt time.Time) {
 	for n, r := range fresh {
 		if n == self || !r.Mode.serving() || r.lists(self) || !current(r) || !majority(r.Members) {
@@ -354,7 +368,7 @@ func deposers(self string, fresh map[string]*Record, joinedRecently func(string)
 				break
 			}
 		}
-		if !joinedRecently(n) && vouched {
+		if vouched && (settled || !joinedRecently(n)) {
 			continue
 		}
 		if hears(n) && !joinedRecently(n) && !r.ChangedAt.IsZero() {

@@ -150,6 +150,18 @@ func TestDecide(t *testing.T) {
 			mode: ModeQuorum, electors: []string{"a", "b"}, take: true, unreachable: []string{"c"},
 		},
 		{
+			// At a heal, e (back from the cut-off side) hears four of five and publishes,
+			// announcing, a majority without b, which has only just heard e join; a, c
+			// and d hear b and say so. b keeps its IPs: e's view is behind, not a
+			// majority against b (deposed at once, b's VIPs failed back to e).
+			name: "a peer that just joined publishes a majority without us that its members contradict",
+			st:   serving,
+			in: Input{Self: "b", Members: heard("a", "b", "c", "d", "e@-50ms"), APIUp: true, APIAt: now, Now: now,
+				Records: []Record{rec("a", -time.Second, "a", "b", "c", "d"), rec("c", -time.Second, "a", "b", "c", "d"),
+					rec("d", -time.Second, "a", "b", "c", "d"), rec("e", -10*time.Millisecond, "a", "c", "d", "e")}},
+			mode: ModeQuorum, electors: []string{"a", "b", "c", "d", "e"}, take: true,
+		},
+		{
 			name: "a forming split: a peer heard for long sees a majority without us, but a member of it still lists us",
 			st:   serving,
 			in: Input{Self: "c", Members: heard("b", "c", "d"), APIUp: true, APIAt: now, Now: now, Lost: map[string]time.Time{"a": at(-50 * time.Millisecond)},
@@ -407,7 +419,12 @@ func TestDecideJoining(t *testing.T) {
 	step := func(self string, in Input, want Mode) Verdict {
 		t.Helper()
 		in.Self, in.APIUp, in.APIAt, in.RecordsReadAt = self, true, in.Now, in.Now
-		v, next := Decide(cfg, st, in)
+		// c is the node coming back; a and b served all along.
+		own := serving
+		if self == "c" {
+			own = st
+		}
+		v, next := Decide(cfg, own, in)
 		if self == "c" {
 			st = next
 		}
@@ -426,9 +443,11 @@ func TestDecideJoining(t *testing.T) {
 	// without a, from a node a heard join 100 ms ago. It deposes nobody.
 	cRec := withMode(rec("c", 0, "b", "c"), v.Mode)
 	step("a", Input{Members: heard("a", "b", "c@-100ms"), Records: append(slices.Clone(peers), cRec), Now: at(10 * time.Millisecond)}, ModeQuorum)
-	// The same record published as announcing would have deposed a: that is the
-	// leader change the silent record avoids.
-	step("a", Input{Members: heard("a", "b", "c@-100ms"), Records: append(slices.Clone(peers), withMode(cRec, ModeQuorum)), Now: at(10 * time.Millisecond)}, ModeMinority)
+	// Published as announcing, it deposes a only if no member of its majority lists a:
+	// here b does, so a keeps serving; without b's word a goes silent at once.
+	step("a", Input{Members: heard("a", "b", "c@-100ms"), Records: append(slices.Clone(peers), withMode(cRec, ModeQuorum)), Now: at(10 * time.Millisecond)}, ModeQuorum)
+	unvouched := []Record{peers[0], rec("b", -100*time.Millisecond, "b", "c"), withMode(cRec, ModeQuorum)}
+	step("a", Input{Members: heard("a", "b", "c@-100ms"), Records: unvouched, Now: at(10 * time.Millisecond)}, ModeMinority)
 	// c hears a too: it announces.
 	if v := step("c", Input{Members: heard("a@200ms", "b@-50ms", "c"), Records: peers, Now: at(200 * time.Millisecond)}, ModeQuorum); !v.Take {
 		t.Fatalf("c hears every peer and every peer lists it, and takes nothing (%s)", v.Reason)

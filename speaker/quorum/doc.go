@@ -39,7 +39,12 @@
 //     memberlist view after writing it, more than JoinWait ago: a record written before
 //     the writer heard this speaker again still deposes it for JoinWait, which is what
 //     makes a returning node wait until its peers have given its IPs back (they
-//     republish once they hear it), so two nodes never answer at once. A majority of
+//     republish once they hear it), so two nodes never answer at once. Which node
+//     is returning is told by who heard a majority before the join: a writer that
+//     joined this speaker's view less than JoinWait ago is outvoted by the members
+//     that list this speaker only if this speaker already heard a majority before
+//     that join (the writer is the one back, its view merely behind); otherwise it
+//     deposes regardless, whatever the others say. A majority of
 //     writers this speaker hears, while it hears a majority itself, deposes it only
 //     once their records have said so for Grace: that is a rumour of its death (a
 //     member back from a partition passes on the deaths it declared while cut off),
