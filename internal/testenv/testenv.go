@@ -69,6 +69,20 @@ func ServeOn(addr netip.AddrPort) Option {
 	}
 }
 
+// StateIn keeps etcd's data and kube-apiserver's certificates in dir instead of new
+// directories under /tmp. envtest removes its own directories when it is stopped, but
+// a control plane killed on the way out (a lab torn down by SIGKILL) leaves them
+// behind, 120 MB of etcd data each; inside dir they go with the run directory.
+func StateIn(dir string) Option {
+	return func(env *envtest.Environment) {
+		if env.ControlPlane.Etcd == nil {
+			env.ControlPlane.Etcd = &envtest.Etcd{}
+		}
+		env.ControlPlane.Etcd.DataDir = filepath.Join(dir, "etcd")
+		env.ControlPlane.GetAPIServer().CertDir = filepath.Join(dir, "apiserver-certs")
+	}
+}
+
 // NoCRDs starts the control plane without herald's CRDs, for whoever installs them
 // itself: the lab applies them, with the rest of config/manifests/herald.yaml, so that
 // the manifest is the one source of what the cluster holds.
