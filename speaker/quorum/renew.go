@@ -12,9 +12,12 @@ import (
 //
 //   - A degraded speaker (any mode but Quorum) renews fast: its peers must tell it
 //     from a dead one, and arbitration counts it only if it renews.
-//   - A speaker that some peer's fresh record lists as unreachable renews fast: that
-//     peer keeps its IPs in its own election while it sees it renew (a one-way loss,
-//     where this speaker still hears a majority and stays in Quorum).
+//   - A speaker that an announcing peer's fresh record lists as unreachable renews
+//     fast: that peer keeps its IPs in its own election while it sees it renew (a
+//     one-way loss, where this speaker still hears a majority and stays in Quorum).
+//     A silent peer (Minority, Isolated, Rejoining) elects nothing, so what it does not
+//     hear asks nothing: a node cut off from memberlist lists every other speaker as
+//     unreachable for as long as the cut lasts, and made all of them renew fast.
 //   - A speaker that sees a peer in Hold or Arbitrated renews fast: the arbitrating
 //     speaker elects among the records that changed after it lost its majority.
 //
@@ -29,7 +32,7 @@ func RenewFast(self string, mode Mode, records []Record, now time.Time) bool {
 		if r.Node == self || !r.freshAt(now) {
 			continue
 		}
-		if r.Mode == ModeHold || r.Mode == ModeArbitrated || slices.Contains(r.Unreachable, self) {
+		if r.Mode == ModeHold || r.Mode == ModeArbitrated || (r.Mode.serving() && slices.Contains(r.Unreachable, self)) {
 			return true
 		}
 	}

@@ -25,7 +25,10 @@ func TestRenewFast(t *testing.T) {
 		{"a peer misses this one", ModeQuorum, []Record{rec("b", ModeQuorum, "a")}, true},
 		{"a peer holds", ModeQuorum, []Record{rec("b", ModeHold)}, true},
 		{"a peer arbitrates", ModeQuorum, []Record{rec("b", ModeArbitrated)}, true},
-		{"a deposed peer", ModeQuorum, []Record{rec("b", ModeMinority, "a")}, true},
+		// A node cut off from memberlist lists everyone as unreachable for the whole cut.
+		{"a deposed peer that misses this one", ModeQuorum, []Record{rec("b", ModeMinority, "a")}, false},
+		{"a rejoining peer that does not hear this one yet", ModeQuorum, []Record{rec("b", ModeRejoining, "a")}, false},
+		{"an isolated peer", ModeQuorum, []Record{rec("b", ModeIsolated, "a")}, false},
 		{"a deposed peer that misses another", ModeQuorum, []Record{rec("b", ModeMinority, "c")}, false},
 		{"a stale arbitrating record", ModeQuorum, []Record{stale}, false},
 		{"its own record", ModeQuorum, []Record{rec("a", ModeHold, "a")}, false},
