@@ -64,12 +64,28 @@ func TestLabPartitionOneNode(t *testing.T) {
 	ws := f.watchVIPs(t, vips)
 
 	start := time.Now()
+	writes := f.recordWrites(t, start.Add(partitionFor))
 	heal := inflict(t, func(ctx context.Context) error { return f.s.PartitionMemberlist(ctx, cut) },
 		func(ctx context.Context) error { return f.s.HealMemberlist(ctx, cut) })
 	time.Sleep(partitionFor)
 	healAt := time.Now()
 	heal()
 	time.Sleep(afterHeal)
+
+	// Once the cut node is silent, only it renews fast: its peers, which hear a
+	// majority, renew at the slow pace (every 10 s) whatever it cannot hear. The window
+	// starts once the cut node's Hold is long over.
+	seen, from, to := writes(), start.Add(partitionGrace+time.Second), start.Add(partitionFor)
+	for _, n := range f.nodes {
+		got := writesIn(seen[n], from, to)
+		t.Logf("FIGURE record writes of %s from %.1f s to %.1f s into the cut: %d", n, from.Sub(start).Seconds(), to.Sub(start).Seconds(), got)
+		switch {
+		case n == cut && got < 4:
+			t.Errorf("%s, cut off, wrote its record %d times in %s; want it renewing fast (every 0.5 s)", n, got, to.Sub(from))
+		case n != cut && got > 2:
+			t.Errorf("%s, in the majority, wrote its record %d times in %s while %s was cut off; want the slow pace (every 10 s)", n, got, to.Sub(from), cut)
+		}
+	}
 
 	during := cut + "'s memberlist partitioned"
 	f.expectOneAnswer(t, ws, start, start.Add(partitionGrace), healAt, during)
