@@ -127,7 +127,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.JoinInterval, "ml-join-interval", c.JoinInterval, "how often Nodes whose speaker is not a member are tried again")
 	fs.DurationVar(&c.LeaveTimeout, "ml-leave-timeout", c.LeaveTimeout, "how long the graceful memberlist Leave on SIGTERM may take")
 	fs.DurationVar(&c.Records.Renew, "record-renew-interval", c.Records.Renew, "how often the speaker renews its record (a Lease in its namespace) at the steady pace")
-	fs.DurationVar(&c.Records.FastRenew, "record-fast-renew-interval", c.Records.FastRenew, "how often it renews its record while it is degraded, a peer lists it as unreachable, or a peer holds or arbitrates")
+	fs.DurationVar(&c.Records.FastRenew, "record-fast-renew-interval", c.Records.FastRenew, "how often it retries writing its record after a failed write")
 	fs.DurationVar(&c.Records.Duration, "record-duration", c.Records.Duration, "how long a record stays fresh: a speaker dead longer than this is no longer expected")
 	fs.DurationVar(&c.Quorum.Grace, "quorum-grace", c.Quorum.Grace, "how long a speaker that hears no majority keeps its IPs before it arbitrates through the API server (or goes silent without it); also how long a majority it hears must leave it out before it goes silent (a rumour of its death is refuted sooner)")
 	fs.DurationVar(&c.Quorum.JoinWait, "quorum-join-wait", c.Quorum.JoinWait, "how long a returning speaker waits, at most, for a peer that hears it again to republish its record when the API server does not answer")

@@ -120,7 +120,7 @@ func interfaceOf(addr string) string {
 // run ahead of what the announcer does.
 func (s *Speaker) publishRecord(v quorum.Verdict, live []string, recs []quorum.Record) {
 	s.records.want(recordWish{members: live, unreachable: v.Unreachable, macs: responderMACs(s.l2.Responders()), mode: v.Mode,
-		fast: quorum.RenewFast(s.cfg.NodeName, v.Mode, recs, time.Now())})
+		askers: quorum.AskedBy(s.cfg.NodeName, recs, time.Now())})
 }
 
 // observe makes the verdict visible: the metrics, a log line and an Event on this

@@ -61,9 +61,9 @@ func RecordName(node string) string { return "herald-speaker-" + node }
 
 // RecordConfig says how records are renewed.
 type RecordConfig struct {
-	// Renew is the period of renewals while every speaker hears a majority.
+	// Renew is the period of renewals.
 	Renew time.Duration
-	// FastRenew is the period while some speaker does not (degraded).
+	// FastRenew is the period of retries after a failed write.
 	FastRenew time.Duration
 	// Duration is how long a record stays fresh after a renewal: the longest a dead
 	// speaker keeps counting among the expected ones.
@@ -71,9 +71,9 @@ type RecordConfig struct {
 }
 
 // DefaultRecordConfig renews every 10 s, a kubelet node lease's pace, with records
-// fresh for 30 s; twice a second only for a speaker whose liveness a peer asks about
-// (quorum.RenewFast). Renewals are far from the failover path: a change of view or
-// mode is written at once.
+// fresh for 30 s, and retries a failed write twice a second. Renewals are far from the
+// failover path: a change of view or mode is written at once, and so is a renewal
+// when a peer starts asking whether this speaker is alive (quorum.AskedBy).
 func DefaultRecordConfig() RecordConfig {
 	return RecordConfig{Renew: 10 * time.Second, FastRenew: 500 * time.Millisecond, Duration: 30 * time.Second}
 }
@@ -119,7 +119,9 @@ func splitList(s string) []string {
 type recordWish struct {
 	members, unreachable, macs []string
 	mode                       quorum.Mode
-	fast                       bool // renew at the fast pace
+	// askers are the peers asking whether this speaker is alive (quorum.AskedBy): a
+	// new one gets a renewal at once. Not written: the renewal is the answer.
+	askers []string
 }
 
 // content is what the record says, as the annotations write sets; renewalOnly compares
@@ -136,9 +138,20 @@ func (w recordWish) content() map[string]string {
 // recordContentKeys are the annotations that make up a record's content.
 var recordContentKeys = slices.Sorted(maps.Keys(recordWish{}.content()))
 
-func (w recordWish) equal(o recordWish) bool {
-	return w.mode == o.mode && w.fast == o.fast && slices.Equal(w.members, o.members) && slices.Equal(w.unreachable, o.unreachable) &&
+// sameContent says whether w and o make the record say the same.
+func (w recordWish) sameContent(o recordWish) bool {
+	return w.mode == o.mode && slices.Equal(w.members, o.members) && slices.Equal(w.unreachable, o.unreachable) &&
 		slices.Equal(w.macs, o.macs)
+}
+
+// newAsker says whether w has an asker that o has not.
+func (w recordWish) newAsker(o recordWish) bool {
+	for _, a := range w.askers {
+		if !slices.Contains(o.askers, a) {
+			return true
+		}
+	}
+	return false
 }
 
 // records reads the speakers' records and writes this speaker's own. Writes run in
@@ -374,13 +387,14 @@ func (r *records) status() (up bool, at, readAt time.Time) {
 	return r.apiUp, r.apiAt, r.readAt
 }
 
-// want sets what the record should say; a change is written at once.
+// want sets what the record should say; a change, or a new peer asking whether this
+// speaker is alive, is written at once.
 func (r *records) want(w recordWish) {
 	r.mu.Lock()
-	same := r.wish.equal(w)
+	now := !r.wish.sameContent(w) || w.newAsker(r.wish)
 	r.wish = w
 	r.mu.Unlock()
-	if !same {
+	if now {
 		select {
 		case r.wake <- struct{}{}:
 		default:
@@ -388,8 +402,8 @@ func (r *records) want(w recordWish) {
 	}
 }
 
-// run writes the record at once, on every change of the wish, and every renewal
-// period, until ctx ends.
+// run writes the record at once when want asks, and every renewal period (every
+// FastRenew after a failed write), until ctx ends.
 func (r *records) run(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -418,7 +432,7 @@ func (r *records) run(ctx context.Context) {
 			r.changed()
 		}
 		period := r.cfg.Renew
-		if w.fast || err != nil {
+		if err != nil {
 			period = r.cfg.FastRenew
 		}
 		if !timer.Stop() {

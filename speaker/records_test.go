@@ -5,10 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"herald.dev/herald/speaker/quorum"
 )
 
 // A record read in an older version than one seen before (the cache lagging behind a
@@ -100,5 +103,45 @@ func TestRecordsParseOncePerVersion(t *testing.T) {
 	}
 	if _, ok := r.parse(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "other", ResourceVersion: "1"}}); ok {
 		t.Error("a Lease that is not a record parsed as one")
+	}
+}
+
+// A change of what the record says, or a peer that starts asking whether this speaker
+// is alive, is written at once; an asker that stops asking, or the same wish again,
+// waits for the renewal period.
+func TestRecordsWriteAtOnce(t *testing.T) {
+	r := newRecords("a", "herald-system", DefaultRecordConfig(), nil, nil, nil, func() {}, func(string, []string) {}, logr.Discard())
+	base := recordWish{members: []string{"a", "b", "c"}, mode: quorum.ModeQuorum}
+	with := func(mutate func(*recordWish)) recordWish {
+		w := base
+		mutate(&w)
+		return w
+	}
+	steps := []struct {
+		name string
+		wish recordWish
+		now  bool
+	}{
+		{"the first wish", base, true},
+		{"the same again", base, false},
+		{"c starts asking", with(func(w *recordWish) { w.askers = []string{"c"} }), true},
+		{"c still asks", with(func(w *recordWish) { w.askers = []string{"c"} }), false},
+		{"b asks too", with(func(w *recordWish) { w.askers = []string{"b", "c"} }), true},
+		{"c stops asking", with(func(w *recordWish) { w.askers = []string{"b"} }), false},
+		{"nobody asks", base, false},
+		{"the view changes", with(func(w *recordWish) { w.members = []string{"a", "b"} }), true},
+		{"the mode changes", with(func(w *recordWish) { w.members = []string{"a", "b"}; w.mode = quorum.ModeHold }), true},
+	}
+	for _, s := range steps {
+		r.want(s.wish)
+		woken := false
+		select {
+		case <-r.wake:
+			woken = true
+		default:
+		}
+		if woken != s.now {
+			t.Errorf("%s: written at once %v, want %v", s.name, woken, s.now)
+		}
 	}
 }

@@ -530,24 +530,24 @@ func (h *scaleHarness) waitElected(vips int) {
 	}
 }
 
-// waitCalm waits until no speaker renews its record fast, then one renewal period:
-// the start-up is over.
+// waitCalm waits until every speaker is in Quorum with nobody asking whether it is
+// alive, then one renewal period: the start-up is over.
 func (h *scaleHarness) waitCalm() {
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
-		fast := 0
+		troubled := 0
 		for _, s := range h.speakers {
 			s.records.mu.Lock()
-			if s.records.wish.fast {
-				fast++
+			if s.records.wish.mode != quorum.ModeQuorum || len(s.records.wish.askers) > 0 {
+				troubled++
 			}
 			s.records.mu.Unlock()
 		}
-		if fast == 0 {
+		if troubled == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			h.b.Logf("%d speakers still renew fast after 5 minutes", fast)
+			h.b.Logf("%d speakers still degraded or asked about after 5 minutes", troubled)
 			break
 		}
 		time.Sleep(200 * time.Millisecond)

@@ -13,12 +13,14 @@
 // # Records
 //
 // Every speaker keeps a Record in the API server: the memberlist members it hears, its
-// Mode, and when it last renewed it. It renews slowly (every 10 s, a kubelet's pace)
-// while all is well and at once when its view or mode changes. It renews fast (twice a
-// second) only while someone asks whether it is alive (RenewFast): it is degraded
-// itself, a peer's record lists it as unreachable, or a peer holds or arbitrates. So
-// speakers in trouble can tell live peers from dead ones through the API server, and
-// a node that dies makes nobody renew faster. A speaker that leaves gracefully
+// Mode, and when it last renewed it. It renews slowly (every 10 s, a kubelet's pace),
+// and at once when its view or mode changes or when a peer starts asking whether it
+// is alive (AskedBy): an announcing peer's record lists it as unreachable, or a peer
+// holds or arbitrates. Readers note when each record last changed by their own clock,
+// and a change after they lost its writer, or after their trouble began, shows it
+// alive; one write answers, whatever the trouble's length. So speakers in trouble can
+// tell live peers from dead ones through the API server, and a node that dies makes
+// nobody write more. A speaker that leaves gracefully
 // deletes its record; the records of deleted Nodes are garbage-collected with them.
 //
 // # The rule
@@ -63,8 +65,8 @@
 //  6. Arbitrated: no majority for Grace or longer and the API server reachable. It
 //     elects among the speakers whose record changed after it lost its majority: the
 //     speakers that are alive and reach the API server, the same set on every side of
-//     the split, so every side elects the same owners. Speakers that hear no majority
-//     renew fast, and so do the others as soon as they see one in Hold or Arbitrated.
+//     the split, so every side elects the same owners. Every speaker renews its record
+//     as soon as it sees one in Hold or Arbitrated.
 //  7. Isolated: no majority for Grace or longer and the API server unreachable. It
 //     announces nothing; whoever can still reach the API server arbitrates.
 //

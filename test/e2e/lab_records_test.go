@@ -6,42 +6,49 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"herald.dev/herald/internal/scheme"
 	"herald.dev/herald/speaker"
 )
 
-// recordWrites reads the speakers' records every 100 ms until until, and then returns,
-// by node, when each new version of its record was first seen: the API load a fault
-// puts on the API server, as it sees it. Renewals come at most twice a second, so
-// polling sees every one.
+// recordWrites watches the speakers' records until until, and then returns, by node,
+// when each write of its record reached the watch: the API load a fault puts on the
+// API server, as it sees it.
 func (f *fullLab) recordWrites(t *testing.T, until time.Time) func() map[string][]time.Time {
 	t.Helper()
+	wc, err := client.NewWithWatch(f.CP.Config, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatalf("watch client: %v", err)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), until)
+	w, err := wc.Watch(ctx, &coordinationv1.LeaseList{}, client.InNamespace(heraldNS), client.HasLabels{speaker.RecordLabel})
+	if err != nil {
+		cancel()
+		t.Fatalf("watching the speakers' records: %v", err)
+	}
 	done := make(chan map[string][]time.Time, 1)
 	go func() {
-		versions, seen := map[string]string{}, map[string][]time.Time{}
-		ctx, cancel := context.WithDeadline(context.Background(), until)
 		defer cancel()
-		for first := true; ctx.Err() == nil; first = false {
-			var leases coordinationv1.LeaseList
-			if err := f.c.List(ctx, &leases, client.InNamespace(heraldNS), client.HasLabels{speaker.RecordLabel}); err == nil {
-				now := time.Now()
-				for _, l := range leases.Items {
-					if l.Spec.HolderIdentity == nil || versions[l.Name] == l.ResourceVersion {
-						continue
-					}
-					versions[l.Name] = l.ResourceVersion
-					if !first {
-						seen[*l.Spec.HolderIdentity] = append(seen[*l.Spec.HolderIdentity], now)
-					}
-				}
-			}
+		defer w.Stop()
+		seen := map[string][]time.Time{}
+		for {
 			select {
 			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond):
+				done <- seen
+				return
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					done <- seen
+					return
+				}
+				// The watch starts with an ADDED event per existing record: not a write.
+				if l, isLease := ev.Object.(*coordinationv1.Lease); isLease && ev.Type == watch.Modified && l.Spec.HolderIdentity != nil {
+					seen[*l.Spec.HolderIdentity] = append(seen[*l.Spec.HolderIdentity], time.Now())
+				}
 			}
 		}
-		done <- seen
 	}()
 	return func() map[string][]time.Time { return <-done }
 }
