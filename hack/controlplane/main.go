@@ -80,16 +80,11 @@ func run(dir, assets, serviceCIDRs string, opts ...testenv.Option) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	// A fresh state each start: an earlier run's etcd data would hold its objects.
-	for _, sub := range []string{"etcd", "apiserver-certs"} {
-		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
-			return err
-		}
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
-			return err
-		}
+	state, err := testenv.StateIn(dir)
+	if err != nil {
+		return err
 	}
-	env := testenv.Environment(assets, serviceCIDRs, append(opts, testenv.NoCRDs(), testenv.StateIn(dir))...)
+	env := testenv.Environment(assets, serviceCIDRs, append(opts, testenv.NoCRDs(), state)...)
 	if _, err := env.Start(); err != nil {
 		_ = env.Stop() // Start may fail after launching the processes
 		return fmt.Errorf("starting etcd and kube-apiserver: %w", err)

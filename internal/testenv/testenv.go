@@ -69,18 +69,29 @@ func ServeOn(addr netip.AddrPort) Option {
 	}
 }
 
-// StateIn keeps etcd's data and kube-apiserver's certificates in dir instead of new
-// directories under /tmp. envtest removes its own directories when it is stopped, but
-// a control plane killed on the way out (a lab torn down by SIGKILL) leaves them
-// behind, 120 MB of etcd data each; inside dir they go with the run directory.
-func StateIn(dir string) Option {
+// StateIn keeps etcd's data and kube-apiserver's certificates in new, empty
+// directories inside dir instead of under /tmp (an earlier run's are removed first:
+// its etcd data would hold its objects). envtest removes its own directories when it
+// is stopped, but a control plane killed on the way out (a lab torn down by SIGKILL)
+// leaves them behind, 120 MB of etcd data each; inside dir they go with the run
+// directory.
+func StateIn(dir string) (Option, error) {
+	etcd, certs := filepath.Join(dir, "etcd"), filepath.Join(dir, "apiserver-certs")
+	for _, d := range []string{etcd, certs} {
+		if err := os.RemoveAll(d); err != nil {
+			return nil, fmt.Errorf("control plane state: %w", err)
+		}
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("control plane state: %w", err)
+		}
+	}
 	return func(env *envtest.Environment) {
 		if env.ControlPlane.Etcd == nil {
 			env.ControlPlane.Etcd = &envtest.Etcd{}
 		}
-		env.ControlPlane.Etcd.DataDir = filepath.Join(dir, "etcd")
-		env.ControlPlane.GetAPIServer().CertDir = filepath.Join(dir, "apiserver-certs")
-	}
+		env.ControlPlane.Etcd.DataDir = etcd
+		env.ControlPlane.GetAPIServer().CertDir = certs
+	}, nil
 }
 
 // NoCRDs starts the control plane without herald's CRDs, for whoever installs them

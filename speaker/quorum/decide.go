@@ -99,8 +99,8 @@ type Config struct {
 
 // DefaultConfig: Grace covers the difference between two sides noticing a split
 // (a few probe intervals) plus the peers' renewals in answer to a Hold record, and
-// their round trip; an arbitrating
-// speaker also waits for peers still holding, so Grace need not cover the slowest.
+// their round trip; an arbitrating speaker also waits for peers still holding, so
+// Grace need not cover the slowest.
 // JoinWait covers a peer's re-election and record write after it hears a returning
 // node.
 func DefaultConfig() Config {

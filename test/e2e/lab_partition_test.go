@@ -76,9 +76,9 @@ func TestLabPartitionOneNode(t *testing.T) {
 	// starts asking whether it is alive, whatever the cut's length: a handful of writes
 	// each over the cut (it was two a second each, for as long as the cut lasted). The
 	// cut node's own changes of mode (Hold, then Minority) must show.
-	seen, to := writes(), start.Add(partitionFor)
+	seen := writes()
 	for _, n := range f.nodes {
-		got := writesIn(seen[n], start, to)
+		got := len(seen[n])
 		t.Logf("FIGURE record writes of %s in the first %s of the cut: %d", n, partitionFor, got)
 		switch {
 		case n == cut && got < 2:
@@ -117,7 +117,7 @@ func TestLabPartitionEverySpeaker(t *testing.T) {
 	// slow pace (it was two writes a second each, for as long as the split lasted).
 	seen := writes()
 	for _, n := range f.nodes {
-		got := writesIn(seen[n], start, start.Add(partitionFor))
+		got := len(seen[n])
 		t.Logf("FIGURE record writes of %s in the first %s of the split: %d", n, partitionFor, got)
 		if got < 2 || got > 8 {
 			t.Errorf("%s wrote its record %d times in %s with every speaker cut off; want its Hold and Arbitrated and a write per new asker, not a steady pace", n, got, partitionFor)

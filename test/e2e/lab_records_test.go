@@ -13,9 +13,9 @@ import (
 	"herald.dev/herald/speaker"
 )
 
-// recordWrites watches the speakers' records until until, and then returns, by node,
-// when each write of its record reached the watch: the API load a fault puts on the
-// API server, as it sees it.
+// recordWrites watches the speakers' records from now until until, and then returns,
+// by node, when each write of its record reached the watch: the API load a fault puts
+// on the API server, as it sees it.
 func (f *fullLab) recordWrites(t *testing.T, until time.Time) func() map[string][]time.Time {
 	t.Helper()
 	wc, err := client.NewWithWatch(f.CP.Config, client.Options{Scheme: scheme.New()})
@@ -51,15 +51,4 @@ func (f *fullLab) recordWrites(t *testing.T, until time.Time) func() map[string]
 		}
 	}()
 	return func() map[string][]time.Time { return <-done }
-}
-
-// writesIn counts the times in [from, to).
-func writesIn(times []time.Time, from, to time.Time) int {
-	n := 0
-	for _, at := range times {
-		if !at.Before(from) && at.Before(to) {
-			n++
-		}
-	}
-	return n
 }
