@@ -2,6 +2,7 @@ package speaker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -26,9 +27,10 @@ import (
 )
 
 // Every speaker keeps a record of itself in the API server (speaker/quorum explains
-// what for): a Lease named herald-speaker-<node> in herald's namespace, renewed like a
-// kubelet's node lease, whose annotations carry the memberlist members it hears and
-// its mode. The Node owns it, so deleting the Node deletes it.
+// what for): a Lease named herald-speaker-<node> in herald's namespace, whose
+// annotations carry the memberlist members it hears and its mode, written when they
+// change; its liveness is a second Lease, its heartbeat (heartbeats.go), renewed like
+// a kubelet's node lease. The Node owns both, so deleting the Node deletes them.
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;delete,namespace=herald-system
 
@@ -61,19 +63,19 @@ func RecordName(node string) string { return "herald-speaker-" + node }
 
 // RecordConfig says how records are renewed.
 type RecordConfig struct {
-	// Renew is the period of renewals.
+	// Renew is the period of the heartbeat's renewals.
 	Renew time.Duration
 	// FastRenew is the period of retries after a failed write.
 	FastRenew time.Duration
-	// Duration is how long a record stays fresh after a renewal: the longest a dead
-	// speaker keeps counting among the expected ones.
+	// Duration is how long a record stays fresh after it or its heartbeat was last
+	// written: the longest a dead speaker keeps counting among the expected ones.
 	Duration time.Duration
 }
 
-// DefaultRecordConfig renews every 10 s, a kubelet node lease's pace, with records
-// fresh for 30 s, and retries a failed write twice a second. Renewals are far from the
-// failover path: a change of view or mode is written at once, and so is a renewal
-// when a peer starts asking whether this speaker is alive (quorum.AskedBy).
+// DefaultRecordConfig renews the heartbeat every 10 s, a kubelet node lease's pace,
+// with records fresh for 30 s, and retries a failed write twice a second. Renewals are
+// far from the failover path: a change of view or mode is written at once, and so is
+// the record when a peer starts asking whether this speaker is alive (quorum.AskedBy).
 func DefaultRecordConfig() RecordConfig {
 	return RecordConfig{Renew: 10 * time.Second, FastRenew: 500 * time.Millisecond, Duration: 30 * time.Second}
 }
@@ -166,6 +168,7 @@ type records struct {
 	writer    client.Writer
 	changed   func() // pokes the election
 	macs      func(node string, macs []string)
+	beats     *heartbeats // nil: every record's own renewal is all there is
 	now       func() time.Time
 
 	wake chan struct{}
@@ -181,7 +184,9 @@ type records struct {
 	apiUp  bool
 	apiAt  time.Time // last successful write of our record
 	readAt time.Time // last direct read of every record
-	lease  *coordinationv1.Lease
+	// lease and beat are the versions of the record and the heartbeat this speaker
+	// wrote last.
+	lease, beat *coordinationv1.Lease
 	// newest is the newest version seen of each record, by name (see newer).
 	newest map[string]*coordinationv1.Lease
 	// primed: the first decision was taken. Versions first seen before it are what
@@ -329,12 +334,28 @@ func (r *records) list(ctx context.Context, fresh bool) ([]quorum.Record, error)
 			out = append(out, rec)
 		}
 	}
+	if fresh && r.beats != nil {
+		if err := r.beats.readAll(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if fresh {
 		r.mu.Lock()
 		r.readAt = start
 		r.mu.Unlock()
 	}
 	return out, nil
+}
+
+// live returns recs with the freshness this speaker can tell (see liveness.apply),
+// and watches the heartbeats of their writers it does not hear.
+func (r *records) live(recs []quorum.Record, now time.Time) []quorum.Record {
+	if r.beats == nil {
+		return recs
+	}
+	lv := liveness{heard: r.hears, beat: r.beats.beat}
+	r.beats.track(lv.unheard(r.self, recs))
+	return lv.apply(r.self, recs, now)
 }
 
 // parse notes l (see note) and reads it as a record (see recordFromLease), once per
@@ -402,22 +423,33 @@ func (r *records) want(w recordWish) {
 	}
 }
 
-// run writes the record at once when want asks, and every renewal period (every
-// FastRenew after a failed write), until ctx ends.
+// run writes the record at once when want asks, and the heartbeat every renewal
+// period, until ctx ends. After a failed write both are retried every FastRenew.
 func (r *records) run(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	var written *recordWish // what the record says, once written
 	for {
+		beat := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-r.wake:
 		case <-timer.C:
+			beat = true
 		}
 		r.mu.Lock()
 		w := r.wish
 		r.mu.Unlock()
-		err := r.write(ctx, w)
+		var err error
+		if written == nil || !w.sameContent(*written) || w.newAsker(*written) {
+			if err = r.writeRecord(ctx, w); err == nil {
+				written = &w
+			}
+		}
+		if beat && err == nil {
+			err = r.writeHeartbeat(ctx)
+		}
 		r.mu.Lock()
 		flipped := r.apiUp != (err == nil)
 		r.apiUp = err == nil
@@ -430,6 +462,10 @@ func (r *records) run(ctx context.Context) {
 		}
 		if flipped {
 			r.changed()
+		}
+		// A record written on request leaves the heartbeat's pace alone.
+		if !beat && err == nil {
+			continue
 		}
 		period := r.cfg.Renew
 		if err != nil {
@@ -445,26 +481,44 @@ func (r *records) run(ctx context.Context) {
 	}
 }
 
-// write creates or renews the record with the wish.
-func (r *records) write(ctx context.Context, w recordWish) error {
+// writeRecord creates or rewrites the record with the wish.
+func (r *records) writeRecord(ctx context.Context, w recordWish) error {
+	l, err := r.put(ctx, RecordName(r.self), RecordLabel, w.content(), &r.lease)
+	if err != nil {
+		return err
+	}
+	r.newer(l)
+	r.note(l)
+	return nil
+}
+
+// writeHeartbeat creates or renews the heartbeat (see heartbeats).
+func (r *records) writeHeartbeat(ctx context.Context) error {
+	_, err := r.put(ctx, HeartbeatName(r.self), HeartbeatLabel, nil, &r.beat)
+	return err
+}
+
+// put creates or renews the Lease name, labelled label, with these annotations; last
+// is the version this speaker wrote last (nil: read it first).
+func (r *records) put(ctx context.Context, name, label string, annotations map[string]string, last **coordinationv1.Lease) (*coordinationv1.Lease, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.FastRenew*2)
 	defer cancel()
 	r.mu.Lock()
-	l := r.lease
+	l := *last
 	r.mu.Unlock()
-	key := types.NamespacedName{Namespace: r.namespace, Name: RecordName(r.self)}
+	key := types.NamespacedName{Namespace: r.namespace, Name: name}
 	if l == nil {
 		l = &coordinationv1.Lease{}
 		if err := r.api.Get(ctx, key, l); apierrors.IsNotFound(err) {
 			l = nil
 		} else if err != nil {
-			return fmt.Errorf("reading record %s: %w", key.Name, err)
+			return nil, fmt.Errorf("reading %s: %w", name, err)
 		}
 	}
 	now := metav1.NewMicroTime(r.now())
 	create := l == nil
 	if create {
-		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: r.namespace, Name: key.Name}}
+		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: r.namespace, Name: name}}
 		l.Spec.AcquireTime = &now
 		var node corev1.Node
 		if err := r.cache.Get(ctx, types.NamespacedName{Name: r.self}, &node); err == nil {
@@ -476,11 +530,13 @@ func (r *records) write(ctx context.Context, w recordWish) error {
 	if l.Labels == nil {
 		l.Labels = map[string]string{}
 	}
-	l.Labels[RecordLabel] = "true"
-	if l.Annotations == nil {
-		l.Annotations = map[string]string{}
+	l.Labels[label] = "true"
+	if len(annotations) > 0 {
+		if l.Annotations == nil {
+			l.Annotations = map[string]string{}
+		}
+		maps.Copy(l.Annotations, annotations)
 	}
-	maps.Copy(l.Annotations, w.content())
 	l.Spec.HolderIdentity = ptr.To(r.self)
 	l.Spec.LeaseDurationSeconds = ptr.To(int32(r.cfg.Duration / time.Second))
 	l.Spec.RenewTime = &now
@@ -490,29 +546,27 @@ func (r *records) write(ctx context.Context, w recordWish) error {
 	} else {
 		err = r.writer.Update(ctx, l)
 	}
-	if err != nil {
-		// Start from the stored object next time (a conflict, or deleted under us).
-		r.mu.Lock()
-		r.lease = nil
-		r.mu.Unlock()
-		return fmt.Errorf("writing record %s: %w", key.Name, err)
-	}
 	r.mu.Lock()
-	r.lease = l
-	r.mu.Unlock()
-	r.newer(l)
-	r.note(l)
-	return nil
+	defer r.mu.Unlock()
+	if err != nil {
+		*last = nil // start from the stored object next time (a conflict, or deleted under us)
+		return nil, fmt.Errorf("writing %s: %w", name, err)
+	}
+	*last = l
+	return l, nil
 }
 
-// remove deletes this speaker's record, on a graceful stop: the peers stop expecting
-// it at once.
+// remove deletes this speaker's record and heartbeat, on a graceful stop: the peers
+// stop expecting it at once.
 func (r *records) remove(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: r.namespace, Name: RecordName(r.self)}}
-	if err := r.writer.Delete(ctx, l); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting record %s: %w", l.Name, err)
+	var errs []error
+	for _, name := range []string{RecordName(r.self), HeartbeatName(r.self)} {
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: r.namespace, Name: name}}
+		if err := r.writer.Delete(ctx, l); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting %s: %w", name, err))
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }

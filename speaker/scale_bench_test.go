@@ -56,7 +56,7 @@ func BenchmarkSpeakersAtScale(b *testing.B) {
 	env := testenv.Start(b)
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = -1, 0 // the speakers share this client: no client-side limit
-	api, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	api, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -589,9 +589,11 @@ func (h *scaleHarness) stopAll() {
 	}
 	wg.Wait()
 	h.speakers = nil
-	if err := h.c.DeleteAllOf(context.Background(), &coordinationv1.Lease{}, client.InNamespace(h.sim.namespace),
-		client.HasLabels{RecordLabel}); err != nil {
-		h.b.Errorf("deleting the records: %v", err)
+	for _, label := range []string{RecordLabel, HeartbeatLabel} {
+		if err := h.c.DeleteAllOf(context.Background(), &coordinationv1.Lease{}, client.InNamespace(h.sim.namespace),
+			client.HasLabels{label}); err != nil {
+			h.b.Errorf("deleting the records: %v", err)
+		}
 	}
 }
 

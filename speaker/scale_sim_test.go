@@ -58,7 +58,7 @@ type simSpeaker struct {
 // simEnv is what every simulated speaker shares: the API server and the memberlist key.
 type simEnv struct {
 	cfg       *rest.Config
-	api       client.Client // uncached reads and the records' writes, shared
+	api       client.WithWatch // uncached reads, the records' writes and the heartbeats' watches, shared
 	namespace string
 	key       []byte
 	log       logr.Logger
@@ -140,6 +140,7 @@ func startSim(ctx context.Context, env simEnv, node string, port int, observer, 
 	ms := s.members
 	s.records.setHeard(func(node string) bool { return slices.Contains(ms.Live(), node) })
 	ctx, sim.stop = context.WithCancel(ctx)
+	s.records.beats = newHeartbeats(ctx, env.namespace, env.api, s.pokeElection, env.log)
 	cacheDone := make(chan struct{})
 	if shared {
 		close(cacheDone) // started by whoever made it

@@ -208,6 +208,11 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	s.vips = vipstatus.NewPublisher(cfg.NodeName, mgr.GetCache(), mgr.GetClient(), log.WithName("vipstatus"))
 	s.records = newRecords(cfg.NodeName, cfg.Namespace, cfg.Records, mgr.GetCache(), mgr.GetAPIReader(), mgr.GetClient(),
 		s.pokeElection, s.peers.set, log.WithName("records"))
+	beatClient, err := client.NewWithWatch(restCfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()})
+	if err != nil {
+		return fmt.Errorf("heartbeat client: %w", err)
+	}
+	s.records.beats = newHeartbeats(ctx, cfg.Namespace, beatClient, s.pokeElection, log.WithName("heartbeats"))
 	if s.metrics, err = newMetrics(crmetrics.Registry); err != nil {
 		return err
 	}

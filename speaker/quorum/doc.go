@@ -13,12 +13,15 @@
 // # Records
 //
 // Every speaker keeps a Record in the API server: the memberlist members it hears, its
-// Mode, and when it last renewed it. It renews slowly (every 10 s, a kubelet's pace),
-// and at once when its view or mode changes or when a peer starts asking whether it
-// is alive (AskedBy): an announcing peer's record lists it as unreachable, or a peer
-// holds or arbitrates. Readers note when each record last changed by their own clock,
-// and a change after they lost its writer, or after their trouble began, shows it
-// alive; one write answers, whatever the trouble's length. So speakers in trouble can
+// Mode, and when it was last renewed. It writes it when its view or mode changes or
+// when a peer starts asking whether it is alive (AskedBy): an announcing peer's record
+// lists it as unreachable, or a peer holds or arbitrates. Its liveness is renewed
+// apart (every 10 s, a kubelet's pace) and only the speakers that do not hear it over
+// memberlist read it: to a reader, the record of a peer it hears is renewed now, and
+// that of a peer it does not hear as of the later of the record's write and that
+// renewal (see speaker/heartbeats.go). Readers note when each record last changed by
+// their own clock, and a change after they lost its writer, or after their trouble
+// began, shows it alive; one write answers, whatever the trouble's length. So speakers in trouble can
 // tell live peers from dead ones through the API server, and a node that dies makes
 // nobody write more. A speaker that leaves gracefully
 // deletes its record; the records of deleted Nodes are garbage-collected with them.

@@ -1,12 +1,18 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"herald.dev/herald/internal/scheme"
@@ -18,15 +24,22 @@ import (
 // on the API server, as it sees it.
 func (f *fullLab) recordWrites(t *testing.T, until time.Time) func() map[string][]time.Time {
 	t.Helper()
+	return f.leaseWrites(t, speaker.RecordLabel, until)
+}
+
+// leaseWrites watches the Leases labelled label in herald's namespace from now until
+// until, and then returns, by holder, when each write reached the watch.
+func (f *fullLab) leaseWrites(t *testing.T, label string, until time.Time) func() map[string][]time.Time {
+	t.Helper()
 	wc, err := client.NewWithWatch(f.CP.Config, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		t.Fatalf("watch client: %v", err)
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), until)
-	w, err := wc.Watch(ctx, &coordinationv1.LeaseList{}, client.InNamespace(heraldNS), client.HasLabels{speaker.RecordLabel})
+	w, err := wc.Watch(ctx, &coordinationv1.LeaseList{}, client.InNamespace(heraldNS), client.HasLabels{label})
 	if err != nil {
 		cancel()
-		t.Fatalf("watching the speakers' records: %v", err)
+		t.Fatalf("watching the Leases labelled %s: %v", label, err)
 	}
 	done := make(chan map[string][]time.Time, 1)
 	go func() {
@@ -43,7 +56,7 @@ func (f *fullLab) recordWrites(t *testing.T, until time.Time) func() map[string]
 					done <- seen
 					return
 				}
-				// The watch starts with an ADDED event per existing record: not a write.
+				// The watch starts with an ADDED event per existing Lease: not a write.
 				if l, isLease := ev.Object.(*coordinationv1.Lease); isLease && ev.Type == watch.Modified && l.Spec.HolderIdentity != nil {
 					seen[*l.Spec.HolderIdentity] = append(seen[*l.Spec.HolderIdentity], time.Now())
 				}
@@ -51,4 +64,99 @@ func (f *fullLab) recordWrites(t *testing.T, until time.Time) func() map[string]
 		}
 	}()
 	return func() map[string][]time.Time { return <-done }
+}
+
+// TestLabRecordsQuiet: while every speaker hears every other, the speakers' records do
+// not change and only their heartbeats renew, which nobody watches: the API server
+// sends the speakers no event a second (before, every renewal of every record went to
+// every speaker).
+func TestLabRecordsQuiet(t *testing.T) {
+	f := fullLabFor(t)
+	f.expectOwners(t, f.vips, "before watching the records")
+	f.waitAllInQuorum(t)
+
+	const window = 25 * time.Second // two and a half heartbeat periods
+	start := time.Now()
+	records := f.recordWrites(t, start.Add(window))
+	beats := f.leaseWrites(t, speaker.HeartbeatLabel, start.Add(window))
+	events0 := f.leaseWatchEvents(t)
+	time.Sleep(window)
+	events := f.leaseWatchEvents(t) - events0
+	rw, bw := records(), beats()
+	t.Logf("FIGURE Lease watch events sent by the API server in %s of steady state: %.0f (%.1f/s; the lab agents' node Leases and their watchers included)",
+		window, events, events/window.Seconds())
+	for _, n := range f.nodes {
+		t.Logf("FIGURE %s in %s of steady state: %d record writes, %d heartbeat renewals", n, window, len(rw[n]), len(bw[n]))
+		if len(rw[n]) > 0 {
+			t.Errorf("%s wrote its record %d times in %s while every speaker heard every other; a record changes only with what it says", n, len(rw[n]), window)
+		}
+		if len(bw[n]) < 2 {
+			t.Errorf("%s renewed its heartbeat %d times in %s; want one every 10 s", n, len(bw[n]), window)
+		}
+	}
+}
+
+// waitAllInQuorum waits until every worker's record says Quorum and lists every worker.
+func (f *fullLab) waitAllInQuorum(t *testing.T) {
+	t.Helper()
+	var last string
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+		var leases coordinationv1.LeaseList
+		if err := f.c.List(t.Context(), &leases, client.InNamespace(heraldNS), client.HasLabels{speaker.RecordLabel}); err != nil {
+			last = err.Error()
+			continue
+		}
+		settled := 0
+		for _, l := range leases.Items {
+			members := strings.Split(l.Annotations[speaker.RecordMembersAnnotation], ",")
+			if l.Annotations[speaker.RecordModeAnnotation] == "Quorum" && len(members) == len(f.nodes) && slices.ContainsFunc(f.nodes, func(n string) bool {
+				return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == n
+			}) {
+				settled++
+			}
+		}
+		if settled == len(f.nodes) {
+			return
+		}
+		last = strconv.Itoa(settled) + " of " + strconv.Itoa(len(f.nodes)) + " records say Quorum with every worker"
+	}
+	t.Fatalf("the speakers did not all settle in Quorum within 60 s: %s", last)
+}
+
+// leaseWatchEvents reads apiserver_watch_events_total for Leases from the lab's API
+// server.
+func (f *fullLab) leaseWatchEvents(t *testing.T) float64 {
+	t.Helper()
+	hc, err := rest.HTTPClientFor(f.CP.Config)
+	if err != nil {
+		t.Fatalf("API server client: %v", err)
+	}
+	resp, err := hc.Get(strings.TrimSuffix(f.CP.Config.Host, "/") + "/metrics")
+	if err != nil {
+		t.Fatalf("reading the API server's metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %s", resp.Status)
+	}
+	var total float64
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		name, rest, ok := strings.Cut(sc.Text(), "{")
+		if !ok || name != "apiserver_watch_events_total" {
+			continue
+		}
+		labels, val, ok := strings.Cut(rest, "} ")
+		if !ok || !(strings.Contains(labels, `resource="leases"`) || strings.Contains(labels, `kind="Lease"`)) {
+			continue
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
+			total += v
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("reading the API server's metrics: %v", err)
+	}
+	return total
 }

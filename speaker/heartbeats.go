@@ -1,0 +1,228 @@
+package speaker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"herald.dev/herald/speaker/quorum"
+)
+
+// A speaker's liveness lives apart from what its record says: besides its record,
+// which changes only when its view or mode does, every speaker renews a heartbeat, a
+// second Lease herald-heartbeat-<node>, at the record's renewal pace. A speaker needs
+// a peer's heartbeat only while it cannot hear that peer over memberlist (hearing it
+// says it is alive), so it watches, by name, the heartbeats of the peers it does not
+// hear and of no other. In steady state every speaker hears every other: the
+// heartbeats' renewals reach no watcher, and the records do not change. Before, every
+// renewal of every record went to every speaker, N²/10 watch events a second.
+
+// HeartbeatLabel marks the speakers' heartbeats among the Leases.
+const HeartbeatLabel = "herald.dev/speaker-heartbeat"
+
+// HeartbeatName is the name of node's heartbeat.
+func HeartbeatName(node string) string { return "herald-heartbeat-" + node }
+
+// liveness gives the records the freshness this speaker can vouch for.
+type liveness struct {
+	// heard says whether this speaker hears a node over memberlist.
+	heard func(node string) bool
+	// beat returns when node's heartbeat was last renewed (zero if it has none), and
+	// false while this speaker does not know yet.
+	beat func(node string) (time.Time, bool)
+}
+
+// apply returns the records with RenewedAt as this speaker knows it: a record of a
+// peer it hears counts as renewed now (it is alive, and its record says what it last
+// published), one of a peer it does not hear as renewed at the later of the record's
+// own renewal and its heartbeat's, and as renewed now while the heartbeat is not known
+// yet: counting a speaker expected can only delay a majority, never make one. The
+// records are copies; their slices are shared, read only.
+func (lv liveness) apply(self string, recs []quorum.Record, now time.Time) []quorum.Record {
+	out := make([]quorum.Record, len(recs))
+	for i, r := range recs {
+		if r.Node != self {
+			switch at, known := lv.beat(r.Node); {
+			case lv.heard(r.Node) || !known:
+				r.RenewedAt = now
+			case at.After(r.RenewedAt):
+				r.RenewedAt = at
+			}
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// unheard returns the writers of recs, self aside, that this speaker does not hear.
+func (lv liveness) unheard(self string, recs []quorum.Record) []string {
+	var out []string
+	for _, r := range recs {
+		if r.Node != self && !lv.heard(r.Node) {
+			out = append(out, r.Node)
+		}
+	}
+	return sortedUnique(out)
+}
+
+func sortedUnique(s []string) []string {
+	slices.Sort(s)
+	return slices.Compact(s)
+}
+
+// heartbeats watches the heartbeats of the peers this speaker does not hear, one
+// watch per peer, filtered by name at the API server.
+type heartbeats struct {
+	ctx       context.Context // the watches' lifetime
+	namespace string
+	client    client.WithWatch
+	changed   func() // pokes the election
+	log       logr.Logger
+
+	mu       sync.Mutex
+	watching map[string]*heartbeatWatch
+	// read holds the heartbeats last read straight from the API server (readAll),
+	// at readAt, for a decision that needs the records current.
+	read   map[string]time.Time
+	readAt time.Time
+	now    func() time.Time
+}
+
+type heartbeatWatch struct {
+	stop    context.CancelFunc
+	store   toolscache.Store
+	synced  func() bool
+	started time.Time
+}
+
+func newHeartbeats(ctx context.Context, namespace string, c client.WithWatch, changed func(), log logr.Logger) *heartbeats {
+	return &heartbeats{ctx: ctx, namespace: namespace, client: c, changed: changed, log: log, watching: map[string]*heartbeatWatch{}, now: time.Now}
+}
+
+// track watches the heartbeats of exactly these nodes.
+func (h *heartbeats) track(nodes []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for n, w := range h.watching {
+		if !slices.Contains(nodes, n) {
+			w.stop()
+			delete(h.watching, n)
+		}
+	}
+	for _, n := range nodes {
+		if h.watching[n] == nil && h.ctx.Err() == nil {
+			h.watching[n] = h.start(h.ctx, n)
+		}
+	}
+}
+
+// watched returns the nodes whose heartbeat is watched, sorted.
+func (h *heartbeats) watched() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]string, 0, len(h.watching))
+	for n := range h.watching {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (h *heartbeats) start(ctx context.Context, node string) *heartbeatWatch {
+	ctx, cancel := context.WithCancel(ctx)
+	byName := func(opts metav1.ListOptions) *client.ListOptions {
+		return &client.ListOptions{Namespace: h.namespace, FieldSelector: fields.OneTermEqualSelector("metadata.name", HeartbeatName(node)), Raw: &opts}
+	}
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			var l coordinationv1.LeaseList
+			if err := h.client.List(ctx, &l, byName(opts)); err != nil {
+				return nil, fmt.Errorf("listing heartbeat of %s: %w", node, err)
+			}
+			return &l, nil
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			w, err := h.client.Watch(ctx, &coordinationv1.LeaseList{}, byName(opts))
+			if err != nil {
+				return nil, fmt.Errorf("watching heartbeat of %s: %w", node, err)
+			}
+			return w, nil
+		},
+	}
+	poke := func(any) { h.changed() }
+	store, ctrl := toolscache.NewInformerWithOptions(toolscache.InformerOptions{
+		ListerWatcher: lw,
+		ObjectType:    &coordinationv1.Lease{},
+		Handler: toolscache.ResourceEventHandlerFuncs{
+			AddFunc: poke, UpdateFunc: func(_, cur any) { poke(cur) }, DeleteFunc: poke,
+		},
+	})
+	go ctrl.RunWithContext(ctx)
+	h.log.V(1).Info("watching a heartbeat", "node", node)
+	return &heartbeatWatch{stop: cancel, store: store, synced: ctrl.HasSynced, started: h.now()}
+}
+
+// beat returns when node's heartbeat was last renewed (zero if it has none), as its
+// watch saw it or as last read straight from the API server since the watch started,
+// whichever is newer; false while its heartbeat is not watched, or neither knows.
+func (h *heartbeats) beat(node string) (time.Time, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w := h.watching[node]
+	if w == nil {
+		return time.Time{}, false
+	}
+	var at time.Time
+	known := h.readAt.After(w.started)
+	if known {
+		at = h.read[node]
+	}
+	if w.synced() {
+		known = true
+		if obj, ok, _ := w.store.GetByKey(h.namespace + "/" + HeartbeatName(node)); ok {
+			if t := renewedAt(obj.(*coordinationv1.Lease)); t.After(at) {
+				at = t
+			}
+		}
+	}
+	return at, known
+}
+
+// readAll reads every heartbeat straight from the API server: a decision that needs
+// the records current needs the heartbeats current too, and a watch may lag.
+func (h *heartbeats) readAll(ctx context.Context) error {
+	var l coordinationv1.LeaseList
+	start := h.now()
+	if err := h.client.List(ctx, &l, client.InNamespace(h.namespace), client.HasLabels{HeartbeatLabel}); err != nil {
+		return fmt.Errorf("reading the speakers' heartbeats: %w", err)
+	}
+	read := make(map[string]time.Time, len(l.Items))
+	for i := range l.Items {
+		if l.Items[i].Spec.HolderIdentity != nil {
+			read[*l.Items[i].Spec.HolderIdentity] = renewedAt(&l.Items[i])
+		}
+	}
+	h.mu.Lock()
+	h.read, h.readAt = read, start
+	h.mu.Unlock()
+	return nil
+}
+
+// renewedAt is when l was last renewed, zero if never.
+func renewedAt(l *coordinationv1.Lease) time.Time {
+	if l.Spec.RenewTime == nil {
+		return time.Time{}
+	}
+	return l.Spec.RenewTime.Time
+}

@@ -1,0 +1,189 @@
+package speaker
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"herald.dev/herald/internal/scheme"
+	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/speaker/quorum"
+)
+
+// A peer this speaker hears counts as alive now; one it does not hear is as fresh as
+// the later of its record's renewal and its heartbeat's, and counts as fresh while
+// its heartbeat is not known yet.
+func TestLivenessApply(t *testing.T) {
+	now := time.Unix(10_000, 0)
+	old, recent := now.Add(-time.Hour), now.Add(-5*time.Second)
+	beats := map[string]time.Time{"c": recent, "e": old.Add(-time.Minute), "f": {}}
+	lv := liveness{
+		heard: func(n string) bool { return n == "b" },
+		beat: func(n string) (time.Time, bool) {
+			at, ok := beats[n]
+			return at, ok
+		},
+	}
+	recs := []quorum.Record{{Node: "a", RenewedAt: old}, {Node: "b", RenewedAt: old}, {Node: "c", RenewedAt: old},
+		{Node: "d", RenewedAt: old}, {Node: "e", RenewedAt: old}, {Node: "f", RenewedAt: recent}}
+	got := lv.apply("a", recs, now)
+	want := map[string]time.Time{
+		"a": old,    // self: its own record as written
+		"b": now,    // heard
+		"c": recent, // the heartbeat is newer than the record
+		"d": now,    // heartbeat not known yet
+		"e": old,    // the record is newer than the heartbeat
+		"f": recent, // no heartbeat: the record's own renewal
+	}
+	for _, r := range got {
+		if !r.RenewedAt.Equal(want[r.Node]) {
+			t.Errorf("%s renewed at %v, want %v", r.Node, r.RenewedAt, want[r.Node])
+		}
+	}
+	if !recs[1].RenewedAt.Equal(old) {
+		t.Error("apply changed the records it was given")
+	}
+	if u := lv.unheard("a", append(recs, quorum.Record{Node: "c"})); !slices.Equal(u, []string{"c", "d", "e", "f"}) {
+		t.Errorf("unheard %v, want [c d e f]", u)
+	}
+}
+
+// countingWriter counts the writes of each Lease.
+type countingWriter struct {
+	client.Writer
+	mu     sync.Mutex
+	writes map[string]int
+}
+
+func (w *countingWriter) count(obj client.Object) {
+	w.mu.Lock()
+	w.writes[obj.GetName()]++
+	w.mu.Unlock()
+}
+
+func (w *countingWriter) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	w.count(obj)
+	return w.Writer.Create(ctx, obj, opts...)
+}
+
+func (w *countingWriter) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	w.count(obj)
+	return w.Writer.Update(ctx, obj, opts...)
+}
+
+func (w *countingWriter) of(name string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.writes[name]
+}
+
+// Against a real API server: a speaker renews its heartbeat at the renewal pace and
+// writes its record only when what it says changes; a reader sees the heartbeats of
+// the peers it watches, and no event of the others reaches it.
+func TestHeartbeats(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := t.Context()
+	const ns = "herald-system"
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := RecordConfig{Renew: time.Second, FastRenew: 200 * time.Millisecond, Duration: 3 * time.Second}
+	w := &countingWriter{Writer: env.Client, writes: map[string]int{}}
+	writer := func(node string) (*records, context.CancelFunc) {
+		r := newRecords(node, ns, cfg, env.Client, env.Client, w, func() {}, func(string, []string) {}, logr.Discard())
+		r.want(recordWish{members: []string{node}, mode: quorum.ModeQuorum})
+		ctx, stop := context.WithCancel(ctx)
+		go r.run(ctx)
+		return r, stop
+	}
+	b, stopB := writer("b")
+	_, stopC := writer("c")
+	defer stopC()
+
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pokes atomic.Int32
+	h := newHeartbeats(ctx, ns, wc, func() { pokes.Add(1) }, logr.Discard())
+	if _, known := h.beat("b"); known {
+		t.Error("a heartbeat not watched is known")
+	}
+	h.track([]string{"b"})
+	stored := func(node string) time.Time {
+		var l coordinationv1.Lease
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: HeartbeatName(node)}, &l); err != nil {
+			return time.Time{}
+		}
+		return renewedAt(&l)
+	}
+	eventually(t, "b's heartbeat seen as stored", func() bool {
+		at, known := h.beat("b")
+		return known && !at.IsZero() && at.Equal(stored("b"))
+	})
+	first, _ := h.beat("b")
+	eventually(t, "b's heartbeat renewed", func() bool { at, _ := h.beat("b"); return at.After(first) })
+	if _, known := h.beat("c"); known {
+		t.Error("c's heartbeat is known without being watched")
+	}
+
+	// Records: written once at start, then only when what they say changes.
+	for _, node := range []string{"b", "c"} {
+		if n := w.of(RecordName(node)); n != 1 {
+			t.Errorf("%s's record written %d times without a change, want once", node, n)
+		}
+	}
+	b.want(recordWish{members: []string{"b", "c"}, mode: quorum.ModeQuorum})
+	eventually(t, "b's changed record written", func() bool { return w.of(RecordName("b")) == 2 })
+
+	// c renews (every second) while only b is watched: with b's writer stopped, no
+	// event reaches the reader.
+	stopB()
+	time.Sleep(500 * time.Millisecond)
+	pokes.Store(0)
+	before := w.of(HeartbeatName("c"))
+	time.Sleep(2500 * time.Millisecond)
+	if renewals := w.of(HeartbeatName("c")) - before; renewals < 2 {
+		t.Fatalf("c renewed its heartbeat %d times in 2.5 s at a 1 s pace", renewals)
+	}
+	if n := pokes.Load(); n != 0 {
+		t.Errorf("%d heartbeat events reached a reader watching b alone while only c renewed", n)
+	}
+
+	// Watching c instead: c's heartbeat is known, b's no longer; a direct read makes a
+	// heartbeat known before its watch has synced.
+	h.track([]string{"c"})
+	if err := h.readAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if at, known := h.beat("c"); !known || at.IsZero() {
+		t.Errorf("c's heartbeat after a direct read: %v, known %v", at, known)
+	}
+	if _, known := h.beat("b"); known {
+		t.Error("b's heartbeat is still known after its watch stopped")
+	}
+	if got := h.watched(); !slices.Equal(got, []string{"c"}) {
+		t.Errorf("watched %v, want [c]", got)
+	}
+}
+
+// eventually polls cond for up to 10 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting: %s", what)
+}
