@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/time/rate"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -27,6 +28,23 @@ import (
 // hear and of no other. In steady state every speaker hears every other: the
 // heartbeats' renewals reach no watcher, and the records do not change. Before, every
 // renewal of every record went to every speaker, N²/10 watch events a second.
+
+// When to watch. A heartbeat not watched yet counts as fresh, which only delays a
+// majority; and a peer that stops renewing stays fresh for the record duration minus
+// a renewal period (20 s by default) after its last renewal. So a watch that starts a
+// few seconds after its peer went unheard changes no decision, and spares the API
+// server what a speaker starting (it hears nobody until memberlist's join) or a
+// member flapping would cost: a speaker watches a peer's heartbeat once it has not
+// heard that peer for heartbeatDelay, starts at most heartbeatStarts watches a second
+// (after a burst of heartbeatBurst: a node cut off from a thousand peers opens its
+// watches over 100 s), and stops one only after its peer was heard again for
+// heartbeatLinger.
+const (
+	heartbeatDelay  = 5 * time.Second
+	heartbeatStarts = 10
+	heartbeatBurst  = 20
+	heartbeatLinger = 30 * time.Second
+)
 
 // HeartbeatLabel marks the speakers' heartbeats among the Leases.
 const HeartbeatLabel = "herald.dev/speaker-heartbeat"
@@ -90,8 +108,14 @@ type heartbeats struct {
 	changed   func() // pokes the election
 	log       logr.Logger
 
+	starts *rate.Limiter
+
 	mu       sync.Mutex
 	watching map[string]*heartbeatWatch
+	// unheardSince is since when each node passed to track has been in its list.
+	unheardSince map[string]time.Time
+	// retry: a decision is due for the watches the limit held back.
+	retry bool
 	// read holds the heartbeats last read straight from the API server (readAll),
 	// at readAt, for a decision that needs the records current.
 	read   map[string]time.Time
@@ -100,30 +124,71 @@ type heartbeats struct {
 }
 
 type heartbeatWatch struct {
-	stop    context.CancelFunc
-	store   toolscache.Store
-	synced  func() bool
-	started time.Time
+	// unneeded is since when its node is heard again (zero while it is not).
+	unneeded time.Time
+	stop     context.CancelFunc
+	store    toolscache.Store
+	synced   func() bool
+	started  time.Time
 }
 
 func newHeartbeats(ctx context.Context, namespace string, c client.WithWatch, changed func(), log logr.Logger) *heartbeats {
-	return &heartbeats{ctx: ctx, namespace: namespace, client: c, changed: changed, log: log, watching: map[string]*heartbeatWatch{}, now: time.Now}
+	return &heartbeats{ctx: ctx, namespace: namespace, client: c, changed: changed, log: log, watching: map[string]*heartbeatWatch{}, unheardSince: map[string]time.Time{}, now: time.Now,
+		starts: rate.NewLimiter(heartbeatStarts, heartbeatBurst)}
 }
 
-// track watches the heartbeats of exactly these nodes.
+// track watches the heartbeats of these nodes (the peers not heard) once they have
+// been passed for heartbeatDelay, starting at most heartbeatStarts watches a second;
+// it stops the watches of the others once they are not needed for heartbeatLinger. A
+// node left unwatched for now is picked up by a later call, which it pokes a decision
+// for.
 func (h *heartbeats) track(nodes []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	now := h.now()
+	needed := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		needed[n] = true
+		if _, ok := h.unheardSince[n]; !ok {
+			h.unheardSince[n] = now
+			time.AfterFunc(heartbeatDelay, h.changed) // a decision then watches it
+		}
+	}
+	for n := range h.unheardSince {
+		if !needed[n] {
+			delete(h.unheardSince, n)
+		}
+	}
 	for n, w := range h.watching {
-		if !slices.Contains(nodes, n) {
+		switch {
+		case needed[n]:
+			w.unneeded = time.Time{}
+		case w.unneeded.IsZero():
+			w.unneeded = now
+			time.AfterFunc(heartbeatLinger, h.changed) // a decision then stops it
+		case now.Sub(w.unneeded) >= heartbeatLinger:
 			w.stop()
 			delete(h.watching, n)
 		}
 	}
+	held := false
 	for _, n := range nodes {
-		if h.watching[n] == nil && h.ctx.Err() == nil {
+		if h.watching[n] == nil && h.ctx.Err() == nil && now.Sub(h.unheardSince[n]) >= heartbeatDelay {
+			if !h.starts.Allow() {
+				held = true
+				continue
+			}
 			h.watching[n] = h.start(h.ctx, n)
 		}
+	}
+	if held && !h.retry {
+		h.retry = true
+		time.AfterFunc(time.Second/heartbeatStarts*2, func() {
+			h.mu.Lock()
+			h.retry = false
+			h.mu.Unlock()
+			h.changed()
+		})
 	}
 }
 

@@ -2,6 +2,7 @@ package speaker
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -116,9 +117,14 @@ func TestHeartbeats(t *testing.T) {
 	}
 	var pokes atomic.Int32
 	h := newHeartbeats(ctx, ns, wc, func() { pokes.Add(1) }, logr.Discard())
-	if _, known := h.beat("b"); known {
-		t.Error("a heartbeat not watched is known")
+	var later atomic.Int64 // how far the heartbeats' clock runs ahead
+	h.now = func() time.Time { return time.Now().Add(time.Duration(later.Load())) }
+	advance := func(d time.Duration) { later.Add(int64(d)) }
+	h.track([]string{"b"})
+	if _, known := h.beat("b"); known || len(h.watched()) > 0 {
+		t.Errorf("a heartbeat is watched (%v) or known (%v) as soon as its peer is unheard, want after %v", h.watched(), known, heartbeatDelay)
 	}
+	advance(heartbeatDelay)
 	h.track([]string{"b"})
 	stored := func(node string) time.Time {
 		var l coordinationv1.Lease
@@ -160,8 +166,11 @@ func TestHeartbeats(t *testing.T) {
 		t.Errorf("%d heartbeat events reached a reader watching b alone while only c renewed", n)
 	}
 
-	// Watching c instead: c's heartbeat is known, b's no longer; a direct read makes a
-	// heartbeat known before its watch has synced.
+	// Watching c instead: c's heartbeat is known; a direct read makes a heartbeat
+	// known before its watch has synced. b's watch lingers for heartbeatLinger, then
+	// stops.
+	h.track([]string{"c"})
+	advance(heartbeatDelay)
 	h.track([]string{"c"})
 	if err := h.readAll(ctx); err != nil {
 		t.Fatal(err)
@@ -169,12 +178,35 @@ func TestHeartbeats(t *testing.T) {
 	if at, known := h.beat("c"); !known || at.IsZero() {
 		t.Errorf("c's heartbeat after a direct read: %v, known %v", at, known)
 	}
+	if got := h.watched(); !slices.Equal(got, []string{"b", "c"}) {
+		t.Errorf("watched %v right after b was heard again, want [b c]", got)
+	}
+	advance(heartbeatLinger)
+	h.track([]string{"c"})
 	if _, known := h.beat("b"); known {
 		t.Error("b's heartbeat is still known after its watch stopped")
 	}
 	if got := h.watched(); !slices.Equal(got, []string{"c"}) {
-		t.Errorf("watched %v, want [c]", got)
+		t.Errorf("watched %v %v after b was heard again, want [c]", got, heartbeatLinger)
 	}
+
+	// A speaker hearing nobody starts at most a burst of watches at once, and the rest
+	// as the limit allows, poked to decide again meanwhile.
+	var many []string
+	for i := range 3 * heartbeatBurst {
+		many = append(many, fmt.Sprintf("n%02d", i))
+	}
+	stopC() // no heartbeat event pokes from here on
+	time.Sleep(300 * time.Millisecond)
+	pokes.Store(0)
+	h.track(many)
+	advance(heartbeatDelay)
+	h.track(many)
+	if n := len(h.watched()); n > heartbeatBurst+2 {
+		t.Errorf("%d watches started at once, want at most about %d", n, heartbeatBurst)
+	}
+	eventually(t, "a poke to start the watches held back", func() bool { return pokes.Load() > 0 })
+	eventually(t, "every heartbeat watched", func() bool { h.track(many); return len(h.watched()) == len(many) })
 }
 
 // eventually polls cond for up to 10 s.

@@ -18,6 +18,7 @@ type metrics struct {
 	problems      prometheus.Gauge
 	mode          *prometheus.GaugeVec
 	expected      prometheus.Gauge
+	heartbeats    prometheus.Gauge
 	unreachable   *prometheus.GaugeVec
 	peerClaims    *prometheus.CounterVec
 }
@@ -57,6 +58,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "herald_memberlist_unreachable",
 			Help: "1 for each expected speaker (peer) that this speaker (node) does not hear in memberlist: its record in the API server is fresh, so it is alive but cut off, or died less than a record duration ago.",
 		}, []string{"node", "peer"}),
+		heartbeats: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "herald_speaker_heartbeats_watched",
+			Help: "Peers whose heartbeat (a Lease) this speaker watches: those it does not hear over memberlist, and for 30 s those heard again. 0 when every speaker hears every other.",
+		}),
 		peerClaims: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_l2_peer_claims_total",
 			Help: "ARP/NDP frames in which another herald speaker claimed an IP this node announces: two nodes answering for one IP (split brain).",
@@ -65,7 +70,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.owner, m.leaderChanges, m.failover, m.elections, m.problems, m.mode, m.expected, m.unreachable, m.peerClaims} {
+	for _, c := range []prometheus.Collector{m.owner, m.leaderChanges, m.failover, m.elections, m.problems, m.mode, m.expected, m.unreachable, m.peerClaims, m.heartbeats} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {

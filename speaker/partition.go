@@ -134,6 +134,9 @@ func (s *Speaker) observe(v quorum.Verdict, live []string) {
 		s.metrics.mode.WithLabelValues(string(m)).Set(val)
 	}
 	s.metrics.expected.Set(float64(len(v.Expected)))
+	if s.records.beats != nil {
+		s.metrics.heartbeats.Set(float64(len(s.records.beats.watched())))
+	}
 	s.metrics.unreachable.DeletePartialMatch(prometheus.Labels{"node": s.cfg.NodeName})
 	for _, p := range v.Unreachable {
 		s.metrics.unreachable.WithLabelValues(s.cfg.NodeName, p).Set(1)

@@ -242,10 +242,10 @@ func (r *records) watch(ctx context.Context, c cache.Informers) error {
 			o, _ := old.(*coordinationv1.Lease)
 			c, ok := cur.(*coordinationv1.Lease)
 			// A peer this speaker hears renewing a record that says the same as before
-			// changes no decision: note when, but run no election (at 1,000 nodes that
-			// is a hundred renewals a second). A degraded speaker decides again every
-			// recheckDegraded anyway, and one it cannot hear pokes as before: its
-			// renewal tells it is alive.
+			// (in answer to a peer asking, or a speaker of an older version renewing
+			// on a timer) changes no decision: note when, but run no election. A
+			// degraded speaker decides again every recheckDegraded anyway, and one it
+			// cannot hear pokes as before: its renewal tells it is alive.
 			if ok && o != nil && renewalOnly(o, c) && c.Spec.HolderIdentity != nil && r.hears(*c.Spec.HolderIdentity) {
 				r.note(c)
 				return

@@ -51,6 +51,7 @@ func BenchmarkSpeakersAtScale(b *testing.B) {
 	window := time.Duration(envInts(b, "HERALD_SCALE_WINDOW", []int{30})[0]) * time.Second
 	watchers := envInts(b, "HERALD_SCALE_WATCHERS", []int{300})[0]
 	mlSlower := envInts(b, "HERALD_SCALE_ML_SLOWER", []int{1})[0]
+	mlProbe := time.Duration(envInts(b, "HERALD_SCALE_ML_PROBE_MS", []int{0})[0]) * time.Millisecond
 
 	crlog.SetLogger(logr.Discard())
 	env := testenv.Start(b)
@@ -65,7 +66,11 @@ func BenchmarkSpeakersAtScale(b *testing.B) {
 		b.Fatal(err)
 	}
 	h := &scaleHarness{b: b, ctx: b.Context(), c: env.Client, cfg: env.Config, watchers: watchers,
-		sim: simEnv{cfg: cfg, api: api, namespace: "herald-system", key: key, log: logr.Discard(), mlSlower: mlSlower}}
+		sim: simEnv{cfg: cfg, api: api, namespace: "herald-system", key: key, log: logr.Discard(), mlSlower: mlSlower, mlProbe: mlProbe}}
+	if mlProbe > 0 {
+		progress("memberlist's probe interval is %v (--ml-probe-interval)", mlProbe)
+		b.Logf("memberlist's probe interval is %v (HERALD_SCALE_ML_PROBE_MS, as --ml-probe-interval)", mlProbe)
+	}
 	if mlSlower > 1 {
 		progress("memberlist's probe and gossip periods are %d times herald's", mlSlower)
 		b.Logf("memberlist's probe and gossip periods are %d times herald's (HERALD_SCALE_ML_SLOWER)", mlSlower)
@@ -531,7 +536,9 @@ func (h *scaleHarness) waitElected(vips int) {
 }
 
 // waitCalm waits until every speaker is in Quorum with nobody asking whether it is
-// alive, then one renewal period: the start-up is over.
+// alive and watches no heartbeat (those opened while it heard nobody at its start
+// close 30 s after it heard their peers), then one renewal period: the start-up is
+// over.
 func (h *scaleHarness) waitCalm() {
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
@@ -542,12 +549,15 @@ func (h *scaleHarness) waitCalm() {
 				troubled++
 			}
 			s.records.mu.Unlock()
+			if s.records.beats != nil && len(s.records.beats.watched()) > 0 {
+				troubled++
+			}
 		}
 		if troubled == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			h.b.Logf("%d speakers still degraded or asked about after 5 minutes", troubled)
+			h.b.Logf("%d speakers still degraded, asked about or watching heartbeats after 5 minutes", troubled)
 			break
 		}
 		time.Sleep(200 * time.Millisecond)

@@ -70,6 +70,9 @@ type simEnv struct {
 	// 1: herald's defaults): hundreds of memberlists at herald's pace in one process on
 	// a small machine starve each other and declare live members dead.
 	mlSlower int
+	// mlProbe, when set, is memberlist's probe interval (HERALD_SCALE_ML_PROBE_MS), as
+	// --ml-probe-interval sets it; the probe timeout is then at most half of it.
+	mlProbe time.Duration
 }
 
 // newRecordsCache returns a cache of the speakers' records alone, as a speaker's.
@@ -100,6 +103,10 @@ func startSim(ctx context.Context, env simEnv, node string, port int, observer, 
 	cfg.Members.BindAddr = "127.0.0.1"
 	cfg.Members.BindPort = port
 	cfg.Members.SecretKey = env.key
+	if env.mlProbe > 0 {
+		cfg.Members.ProbeInterval = env.mlProbe
+		cfg.Members.ProbeTimeout = min(cfg.Members.ProbeTimeout, env.mlProbe/2)
+	}
 	if k := time.Duration(env.mlSlower); k > 1 {
 		cfg.Members.ProbeInterval *= k
 		cfg.Members.ProbeTimeout *= k
