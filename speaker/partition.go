@@ -42,7 +42,7 @@ func (s *Speaker) decide(ctx context.Context, live []string) (quorum.Verdict, []
 	if err != nil {
 		s.log.Error(err, "reading the speakers' records from the cache")
 	}
-	in.Records = s.records.live(recs, in.Now)
+	in.Records = s.records.live(recs, live, in.Now)
 	v, st := quorum.Decide(s.cfg.Quorum, s.qstate, in)
 	if v.NeedRecords {
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -51,7 +51,7 @@ func (s *Speaker) decide(ctx context.Context, live []string) (quorum.Verdict, []
 		if err != nil {
 			s.log.V(1).Info("reading the speakers' records before announcing again", "error", err.Error())
 		} else {
-			in.Records = s.records.live(recs, in.Now)
+			in.Records = s.records.live(recs, live, in.Now)
 			in.APIUp, in.APIAt, in.RecordsReadAt = s.records.status()
 			v, st = quorum.Decide(s.cfg.Quorum, s.qstate, in)
 		}

@@ -347,13 +347,18 @@ func (r *records) list(ctx context.Context, fresh bool) ([]quorum.Record, error)
 	return out, nil
 }
 
-// live returns recs with the freshness this speaker can tell (see liveness.apply),
-// and watches the heartbeats of their writers it does not hear.
-func (r *records) live(recs []quorum.Record, now time.Time) []quorum.Record {
+// live returns recs with the freshness this speaker can tell (see liveness.apply)
+// given the members it hears, the view the decision takes, and watches the heartbeats
+// of their writers it does not hear.
+func (r *records) live(recs []quorum.Record, heard []string, now time.Time) []quorum.Record {
 	if r.beats == nil {
 		return recs
 	}
-	lv := liveness{heard: r.hears, beat: r.beats.beat}
+	set := make(map[string]bool, len(heard))
+	for _, n := range heard {
+		set[n] = true
+	}
+	lv := liveness{heard: func(n string) bool { return set[n] }, beat: r.beats.beat}
 	r.beats.track(lv.unheard(r.self, recs))
 	return lv.apply(r.self, recs, now)
 }
