@@ -121,6 +121,7 @@ func TestHeartbeats(t *testing.T) {
 	h.now = func() time.Time { return time.Now().Add(time.Duration(later.Load())) }
 	advance := func(d time.Duration) { later.Add(int64(d)) }
 	h.track([]string{"b"})
+	firstTrack := time.Now() // its poke for the delayed watch comes heartbeatDelay later
 	if _, known := h.beat("b"); known || len(h.watched()) > 0 {
 		t.Errorf("a heartbeat is watched (%v) or known (%v) as soon as its peer is unheard, want after %v", h.watched(), known, heartbeatDelay)
 	}
@@ -152,10 +153,24 @@ func TestHeartbeats(t *testing.T) {
 	b.want(recordWish{members: []string{"b", "c"}, mode: quorum.ModeQuorum})
 	eventually(t, "b's changed record written", func() bool { return w.of(RecordName("b")) == 2 })
 
+	// A record deleted by hand is written again at the next renewal period, though
+	// what it says did not change.
+	if err := env.Client.Delete(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: RecordName("b")}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "b's deleted record written again", func() bool {
+		var l coordinationv1.Lease
+		return env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: RecordName("b")}, &l) == nil
+	})
+	time.Sleep(2 * cfg.Renew)
+	if n := w.of(RecordName("b")); n != 4 {
+		t.Errorf("b's record written %d times: once at start, once changed, once re-created (and failed once on the deleted one), want 4", n)
+	}
+
 	// c renews (every second) while only b is watched: with b's writer stopped, no
 	// event reaches the reader.
 	stopB()
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(max(500*time.Millisecond, time.Until(firstTrack.Add(heartbeatDelay+500*time.Millisecond))))
 	pokes.Store(0)
 	before := w.of(HeartbeatName("c"))
 	time.Sleep(2500 * time.Millisecond)

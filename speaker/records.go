@@ -182,7 +182,7 @@ type records struct {
 	// version read as a record once asked for (see parse).
 	seen   map[string]seenVersion
 	apiUp  bool
-	apiAt  time.Time // last successful write of our record
+	apiAt  time.Time // last successful write of our record or heartbeat
 	readAt time.Time // last direct read of every record
 	// lease and beat are the versions of the record and the heartbeat this speaker
 	// wrote last.
@@ -434,6 +434,7 @@ func (r *records) run(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	var written *recordWish // what the record says, once written
+	var writtenAt time.Time
 	for {
 		beat := false
 		select {
@@ -446,14 +447,26 @@ func (r *records) run(ctx context.Context) {
 		r.mu.Lock()
 		w := r.wish
 		r.mu.Unlock()
+		// Once a renewal period, check the record is still what was written (deleted
+		// by hand, say): nothing else would rewrite it while its content stays. Not
+		// right after a write, which the cache may not show yet.
+		if beat && written != nil && r.now().Sub(writtenAt) > r.cfg.FastRenew*2 && !r.recordStored(ctx, *written) {
+			written = nil
+		}
 		var err error
+		wrote := false
 		if written == nil || !w.sameContent(*written) || w.newAsker(*written) {
+			wrote = true
 			if err = r.writeRecord(ctx, w); err == nil {
-				written = &w
+				written, writtenAt = &w, r.now()
 			}
 		}
 		if beat && err == nil {
+			wrote = true
 			err = r.writeHeartbeat(ctx)
+		}
+		if !wrote {
+			continue // woken for a wish the record already says
 		}
 		r.mu.Lock()
 		flipped := r.apiUp != (err == nil)
@@ -484,6 +497,24 @@ func (r *records) run(ctx context.Context) {
 		}
 		timer.Reset(period)
 	}
+}
+
+// recordStored says whether the record in the cache says what w does; true when the
+// cache cannot tell.
+func (r *records) recordStored(ctx context.Context, w recordWish) bool {
+	var l coordinationv1.Lease
+	if err := r.cache.Get(ctx, types.NamespacedName{Namespace: r.namespace, Name: RecordName(r.self)}, &l); err != nil {
+		return !apierrors.IsNotFound(err)
+	}
+	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != r.self {
+		return false
+	}
+	for k, v := range w.content() {
+		if l.Annotations[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // writeRecord creates or rewrites the record with the wish.

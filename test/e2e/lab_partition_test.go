@@ -327,11 +327,24 @@ func TestLabPartitionSplit(t *testing.T) {
 			ws := f.watchVIPs(t, vips)
 
 			start := time.Now()
+			writes := f.recordWrites(t, start.Add(partitionFor))
 			heal := inflict(t, func(ctx context.Context) error { return f.s.SplitMemberlist(ctx, a, b) },
 				func(ctx context.Context) error { return f.s.HealMemberlist(ctx, f.nodes...) })
 			time.Sleep(partitionFor)
 			healAt := time.Now()
 			heal()
+
+			// A speaker writes its record at each change of its view and mode and once
+			// per peer that starts asking whether it is alive: at most a few per peer
+			// lost, not a steady pace (two a second each, 16 in the window, before).
+			seen := writes()
+			for _, n := range f.nodes {
+				got := len(seen[n])
+				t.Logf("FIGURE record writes of %s in the first %s of the split: %d", n, partitionFor, got)
+				if limit := 2*workers + 2; got > limit {
+					t.Errorf("%s wrote its record %d times in %s of the split; want at most %d (a write per change of its view or mode and per new asker)", n, got, partitionFor, limit)
+				}
+			}
 
 			during := fmt.Sprintf("memberlist split between %v and %v", a, b)
 			f.expectOneAnswer(t, ws, start, start.Add(partitionGrace), healAt, during)
