@@ -1,10 +1,8 @@
 package controllers_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"runtime"
@@ -401,41 +399,18 @@ func (a *apiCounter) report(b *testing.B, allocations int) {
 // writes are POSTs of Services, which it leaves out.
 func (h *harness) apiserverWrites() int {
 	h.t.Helper()
-	hc, err := rest.HTTPClientFor(h.env.Config)
+	m, err := testenv.APIServerMetrics(h.env.Config)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	resp, err := hc.Get(strings.TrimSuffix(h.env.Config.Host, "/") + "/metrics")
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(resp.Body)
-		h.t.Fatalf("apiserver /metrics: %s: %s", resp.Status, body)
-	}
-	total := 0
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
-			continue
+	return int(m.Sum("apiserver_request_total", func(l map[string]string) bool {
+		modifies := l["verb"] == "PATCH" || l["verb"] == "PUT" || l["verb"] == "DELETE"
+		switch l["resource"] {
+		case "events":
+			return modifies || l["verb"] == "POST"
+		case "services", "ipaddresspools":
+			return modifies
 		}
-		modifies := strings.Contains(line, `verb="PATCH"`) || strings.Contains(line, `verb="PUT"`) || strings.Contains(line, `verb="DELETE"`)
-		counted := strings.Contains(line, `resource="events"`) && (modifies || strings.Contains(line, `verb="POST"`)) ||
-			(strings.Contains(line, `resource="services"`) || strings.Contains(line, `resource="ipaddresspools"`)) && modifies
-		if !counted {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		if err != nil {
-			h.t.Fatalf("apiserver /metrics: %q: %v", line, err)
-		}
-		total += int(v)
-	}
-	if err := sc.Err(); err != nil {
-		h.t.Fatal(err)
-	}
-	return total
+		return false
+	}))
 }

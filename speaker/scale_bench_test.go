@@ -1,11 +1,9 @@
 package speaker
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -674,67 +672,22 @@ type metricsSample struct {
 // scrape reads the API server's /metrics: apiserver_request_total of the write verbs,
 // apiserver_watch_events_total and the sum of apiserver_watch_events_sizes.
 func (h *scaleHarness) scrape() metricsSample {
-	hc, err := rest.HTTPClientFor(h.cfg)
+	m, err := testenv.APIServerMetrics(h.cfg)
 	if err != nil {
 		h.b.Fatal(err)
 	}
-	resp, err := hc.Get(strings.TrimSuffix(h.cfg.Host, "/") + "/metrics")
-	if err != nil {
-		h.b.Fatal(err)
+	lease := func(l map[string]string) bool { return l["resource"] == "leases" || l["kind"] == "Lease" }
+	write := func(l map[string]string) bool { return slices.Contains(writeVerbs, l["verb"]) }
+	return metricsSample{
+		writes:      m.Sum("apiserver_request_total", write),
+		leaseWrites: m.Sum("apiserver_request_total", func(l map[string]string) bool { return write(l) && lease(l) }),
+		events:      m.Sum("apiserver_watch_events_total", nil),
+		leaseEvents: m.Sum("apiserver_watch_events_total", lease),
+		eventBytes:  m.Sum("apiserver_watch_events_sizes", nil),
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		h.b.Fatalf("GET /metrics: %s", resp.Status)
-	}
-	var m metricsSample
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		name, rest, ok := strings.Cut(line, "{")
-		if !ok {
-			continue
-		}
-		labels, val, ok := strings.Cut(rest, "} ")
-		if !ok {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
-		if err != nil {
-			continue
-		}
-		lease := strings.Contains(labels, `resource="leases"`) || strings.Contains(labels, `kind="Lease"`)
-		switch name {
-		case "apiserver_request_total":
-			if isWriteVerb(labels) {
-				m.writes += v
-				if lease {
-					m.leaseWrites += v
-				}
-			}
-		case "apiserver_watch_events_total":
-			m.events += v
-			if lease {
-				m.leaseEvents += v
-			}
-		case "apiserver_watch_events_sizes_sum":
-			m.eventBytes += v
-		}
-	}
-	if err := sc.Err(); err != nil {
-		h.b.Fatal(err)
-	}
-	return m
 }
 
-func isWriteVerb(labels string) bool {
-	for _, v := range []string{"POST", "PUT", "PATCH", "DELETE", "APPLY"} {
-		if strings.Contains(labels, `verb="`+v+`"`) {
-			return true
-		}
-	}
-	return false
-}
+var writeVerbs = []string{"POST", "PUT", "PATCH", "DELETE", "APPLY"}
 
 // pids finds kube-apiserver and etcd among this process's children.
 func (h *scaleHarness) pids() {

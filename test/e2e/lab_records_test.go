@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,10 +10,10 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"herald.dev/herald/internal/scheme"
+	"herald.dev/herald/internal/testenv"
 	"herald.dev/herald/speaker"
 )
 
@@ -127,36 +125,11 @@ func (f *fullLab) waitAllInQuorum(t *testing.T) {
 // server.
 func (f *fullLab) leaseWatchEvents(t *testing.T) float64 {
 	t.Helper()
-	hc, err := rest.HTTPClientFor(f.CP.Config)
+	m, err := testenv.APIServerMetrics(f.CP.Config)
 	if err != nil {
-		t.Fatalf("API server client: %v", err)
+		t.Fatal(err)
 	}
-	resp, err := hc.Get(strings.TrimSuffix(f.CP.Config.Host, "/") + "/metrics")
-	if err != nil {
-		t.Fatalf("reading the API server's metrics: %v", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /metrics: %s", resp.Status)
-	}
-	var total float64
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		name, rest, ok := strings.Cut(sc.Text(), "{")
-		if !ok || name != "apiserver_watch_events_total" {
-			continue
-		}
-		labels, val, ok := strings.Cut(rest, "} ")
-		if !ok || !(strings.Contains(labels, `resource="leases"`) || strings.Contains(labels, `kind="Lease"`)) {
-			continue
-		}
-		if v, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil {
-			total += v
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("reading the API server's metrics: %v", err)
-	}
-	return total
+	return m.Sum("apiserver_watch_events_total", func(l map[string]string) bool {
+		return l["resource"] == "leases" || l["kind"] == "Lease"
+	})
 }
