@@ -3,7 +3,6 @@ package speaker
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -144,8 +143,7 @@ func startSim(ctx context.Context, env simEnv, node string, port int, observer, 
 	if s.members, err = members.Start(cfg.Members, env.log, nil); err != nil {
 		return nil, fmt.Errorf("memberlist of %s: %w", node, err)
 	}
-	ms := s.members
-	s.records.setHeard(func(node string) bool { return slices.Contains(ms.Live(), node) })
+	s.records.setHeard(s.members.IsLive) // as Run does
 	ctx, sim.stop = context.WithCancel(ctx)
 	s.records.beats = newHeartbeats(ctx, env.namespace, env.api, s.pokeElection, env.log)
 	cacheDone := make(chan struct{})
