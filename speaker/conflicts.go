@@ -35,10 +35,13 @@ const claimLogEvery = 10 * time.Second
 // and yield the IP to a node that is going away.
 const peerMACRetention = 10 * time.Minute
 
-// peerMACs are the MACs other speakers publish in their records.
+// peerMACs are the MACs other speakers publish, in their records and in their
+// memberlist metadata: a speaker that hears a peer has them from memberlist, one that
+// does not from the peer's record (it does not watch every record, recordview.go).
 type peerMACs struct {
 	mu     sync.RWMutex
 	byNode map[string][]string // node → its MACs, as strings
+	byMeta map[string][]string // node → the MACs its memberlist metadata last said
 	gone   map[string]goneMACs // node → the MACs of its deleted record
 	now    func() time.Time    // time.Now unless a test says otherwise
 }
@@ -79,6 +82,17 @@ func (p *peerMACs) set(node string, macs []string) {
 	p.byNode[node] = macs
 }
 
+// setMeta notes the MACs node's memberlist metadata says (comma-separated). They stay
+// until it says others: a speaker that died answered with them last.
+func (p *peerMACs) setMeta(node string, meta []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.byMeta == nil {
+		p.byMeta = map[string][]string{}
+	}
+	p.byMeta[node] = splitList(string(meta))
+}
+
 // has says whether mac is a speaker's other than self: layer2.Config.Peer.
 func (p *peerMACs) has(self string, mac net.HardwareAddr) bool {
 	s := mac.String()
@@ -86,6 +100,11 @@ func (p *peerMACs) has(self string, mac net.HardwareAddr) bool {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	for node, macs := range p.byNode {
+		if node != self && slices.Contains(macs, s) {
+			return true
+		}
+	}
+	for node, macs := range p.byMeta {
 		if node != self && slices.Contains(macs, s) {
 			return true
 		}

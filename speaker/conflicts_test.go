@@ -58,3 +58,30 @@ func TestPeerMACsOutliveTheRecordForAWhile(t *testing.T) {
 		t.Errorf("after worker2 came back with %s: has(%s)=%v has(%s)=%v, want true false", a, a, p.has("worker", a), b, p.has("worker", b))
 	}
 }
+
+// A peer's MACs from its memberlist metadata count whether or not its record is
+// watched, and give way to the ones it says next.
+func TestPeerMACsFromMemberlistMeta(t *testing.T) {
+	var p peerMACs
+	a, b := mustMAC(t, "02:00:00:00:00:0a"), mustMAC(t, "02:00:00:00:00:0b")
+	p.setMeta("node-1", []byte("02:00:00:00:00:0a"))
+	if !p.has("node-2", a) {
+		t.Error("a MAC node-1's metadata says is not a peer's")
+	}
+	if p.has("node-1", a) {
+		t.Error("node-1's own MAC counts as a peer's for node-1")
+	}
+	p.setMeta("node-1", []byte("02:00:00:00:00:0b"))
+	if p.has("node-2", a) || !p.has("node-2", b) {
+		t.Errorf("after new metadata: has(old) %v, has(new) %v; want false, true", p.has("node-2", a), p.has("node-2", b))
+	}
+}
+
+func mustMAC(t *testing.T, s string) net.HardwareAddr {
+	t.Helper()
+	m, err := net.ParseMAC(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}

@@ -119,8 +119,14 @@ func interfaceOf(addr string) string {
 // (or to go silent) takes IPs as soon as it reads the record, so the record must not
 // run ahead of what the announcer does.
 func (s *Speaker) publishRecord(v quorum.Verdict, live []string, recs []quorum.Record) {
-	s.records.want(recordWish{members: live, unreachable: v.Unreachable, macs: responderMACs(s.l2.Responders()), mode: v.Mode,
+	macs := responderMACs(s.l2.Responders())
+	s.records.want(recordWish{members: live, unreachable: v.Unreachable, macs: macs, mode: v.Mode,
 		askers: quorum.AskedBy(s.cfg.NodeName, recs, time.Now())})
+	// The peers that hear this speaker learn its MACs from memberlist; too many for
+	// memberlist's metadata, they learn them from the record alone.
+	if s.members != nil && !s.members.SetMeta([]byte(strings.Join(macs, ","))) {
+		s.log.V(1).Info("too many MACs for memberlist's metadata; peers read them from the record", "macs", len(macs))
+	}
 }
 
 // observe makes the verdict visible: the metrics, a log line and an Event on this

@@ -519,7 +519,7 @@ func (r *records) recordStored(ctx context.Context, w recordWish) bool {
 
 // writeRecord creates or rewrites the record with the wish.
 func (r *records) writeRecord(ctx context.Context, w recordWish) error {
-	l, err := r.put(ctx, RecordName(r.self), RecordLabel, w.content(), &r.lease)
+	l, err := r.put(ctx, RecordName(r.self), recordLabels(w.members, w.mode), w.content(), &r.lease)
 	if err != nil {
 		return err
 	}
@@ -530,13 +530,14 @@ func (r *records) writeRecord(ctx context.Context, w recordWish) error {
 
 // writeHeartbeat creates or renews the heartbeat (see heartbeats).
 func (r *records) writeHeartbeat(ctx context.Context) error {
-	_, err := r.put(ctx, HeartbeatName(r.self), HeartbeatLabel, nil, &r.beat)
+	_, err := r.put(ctx, HeartbeatName(r.self), map[string]string{HeartbeatLabel: "true"}, nil, &r.beat)
 	return err
 }
 
-// put creates or renews the Lease name, labelled label, with these annotations; last
-// is the version this speaker wrote last (nil: read it first).
-func (r *records) put(ctx context.Context, name, label string, annotations map[string]string, last **coordinationv1.Lease) (*coordinationv1.Lease, error) {
+// put creates or renews the Lease name with these labels (replacing the hears labels
+// it had, see setLabels) and annotations; last is the version this speaker wrote last
+// (nil: read it first).
+func (r *records) put(ctx context.Context, name string, labels, annotations map[string]string, last **coordinationv1.Lease) (*coordinationv1.Lease, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.FastRenew*2)
 	defer cancel()
 	r.mu.Lock()
@@ -563,10 +564,7 @@ func (r *records) put(ctx context.Context, name, label string, annotations map[s
 	} else {
 		l = l.DeepCopy()
 	}
-	if l.Labels == nil {
-		l.Labels = map[string]string{}
-	}
-	l.Labels[label] = "true"
+	l.Labels = setLabels(l.Labels, labels)
 	if len(annotations) > 0 {
 		if l.Annotations == nil {
 			l.Annotations = map[string]string{}

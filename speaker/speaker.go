@@ -287,6 +287,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	}
 	log.Info("memberlist started", "node", cfg.NodeName, "addr", s.members.Addr())
 	s.records.setHeard(s.members.IsLive)
+	s.members.OnMeta(s.peers.setMeta)
 	// The claims of the speaker this one replaces go out before the join: the peers
 	// holding its IPs see them as this node's as soon as it is back.
 	if restored, err := loadClaims(cfg.StateDir, cfg.NodeName, cfg.RestartHold, time.Now()); err != nil {

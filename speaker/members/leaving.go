@@ -87,7 +87,6 @@ func (d *messageDelegate) NotifyMsg(b []byte) {
 	m.mu.Unlock()
 }
 
-func (d *messageDelegate) NodeMeta(int) []byte             { return nil }
 func (d *messageDelegate) GetBroadcasts(int, int) [][]byte { return nil }
 
 var _ memberlist.Delegate = (*messageDelegate)(nil)

@@ -39,6 +39,9 @@ type Members struct {
 	// sender is ml for the delegates, which memberlist may call before Start has
 	// set ml.
 	sender atomic.Pointer[memberlist.Memberlist]
+	// meta is this member's metadata, onMeta who hears the peers' (meta.go).
+	meta   []byte
+	onMeta func(name string, data []byte)
 
 	shutdown sync.Once
 }
@@ -282,6 +285,7 @@ func (m *Members) notify() {
 func (d *eventDelegate) NotifyJoin(n *memberlist.Node) {
 	d.set(n.Name, true)
 	m := (*Members)(d)
+	m.peerMeta(n)
 	if n.Name == m.name {
 		return
 	}
@@ -291,7 +295,10 @@ func (d *eventDelegate) NotifyJoin(n *memberlist.Node) {
 	m.send(n, msg)
 }
 
-func (d *eventDelegate) NotifyLeave(n *memberlist.Node)  { d.set(n.Name, false) }
-func (d *eventDelegate) NotifyUpdate(n *memberlist.Node) { d.set(n.Name, true) }
+func (d *eventDelegate) NotifyLeave(n *memberlist.Node) { d.set(n.Name, false) }
+func (d *eventDelegate) NotifyUpdate(n *memberlist.Node) {
+	d.set(n.Name, true)
+	(*Members)(d).peerMeta(n)
+}
 
 var _ memberlist.EventDelegate = (*eventDelegate)(nil)
