@@ -219,15 +219,23 @@ func Decide(cfg Config, st State, in Input) (Verdict, State) {
 		st.HeardSince = in.Now
 	}
 	hears := func(n string) bool { return quorate && slices.Contains(live, n) }
-	// Settled: self heard a majority already before the latest joins, so it was not
-	// the one apart.
-	settled := []string{in.Self}
-	for _, n := range live {
-		if n != in.Self && !joinedRecently(n) {
-			settled = append(settled, n)
+	// settledBefore: self heard a majority already before n joined its view, so it was
+	// not the one apart. Before n's own join, not before the latest: a member back from
+	// a cut passes on the deaths it declared meanwhile, two peers may each believe the
+	// other dead for a moment, and each then hears the returning member and the other
+	// join within a second; counting only the members heard before both, each took
+	// itself for the one coming back and let the other's passing record depose it.
+	settledBefore := func(n string) bool {
+		joined := since[n]
+		heard := []string{in.Self}
+		for _, m := range live {
+			if m != in.Self && m != n && since[m].Before(joined) {
+				heard = append(heard, m)
+			}
 		}
+		return majority(heard)
 	}
-	deposers, deposeAt := deposers(in.Self, fresh, joinedRecently, majority(settled), current, majority, hears, cfg.Grace, in.Now)
+	deposers, deposeAt := deposers(in.Self, fresh, joinedRecently, settledBefore, current, majority, hears, cfg.Grace, in.Now)
 	v.DecideAgainAt = deposeAt
 	switch {
 	case in.LinkDown:
@@ -356,7 +364,7 @@ func joiningReason(self string, behind, unheard []string) string {
 // Deposed at once, it would go silent and its IPs would move for nothing. Waiting costs
 // no double answer: the majority's new owners take its IPs only once it stops
 // answering (layer2.WaitForPeers).
-func deposers(self string, fresh map[string]*Record, joinedRecently func(string) bool, settled bool, current func(*Record) bool, majority func([]string) bool,
+func deposers(self string, fresh map[string]*Record, joinedRecently, settledBefore func(string) bool, current func(*Record) bool, majority func([]string) bool,
 	hears func(string) bool, grace time.Duration, now time.Time) (out []string, deposeAt time.Time) {
 	for n, r := range fresh {
 		if n == self || !r.Mode.serving() || r.lists(self) || !current(r) || !majority(r.Members) {
@@ -369,7 +377,7 @@ func deposers(self string, fresh map[string]*Record, joinedRecently func(string)
 				break
 			}
 		}
-		if vouched && (settled || !joinedRecently(n)) {
+		if vouched && (!joinedRecently(n) || settledBefore(n)) {
 			continue
 		}
 		if hears(n) && !joinedRecently(n) && !r.ChangedAt.IsZero() {

@@ -410,6 +410,24 @@ func TestDecideRumour(t *testing.T) {
 	}
 }
 
+// TestDecideMutualRumour: c comes back from a cut and passes on the deaths it declared
+// meanwhile; a and b each believe the other dead for a moment and write it, then hear
+// c and each other again within a second. b heard a majority (b, c) before a joined
+// its view again, so a's passing record, outvoted by c's, does not depose it.
+func TestDecideMutualRumour(t *testing.T) {
+	cfg := DefaultConfig()
+	in := Input{Self: "b", Members: heard("a@-100ms", "b", "c@-900ms"), APIUp: true, APIAt: at(0), RecordsReadAt: at(0), Now: at(0),
+		Records: []Record{rec("a", -500*time.Millisecond, "a", "c"), withMode(rec("c", -300*time.Millisecond, "b", "c"), ModeRejoining)}}
+	if v, _ := Decide(cfg, serving, in); v.Mode != ModeQuorum {
+		t.Fatalf("b, hearing c before a joined again: %s (%s), want Quorum", v.Mode, v.Reason)
+	}
+	// Had b heard a and c join together, it could be the one back: a deposes it.
+	in.Members = heard("a@-100ms", "b", "c@-100ms")
+	if v, _ := Decide(cfg, serving, in); v.Mode != ModeMinority {
+		t.Fatalf("b, hearing a and c join at once: %s (%s), want Minority", v.Mode, v.Reason)
+	}
+}
+
 // TestDecideJoining follows a node coming back after its cable was out: memberlist
 // reaches its peers one by one, and until it hears all of them its record says it
 // announces nothing, so the peer it does not hear yet is not deposed by it.
