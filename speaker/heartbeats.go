@@ -3,6 +3,7 @@ package speaker
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -10,10 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	"golang.org/x/time/rate"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -196,46 +194,16 @@ func (h *heartbeats) track(nodes []string) {
 func (h *heartbeats) watched() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := make([]string, 0, len(h.watching))
-	for n := range h.watching {
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(h.watching))
 }
 
 func (h *heartbeats) start(ctx context.Context, node string) *heartbeatWatch {
-	ctx, cancel := context.WithCancel(ctx)
-	byName := func(opts metav1.ListOptions) *client.ListOptions {
-		return &client.ListOptions{Namespace: h.namespace, FieldSelector: fields.OneTermEqualSelector("metadata.name", HeartbeatName(node)), Raw: &opts}
-	}
-	lw := &toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			var l coordinationv1.LeaseList
-			if err := h.client.List(ctx, &l, byName(opts)); err != nil {
-				return nil, fmt.Errorf("listing heartbeat of %s: %w", node, err)
-			}
-			return &l, nil
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			w, err := h.client.Watch(ctx, &coordinationv1.LeaseList{}, byName(opts))
-			if err != nil {
-				return nil, fmt.Errorf("watching heartbeat of %s: %w", node, err)
-			}
-			return w, nil
-		},
-	}
 	poke := func(any) { h.changed() }
-	store, ctrl := toolscache.NewInformerWithOptions(toolscache.InformerOptions{
-		ListerWatcher: lw,
-		ObjectType:    &coordinationv1.Lease{},
-		Handler: toolscache.ResourceEventHandlerFuncs{
-			AddFunc: poke, UpdateFunc: func(_, cur any) { poke(cur) }, DeleteFunc: poke,
-		},
-	})
-	go ctrl.RunWithContext(ctx)
+	w := watchLeases(ctx, h.client, h.namespace, "heartbeat of "+node, func(o *client.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", HeartbeatName(node))
+	}, toolscache.ResourceEventHandlerFuncs{AddFunc: poke, UpdateFunc: func(_, cur any) { poke(cur) }, DeleteFunc: poke})
 	h.log.V(1).Info("watching a heartbeat", "node", node)
-	return &heartbeatWatch{stop: cancel, store: store, synced: ctrl.HasSynced, started: h.now()}
+	return &heartbeatWatch{stop: w.stop, store: w.store, synced: w.synced, started: h.now()}
 }
 
 // beat returns when node's heartbeat was last renewed (zero if it has none), as its

@@ -19,6 +19,7 @@ type metrics struct {
 	mode          *prometheus.GaugeVec
 	expected      prometheus.Gauge
 	heartbeats    prometheus.Gauge
+	recordWatches *prometheus.GaugeVec
 	unreachable   *prometheus.GaugeVec
 	peerClaims    *prometheus.CounterVec
 }
@@ -62,6 +63,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "herald_speaker_heartbeats_watched",
 			Help: "Peers whose heartbeat (a Lease) this speaker watches: those it does not hear over memberlist, and for 30 s those heard again. 0 when every speaker hears every other.",
 		}),
+		recordWatches: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "herald_speaker_record_watches",
+			Help: "Watches of the speakers' records beside the one of the records that leave this speaker out, by scope: every (1 while this speaker is out of Quorum, and for 30 s after), by-name (one per peer it does not hear while in Quorum), trouble (1: the records whose mode is not Quorum).",
+		}, []string{"scope"}),
 		peerClaims: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_l2_peer_claims_total",
 			Help: "ARP/NDP frames in which another herald speaker claimed an IP this node announces: two nodes answering for one IP (split brain).",
@@ -70,7 +75,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.owner, m.leaderChanges, m.failover, m.elections, m.problems, m.mode, m.expected, m.unreachable, m.peerClaims, m.heartbeats} {
+	for _, c := range []prometheus.Collector{m.owner, m.leaderChanges, m.failover, m.elections, m.problems, m.mode, m.expected, m.unreachable, m.peerClaims, m.heartbeats, m.recordWatches} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {

@@ -38,7 +38,7 @@ func (s *Speaker) decide(ctx context.Context, live []string) (quorum.Verdict, []
 		in.Members = append(in.Members, quorum.Member{Name: m, Since: s.since[m]})
 	}
 	in.APIUp, in.APIAt, in.RecordsReadAt = s.records.status()
-	recs, err := s.records.list(ctx, false)
+	recs, err := s.records.list(ctx, false, live)
 	if err != nil {
 		s.log.Error(err, "reading the speakers' records from the cache")
 	}
@@ -46,7 +46,7 @@ func (s *Speaker) decide(ctx context.Context, live []string) (quorum.Verdict, []
 	v, st := quorum.Decide(s.cfg.Quorum, s.qstate, in)
 	if v.NeedRecords {
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
-		recs, err := s.records.list(rctx, true)
+		recs, err := s.records.list(rctx, true, live)
 		cancel()
 		if err != nil {
 			s.log.V(1).Info("reading the speakers' records before announcing again", "error", err.Error())
@@ -58,6 +58,9 @@ func (s *Speaker) decide(ctx context.Context, live []string) (quorum.Verdict, []
 	}
 	s.qstate = st
 	s.records.prime()
+	if s.records.view != nil {
+		s.records.view.setMode(v.Mode)
+	}
 	if at := v.DecideAgainAt; !at.IsZero() && !at.Equal(s.decideAgainAt) {
 		s.decideAgainAt = at // one timer per deadline
 		time.AfterFunc(time.Until(at), s.pokeElection)
@@ -142,6 +145,12 @@ func (s *Speaker) observe(v quorum.Verdict, live []string) {
 	s.metrics.expected.Set(float64(len(v.Expected)))
 	if s.records.beats != nil {
 		s.metrics.heartbeats.Set(float64(len(s.records.beats.watched())))
+	}
+	if w := s.records.view; w != nil {
+		every, byName := w.counts()
+		s.metrics.recordWatches.WithLabelValues("every").Set(float64(every))
+		s.metrics.recordWatches.WithLabelValues("by-name").Set(float64(byName))
+		s.metrics.recordWatches.WithLabelValues("trouble").Set(1)
 	}
 	s.metrics.unreachable.DeletePartialMatch(prometheus.Labels{"node": s.cfg.NodeName})
 	for _, p := range v.Unreachable {

@@ -169,7 +169,11 @@ type records struct {
 	changed   func() // pokes the election
 	macs      func(node string, macs []string)
 	beats     *heartbeats // nil: every record's own renewal is all there is
-	now       func() time.Time
+	// view, when set, holds the watches beside the cache's, which then holds only the
+	// records that do not list this speaker (recordview.go); nil: the cache holds
+	// every record.
+	view *recordWatches
+	now  func() time.Time
 
 	wake chan struct{}
 
@@ -192,12 +196,20 @@ type records struct {
 	// primed: the first decision was taken. Versions first seen before it are what
 	// the records were at start-up, not changes seen happening.
 	primed bool
+	// left is when each record was last seen leaving a watch's selection (it began
+	// listing this speaker, or left trouble): a change, whose new version only a
+	// watch by name would show.
+	left map[string]time.Time
+	// own are this speaker's latest writes, oldest first (writtenBefore).
+	own []ownWrite
 }
 
 type seenVersion struct {
 	uid     types.UID
 	version string
 	at      time.Time
+	// observed: at is when a watch event showed it (see note).
+	observed bool
 	// rec is this version as a record, ok whether it is one; parsed once rec is set.
 	rec        quorum.Record
 	ok, parsed bool
@@ -207,7 +219,7 @@ func newRecords(self, namespace string, cfg RecordConfig, c, api client.Reader, 
 	macs func(node string, macs []string), log logr.Logger) *records {
 	return &records{
 		self: self, namespace: namespace, cfg: cfg, log: log, cache: c, api: api, writer: w, changed: changed, macs: macs, now: time.Now,
-		wake: make(chan struct{}, 1), seen: map[string]seenVersion{}, apiUp: true,
+		wake: make(chan struct{}, 1), seen: map[string]seenVersion{}, left: map[string]time.Time{}, apiUp: true,
 		wish: recordWish{mode: quorum.ModeRejoining, members: []string{self}},
 	}
 }
@@ -218,46 +230,84 @@ func (r *records) watch(ctx context.Context, c cache.Informers) error {
 	if err != nil {
 		return fmt.Errorf("watching speaker records: %w", err)
 	}
-	note := func(obj any) {
-		if l, ok := obj.(*coordinationv1.Lease); ok {
-			r.note(l)
-			if l.Spec.HolderIdentity != nil {
-				r.macs(*l.Spec.HolderIdentity, splitList(l.Annotations[RecordMACsAnnotation]))
-			}
-		}
-		r.changed()
-	}
-	gone := func(obj any) {
-		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
-		if l, ok := obj.(*coordinationv1.Lease); ok && l.Spec.HolderIdentity != nil {
-			r.macs(*l.Spec.HolderIdentity, nil)
-		}
-		r.changed()
-	}
-	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: note,
-		UpdateFunc: func(old, cur any) {
-			o, _ := old.(*coordinationv1.Lease)
-			c, ok := cur.(*coordinationv1.Lease)
-			// A peer this speaker hears renewing a record that says the same as before
-			// (in answer to a peer asking, or a speaker of an older version renewing
-			// on a timer) changes no decision: note when, but run no election. A
-			// degraded speaker decides again every recheckDegraded anyway, and one it
-			// cannot hear pokes as before: its renewal tells it is alive.
-			if ok && o != nil && renewalOnly(o, c) && c.Spec.HolderIdentity != nil && r.hears(*c.Spec.HolderIdentity) {
-				r.note(c)
-				return
-			}
-			note(cur)
-		},
-		DeleteFunc: gone,
-	})
-	if err != nil {
+	if _, err = inf.AddEventHandler(r.handler(r.view == nil)); err != nil {
 		return fmt.Errorf("watching speaker records: %w", err)
 	}
 	return nil
+}
+
+// handler is what a watch of records calls. gone says whether a record leaving the
+// watch was deleted; if not, it may only have left the watch's selection.
+func (r *records) handler(gone bool) recordHandler { return recordEvents{r: r, gone: gone} }
+
+// recordEvents is a watch's handler (records.handler).
+type recordEvents struct {
+	r    *records
+	gone bool
+}
+
+// OnAdd notes a record; one listed when the watch started was not seen changing.
+func (h recordEvents) OnAdd(obj any, initial bool) { h.noted(obj, !initial) }
+
+func (h recordEvents) OnUpdate(old, cur any) {
+	o, _ := old.(*coordinationv1.Lease)
+	c, ok := cur.(*coordinationv1.Lease)
+	// A peer this speaker hears renewing a record that says the same as before
+	// (in answer to a peer asking, or a speaker of an older version renewing
+	// on a timer) changes no decision: note when, but run no election. A
+	// degraded speaker decides again every recheckDegraded anyway, and one it
+	// cannot hear pokes as before: its renewal tells it is alive.
+	if ok && o != nil && renewalOnly(o, c) && c.Spec.HolderIdentity != nil && h.r.hears(*c.Spec.HolderIdentity) {
+		h.r.note(c, true)
+		return
+	}
+	h.noted(cur, true)
+}
+
+func (h recordEvents) OnDelete(obj any) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if l, ok := obj.(*coordinationv1.Lease); ok {
+		h.r.noteLeft(l.Name, h.gone)
+		if h.gone && l.Spec.HolderIdentity != nil {
+			h.r.macs(*l.Spec.HolderIdentity, nil)
+		}
+	}
+	h.r.changed()
+}
+
+func (h recordEvents) noted(obj any, observed bool) {
+	r := h.r
+	if l, ok := obj.(*coordinationv1.Lease); ok {
+		r.note(l, observed)
+		if macs := splitList(l.Annotations[RecordMACsAnnotation]); l.Spec.HolderIdentity != nil && (len(macs) > 0 || r.view == nil) {
+			r.macs(*l.Spec.HolderIdentity, macs)
+		}
+	}
+	r.changed()
+}
+
+// noteLeft notes that the record name left a watch (see records.left), or was
+// deleted: then it is forgotten.
+func (r *records) noteLeft(name string, gone bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case gone:
+		r.forgetLocked(name)
+	case r.primed:
+		r.left[name] = r.now()
+	}
+}
+
+// forgetLocked forgets the record name: it no longer exists. Known records are
+// watched by name while their writers are unheard (see unwatched), so a deleted one
+// must not stay known.
+func (r *records) forgetLocked(name string) {
+	delete(r.seen, name)
+	delete(r.left, name)
+	delete(r.newest, name)
 }
 
 // hears says whether this speaker hears node over memberlist.
@@ -289,24 +339,84 @@ func renewalOnly(a, b *coordinationv1.Lease) bool {
 	return true
 }
 
-// note records the first time this version of l was seen (the zero time for what
-// the records were when the speaker started).
-func (r *records) note(l *coordinationv1.Lease) {
+// note records when this version of l was first seen changing: now if observed (a
+// watch event as it happened, or this speaker's own write); else (read from a list,
+// which tells nothing of when) when this speaker last saw the record change, or the
+// zero time, that is before this speaker started. A version first read, then seen
+// in an event, was seen changing then. Stamping a version first read, say when a
+// peer goes unheard and its record is read straight from the API server, with the
+// time of the read would make an old record look like a live speaker's answer.
+func (r *records) note(l *coordinationv1.Lease, observed bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.noteLocked(l)
+	r.noteLocked(l, observed)
 }
 
-func (r *records) noteLocked(l *coordinationv1.Lease) seenVersion {
+func (r *records) noteLocked(l *coordinationv1.Lease, observed bool) seenVersion {
+	observed = observed && r.primed
 	s, ok := r.seen[l.Name]
-	if !ok || s.uid != l.UID || s.version != l.ResourceVersion {
-		s = seenVersion{uid: l.UID, version: l.ResourceVersion}
-		if r.primed {
+	switch {
+	case !ok || s.uid != l.UID || s.version != l.ResourceVersion:
+		last := r.left[l.Name]
+		if ok && s.at.After(last) {
+			last = s.at
+		}
+		if t := r.writtenBefore(l.ResourceVersion); t.After(last) {
+			last = t
+		}
+		s = seenVersion{uid: l.UID, version: l.ResourceVersion, at: last, observed: observed}
+		if observed {
 			s.at = r.now()
 		}
-		r.seen[l.Name] = s
+	case observed && !s.observed:
+		s.at, s.observed = r.now(), true
+		s.rec.ChangedAt = s.at
+	default:
+		return s
 	}
+	r.seen[l.Name] = s
 	return s
+}
+
+// ownWritesKept is how many of its own latest writes a speaker remembers
+// (writtenBefore).
+const ownWritesKept = 32
+
+// ownWrite is one of this speaker's writes (record or heartbeat): the etcd revision it
+// got, and when.
+type ownWrite struct {
+	rev uint64
+	at  time.Time
+}
+
+// noteOwnWrite remembers a write of this speaker's.
+func (r *records) noteOwnWrite(resourceVersion string, at time.Time) {
+	rev, err := strconv.ParseUint(resourceVersion, 10, 64)
+	if err != nil {
+		return
+	}
+	r.own = append(r.own, ownWrite{rev: rev, at: at})
+	if len(r.own) > ownWritesKept {
+		r.own = slices.Delete(r.own, 0, len(r.own)-ownWritesKept)
+	}
+}
+
+// writtenBefore returns when this speaker made the latest of its remembered writes
+// that precedes resourceVersion, zero if none: a version with a higher etcd revision
+// was written after it, whenever this speaker read it. That is how a version it did
+// not see changing (read from a list) still tells a peer's answer to a record this
+// speaker wrote (quorum.AskedBy) from what the peer wrote before.
+func (r *records) writtenBefore(resourceVersion string) time.Time {
+	rev, err := strconv.ParseUint(resourceVersion, 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	for i := len(r.own) - 1; i >= 0; i-- {
+		if r.own[i].rev < rev {
+			return r.own[i].at
+		}
+	}
+	return time.Time{}
 }
 
 // prime marks the start-up over: versions seen from now on are changes.
@@ -316,8 +426,17 @@ func (r *records) prime() {
 	r.mu.Unlock()
 }
 
-// list returns the records in the cache, or read afresh from the API server.
-func (r *records) list(ctx context.Context, fresh bool) ([]quorum.Record, error) {
+// list returns the records in the cache and the watches beside it, or read afresh
+// from the API server: always while the watches lack records this speaker needs (it is
+// out of Quorum and the watch of every record has not synced yet). heard are the
+// members the decision takes as heard.
+func (r *records) list(ctx context.Context, fresh bool, heard []string) ([]quorum.Record, error) {
+	complete := true
+	if r.view != nil && !fresh {
+		var wanted bool
+		complete, wanted = r.view.complete()
+		fresh = wanted && !complete
+	}
 	var leases coordinationv1.LeaseList
 	src, start := r.cache, r.now()
 	if fresh {
@@ -328,11 +447,32 @@ func (r *records) list(ctx context.Context, fresh bool) ([]quorum.Record, error)
 	if err := src.List(ctx, &leases, client.InNamespace(r.namespace), client.HasLabels{RecordLabel}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing speaker records: %w", err)
 	}
-	out := make([]quorum.Record, 0, len(leases.Items))
+	byName := make(map[string]*coordinationv1.Lease, len(leases.Items))
+	add := func(l *coordinationv1.Lease) {
+		if o := byName[l.Name]; o == nil || o.UID != l.UID || olderVersion(o.ResourceVersion, l.ResourceVersion) {
+			byName[l.Name] = l
+		}
+	}
 	for i := range leases.Items {
-		if rec, ok := r.parse(r.newer(&leases.Items[i])); ok {
+		add(&leases.Items[i])
+	}
+	if r.view != nil && !fresh {
+		for _, l := range r.view.leases() {
+			add(l)
+		}
+	}
+	out := make([]quorum.Record, 0, len(byName))
+	for _, l := range byName {
+		if rec, ok := r.parse(r.newer(l)); ok {
 			out = append(out, rec)
 		}
+	}
+	if !complete && !fresh {
+		more, err := r.unwatched(ctx, byName, heard)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, more...)
 	}
 	if fresh && r.beats != nil {
 		if err := r.beats.readAll(ctx); err != nil {
@@ -345,6 +485,68 @@ func (r *records) list(ctx context.Context, fresh bool) ([]quorum.Record, error)
 		r.mu.Unlock()
 	}
 	return out, nil
+}
+
+// unwatched returns the records of the writers known to this speaker that its
+// watches do not hold (have, by name). The record of a peer it hears lists it and
+// says Quorum (else a watch would hold it): it stands in for it, renewed now, as
+// changed when it last saw it change. That of a peer it does not hear is watched by
+// name, and read straight from the API server until that watch has synced.
+func (r *records) unwatched(ctx context.Context, have map[string]*coordinationv1.Lease, heard []string) ([]quorum.Record, error) {
+	hears := make(map[string]bool, len(heard))
+	for _, n := range heard {
+		hears[n] = true
+	}
+	var synth []quorum.Record
+	var unheard []string
+	now := r.now()
+	r.mu.Lock()
+	for name, s := range r.seen {
+		node := nodeOfRecord(name)
+		if node == "" || node == r.self {
+			continue
+		}
+		if !hears[node] {
+			unheard = append(unheard, node)
+			continue
+		}
+		if have[name] != nil {
+			continue
+		}
+		changed := s.at
+		if t := r.left[name]; t.After(changed) {
+			changed = t
+		}
+		synth = append(synth, quorum.Record{Node: node, Members: []string{r.self}, Mode: quorum.ModeQuorum,
+			RenewedAt: now, Duration: r.cfg.Duration, ChangedAt: changed})
+	}
+	r.mu.Unlock()
+	slices.Sort(unheard)
+	pending := r.view.track(unheard)
+	for _, node := range unheard {
+		name := RecordName(node)
+		if have[name] != nil {
+			continue
+		}
+		var l coordinationv1.Lease
+		var err error = apierrors.NewNotFound(coordinationv1.Resource("leases"), name) // its synced watch holds none
+		if slices.Contains(pending, node) {
+			err = r.api.Get(ctx, types.NamespacedName{Namespace: r.namespace, Name: name}, &l)
+		}
+		switch {
+		case apierrors.IsNotFound(err):
+			r.mu.Lock()
+			r.forgetLocked(name)
+			r.mu.Unlock()
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("reading the record of %s: %w", node, err)
+		}
+		if rec, ok := r.parse(r.newer(&l)); ok {
+			synth = append(synth, rec)
+		}
+	}
+	return synth, nil
 }
 
 // live returns recs with the freshness this speaker can tell (see liveness.apply)
@@ -371,7 +573,7 @@ func (r *records) live(recs []quorum.Record, heard []string, now time.Time) []qu
 func (r *records) parse(l *coordinationv1.Lease) (quorum.Record, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := r.noteLocked(l)
+	s := r.noteLocked(l, false)
 	if !s.parsed {
 		s.rec, s.ok = recordFromLease(l, s.at)
 		s.parsed = true
@@ -499,11 +701,12 @@ func (r *records) run(ctx context.Context) {
 	}
 }
 
-// recordStored says whether the record in the cache says what w does; true when the
-// cache cannot tell.
+// recordStored says whether the stored record says what w does; true when it cannot
+// tell. Read from the API server: the cache does not hold a record that lists this
+// speaker (recordview.go), its own included.
 func (r *records) recordStored(ctx context.Context, w recordWish) bool {
 	var l coordinationv1.Lease
-	if err := r.cache.Get(ctx, types.NamespacedName{Namespace: r.namespace, Name: RecordName(r.self)}, &l); err != nil {
+	if err := r.api.Get(ctx, types.NamespacedName{Namespace: r.namespace, Name: RecordName(r.self)}, &l); err != nil {
 		return !apierrors.IsNotFound(err)
 	}
 	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != r.self {
@@ -524,7 +727,7 @@ func (r *records) writeRecord(ctx context.Context, w recordWish) error {
 		return err
 	}
 	r.newer(l)
-	r.note(l)
+	r.note(l, true)
 	return nil
 }
 
@@ -587,6 +790,7 @@ func (r *records) put(ctx context.Context, name string, labels, annotations map[
 		return nil, fmt.Errorf("writing %s: %w", name, err)
 	}
 	*last = l
+	r.noteOwnWrite(l.ResourceVersion, now.Time)
 	return l, nil
 }
 

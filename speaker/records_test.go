@@ -82,7 +82,7 @@ func TestRecordsParseOncePerVersion(t *testing.T) {
 	}
 	read := func(l *coordinationv1.Lease) []string {
 		t.Helper()
-		r.note(l)
+		r.note(l, true)
 		rec, ok := r.parse(l)
 		if !ok || !rec.ChangedAt.Equal(r.seen[l.Name].at) {
 			t.Fatalf("parse(%s): ok %v, changed at %v, want %v", l.ResourceVersion, ok, rec.ChangedAt, r.seen[l.Name].at)
@@ -143,5 +143,47 @@ func TestRecordsWriteAtOnce(t *testing.T) {
 		if woken != s.now {
 			t.Errorf("%s: written at once %v, want %v", s.name, woken, s.now)
 		}
+	}
+}
+
+// A version read from a list, not seen changing, counts as changed when this speaker
+// last saw its record change, or after the latest write of this speaker's that its
+// etcd revision follows; a watch event for it later says it changed then.
+func TestRecordsChangedAtOfAVersionRead(t *testing.T) {
+	now := time.Unix(1000, 0)
+	r := &records{seen: map[string]seenVersion{}, left: map[string]time.Time{}, primed: true, now: func() time.Time { return now }}
+	lease := func(rv string) *coordinationv1.Lease {
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "herald-speaker-x", UID: "u1", ResourceVersion: rv,
+			Labels: map[string]string{RecordLabel: "true"}, Annotations: map[string]string{RecordMembersAnnotation: "a,x"}}}
+		l.Spec.HolderIdentity = ptr.To("x")
+		l.Spec.LeaseDurationSeconds = ptr.To(int32(30))
+		l.Spec.RenewTime = &metav1.MicroTime{Time: now}
+		return l
+	}
+	changed := func(l *coordinationv1.Lease) time.Time { rec, _ := r.parse(l); return rec.ChangedAt }
+	if at := changed(lease("10")); !at.IsZero() {
+		t.Errorf("a version read, the record never seen before: changed at %v, want zero", at)
+	}
+	r.note(lease("11"), true)
+	seenAt := now
+	now = now.Add(time.Second)
+	if at := changed(lease("12")); !at.Equal(seenAt) {
+		t.Errorf("a version read after version 11 was seen changing at %v: changed at %v, want then", seenAt, at)
+	}
+	r.mu.Lock()
+	r.noteOwnWrite("20", now)
+	r.mu.Unlock()
+	wrote := now
+	now = now.Add(time.Second)
+	if at := changed(lease("15")); !at.Equal(seenAt) {
+		t.Errorf("a version older than this speaker's write: changed at %v, want %v", at, seenAt)
+	}
+	if at := changed(lease("21")); !at.Equal(wrote) {
+		t.Errorf("a version newer than this speaker's write at %v: changed at %v, want then", wrote, at)
+	}
+	now = now.Add(time.Second)
+	r.note(lease("21"), true)
+	if at := changed(lease("21")); !at.Equal(now) {
+		t.Errorf("a version read, then seen in a watch event at %v: changed at %v", now, at)
 	}
 }

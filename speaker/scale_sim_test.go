@@ -74,14 +74,18 @@ type simEnv struct {
 	mlProbe time.Duration
 }
 
-// newRecordsCache returns a cache of the speakers' records alone, as a speaker's.
+// newRecordsCache returns a cache of every speaker's record, shared by the light
+// speakers beyond HERALD_SCALE_WATCHERS (each of which then reads every record, as
+// speakers did before they watched only the records that concern them).
 func newRecordsCache(env simEnv) (cache.Cache, error) {
-	return cache.New(env.cfg, recordsCacheOptions(env, false))
+	return cache.New(env.cfg, recordsCacheOptions(env, recordsByObject(env.namespace), false))
 }
 
-func recordsCacheOptions(env simEnv, observer bool) cache.Options {
+// recordsCacheOptions are a simulated speaker's cache: leases are the records it
+// holds (narrowRecordsByObject, as Run's, unless shared).
+func recordsCacheOptions(env simEnv, leases cache.ByObject, observer bool) cache.Options {
 	opts := cache.Options{Scheme: scheme.New(), ByObject: map[client.Object]cache.ByObject{
-		&coordinationv1.Lease{}: recordsByObject(env.namespace),
+		&coordinationv1.Lease{}: leases,
 	}, DefaultTransform: cache.TransformStripManagedFields()}
 	if !observer {
 		// A light speaker caches the records only; its record then has no owner
@@ -116,7 +120,7 @@ func startSim(ctx context.Context, env simEnv, node string, port int, observer, 
 	c := env.shared
 	if !shared {
 		var err error
-		if c, err = cache.New(env.cfg, recordsCacheOptions(env, observer)); err != nil {
+		if c, err = cache.New(env.cfg, recordsCacheOptions(env, narrowRecordsByObject(env.namespace, node), observer)); err != nil {
 			return nil, fmt.Errorf("cache of %s: %w", node, err)
 		}
 	}
@@ -131,6 +135,10 @@ func startSim(ctx context.Context, env simEnv, node string, port int, observer, 
 	}
 	s.records = newRecords(node, env.namespace, cfg.Records, c, env.api, env.api, s.pokeElection, s.peers.set, env.log)
 	sim := &simSpeaker{Speaker: s, observer: observer, cache: c, done: make(chan struct{}), owners: map[string]int{}}
+	ctx, sim.stop = context.WithCancel(ctx)
+	if !shared {
+		s.records.view = newRecordWatches(ctx, node, env.namespace, env.api, s.records.handler, s.pokeElection, env.log)
+	}
 
 	if observer {
 		if err := s.watch(ctx, c); err != nil {
@@ -144,7 +152,7 @@ func startSim(ctx context.Context, env simEnv, node string, port int, observer, 
 		return nil, fmt.Errorf("memberlist of %s: %w", node, err)
 	}
 	s.records.setHeard(s.members.IsLive) // as Run does
-	ctx, sim.stop = context.WithCancel(ctx)
+	s.members.OnMeta(s.peers.setMeta)
 	s.records.beats = newHeartbeats(ctx, env.namespace, env.api, s.pokeElection, env.log)
 	cacheDone := make(chan struct{})
 	if shared {

@@ -171,7 +171,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 			ByObject: map[client.Object]cache.ByObject{
 				&heraldv1.IPAddressPool{}:   {Namespaces: map[string]cache.Config{cfg.Namespace: {}}},
 				&heraldv1.L2Advertisement{}: {Namespaces: map[string]cache.Config{cfg.Namespace: {}}},
-				&coordinationv1.Lease{}:     recordsByObject(cfg.Namespace),
+				&coordinationv1.Lease{}:     narrowRecordsByObject(cfg.Namespace, cfg.NodeName),
 			},
 			// Nothing reads managedFields; a Node's are kilobytes, a record's grow
 			// with its writers.
@@ -213,6 +213,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		return fmt.Errorf("heartbeat client: %w", err)
 	}
 	s.records.beats = newHeartbeats(ctx, cfg.Namespace, beatClient, s.pokeElection, log.WithName("heartbeats"))
+	s.records.view = newRecordWatches(ctx, cfg.NodeName, cfg.Namespace, beatClient, s.records.handler, s.pokeElection, log.WithName("records"))
 	if s.metrics, err = newMetrics(crmetrics.Registry); err != nil {
 		return err
 	}

@@ -1,0 +1,277 @@
+package speaker
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"golang.org/x/time/rate"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"herald.dev/herald/speaker/quorum"
+)
+
+// Which records a speaker watches. Every speaker watching every record cost, at each
+// membership change, N writes sent to N watchers: a death rewrites every survivor's
+// record (its members lose a name), a million events at a thousand nodes. But a
+// speaker that hears a majority reads, of the others' records, only
+//   - those that leave it out: a majority without it deposes it (quorum rule 2);
+//   - those of speakers in trouble (any mode but Quorum): a peer holding or
+//     arbitrating asks everyone to show it is alive (quorum.AskedBy);
+//   - those of the peers it does not hear: whether they are alive, and whether their
+//     record lists it (which vouches for it against a majority without it).
+//
+// The record of a peer it hears, that lists it and hears a majority, tells it nothing
+// more: the peer is alive (memberlist says so) and does not depose it. So a speaker
+// in Quorum watches its cache's records that lack its hears label (a selector the API
+// server evaluates: a record that starts listing it leaves the watch with one event),
+// the records whose mode label is not Quorum, and by name the records of the peers it
+// does not hear; it stands in for the others a record that lists it, in Quorum,
+// renewed now (synthesized). A death rewrites every survivor's record, and none of
+// those writes reaches a survivor. A speaker out of Quorum (in trouble, silent,
+// starting) needs every record, to count who is alive and whom each hears: it
+// watches them all until it has been back in Quorum for recordsWideLinger, and reads
+// them straight from the API server until that watch has synced.
+const (
+	recordsWideLinger = 30 * time.Second
+	// recordsByNameStarts limits how many watches by name start a second, after a
+	// burst of recordsByNameBurst: a node that cannot hear hundreds of peers while
+	// still in Quorum is rare (it lost a minority), and the limit only delays watches,
+	// whose records are read straight from the API server meanwhile.
+	recordsByNameStarts = 20
+	recordsByNameBurst  = 50
+	recordsByNameLinger = 30 * time.Second
+)
+
+// narrowRecordsByObject is what a speaker's cache holds of the Leases: the records,
+// in herald's namespace, that do not list node among the members their writer hears.
+func narrowRecordsByObject(namespace, node string) cache.ByObject {
+	return cache.ByObject{
+		Namespaces: map[string]cache.Config{namespace: {}},
+		Label:      notListing(node),
+	}
+}
+
+// notListing selects the records that do not list node.
+func notListing(node string) labels.Selector {
+	is, err := labels.NewRequirement(RecordLabel, selection.Equals, []string{"true"})
+	if err != nil {
+		panic(err) // constant
+	}
+	not, err := labels.NewRequirement(HearsLabel(node), selection.DoesNotExist, nil)
+	if err != nil {
+		panic(err) // HearsLabel is a valid key
+	}
+	return labels.NewSelector().Add(*is, *not)
+}
+
+// inTrouble selects the records whose mode is not Quorum (and those of speakers of
+// an older version, which have no mode label).
+func inTrouble() labels.Selector {
+	is, err := labels.NewRequirement(RecordLabel, selection.Equals, []string{"true"})
+	if err != nil {
+		panic(err)
+	}
+	not, err := labels.NewRequirement(RecordModeLabel, selection.NotEquals, []string{string(quorum.ModeQuorum)})
+	if err != nil {
+		panic(err)
+	}
+	return labels.NewSelector().Add(*is, *not)
+}
+
+// recordWatches are the watches of the records beside the cache's (the records that
+// do not list this speaker): those in trouble, always; every record while this
+// speaker is out of Quorum (wide); and by name those of the peers it does not hear,
+// while it is in Quorum.
+type recordWatches struct {
+	ctx       context.Context
+	self      string
+	namespace string
+	client    client.WithWatch
+	handler   func(gone bool) recordHandler // gone: a record leaving the watch was deleted
+	poke      func()                        // a decision, when a linger ends
+	log       logr.Logger
+	now       func() time.Time
+	starts    *rate.Limiter
+	// wideLinger is recordsWideLinger (shorter in tests).
+	wideLinger time.Duration
+
+	mu       sync.Mutex
+	troubled *leaseWatch
+	// wide watches every record; wideUnneeded is since when this speaker has been in
+	// Quorum (zero while it is not).
+	wide         *leaseWatch
+	wideUnneeded time.Time
+	byName       map[string]*byNameWatch
+}
+
+type byNameWatch struct {
+	*leaseWatch
+	unneeded time.Time // since when its node is heard (zero while it is not)
+}
+
+// recordHandler is what a watch calls on its events (records.handler).
+type recordHandler interface {
+	OnAdd(obj any, initial bool)
+	OnUpdate(old, cur any)
+	OnDelete(obj any)
+}
+
+func newRecordWatches(ctx context.Context, self, namespace string, c client.WithWatch, handler func(byName bool) recordHandler, poke func(), log logr.Logger) *recordWatches {
+	w := &recordWatches{ctx: ctx, self: self, namespace: namespace, client: c, handler: handler, poke: poke, log: log, now: time.Now,
+		starts: rate.NewLimiter(recordsByNameStarts, recordsByNameBurst), byName: map[string]*byNameWatch{}, wideLinger: recordsWideLinger}
+	w.troubled = watchLeases(ctx, c, namespace, "the records of speakers in trouble", func(o *client.ListOptions) {
+		o.LabelSelector = inTrouble()
+	}, handler(false))
+	w.wide = w.startWide()
+	return w
+}
+
+func (w *recordWatches) startWide() *leaseWatch {
+	w.log.V(1).Info("watching every record")
+	return watchLeases(w.ctx, w.client, w.namespace, "every speaker record", func(o *client.ListOptions) {
+		o.LabelSelector = labels.SelectorFromSet(labels.Set{RecordLabel: "true"})
+	}, w.handler(true))
+}
+
+// setMode tells the watches this speaker's mode: out of Quorum it watches every
+// record; back in Quorum for recordsWideLinger, no longer.
+func (w *recordWatches) setMode(m quorum.Mode) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := w.now()
+	switch {
+	case m != quorum.ModeQuorum:
+		w.wideUnneeded = time.Time{}
+		if w.wide == nil && w.ctx.Err() == nil {
+			w.wide = w.startWide()
+		}
+	case w.wide == nil:
+	case w.wideUnneeded.IsZero():
+		w.wideUnneeded = now
+		time.AfterFunc(w.wideLinger, w.poke) // a decision then stops it
+	case now.Sub(w.wideUnneeded) >= w.wideLinger && w.byNameSyncedLocked():
+		w.wide.stop()
+		w.wide = nil
+		w.log.V(1).Info("watching the records that concern this speaker only")
+	}
+}
+
+// byNameSyncedLocked says whether every watch by name has synced: the wide watch
+// stands in for them until then.
+func (w *recordWatches) byNameSyncedLocked() bool {
+	for _, b := range w.byName {
+		if !b.synced() {
+			return false
+		}
+	}
+	return true
+}
+
+// complete says whether the watches hold every record: the wide one has synced.
+// wanted says whether this speaker needs every record (it is out of Quorum, or was
+// until lately).
+func (w *recordWatches) complete() (complete, wanted bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.wide != nil && w.wide.synced(), w.wide != nil
+}
+
+// track watches by name the records of these nodes (the peers not heard), at most
+// recordsByNameStarts new watches a second, and stops the others once they have been
+// unneeded for recordsByNameLinger. Only in Quorum: out of it the wide watch holds
+// them all (and a speaker starting, which hears nobody yet, opens no watch by name).
+// It returns the nodes whose watch by name has not synced yet.
+func (w *recordWatches) track(nodes []string) (pending []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := w.now()
+	if w.wide != nil && w.wideUnneeded.IsZero() {
+		nodes = nil
+	}
+	needed := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		needed[n] = true
+	}
+	for n, b := range w.byName {
+		switch {
+		case needed[n]:
+			b.unneeded = time.Time{}
+		case b.unneeded.IsZero():
+			b.unneeded = now
+			time.AfterFunc(recordsByNameLinger, w.poke)
+		case now.Sub(b.unneeded) >= recordsByNameLinger:
+			b.stop()
+			delete(w.byName, n)
+		}
+	}
+	held := false
+	for _, n := range nodes {
+		b := w.byName[n]
+		if b == nil && w.ctx.Err() == nil {
+			if !w.starts.Allow() {
+				held = true
+				pending = append(pending, n)
+				continue
+			}
+			b = &byNameWatch{leaseWatch: watchLeases(w.ctx, w.client, w.namespace, "the record of "+n, func(o *client.ListOptions) {
+				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", RecordName(n))
+			}, w.handler(true))}
+			w.byName[n] = b
+		}
+		if b == nil || !b.synced() {
+			pending = append(pending, n)
+		}
+	}
+	if held {
+		time.AfterFunc(time.Second/recordsByNameStarts*2, w.poke)
+	}
+	return pending
+}
+
+// leases returns the records the synced watches hold. Read only.
+func (w *recordWatches) leases() []*coordinationv1.Lease {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.troubled.leases()
+	out = append(out, w.wide.leases()...)
+	for _, b := range w.byName {
+		out = append(out, b.leases()...)
+	}
+	return out
+}
+
+// counts returns how many watches of every record (0 or 1) and by name run.
+func (w *recordWatches) counts() (every, byName int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.wide != nil {
+		every = 1
+	}
+	return every, len(w.byName)
+}
+
+// watchedByName returns the nodes whose record is watched by name, sorted.
+func (w *recordWatches) watchedByName() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Sorted(maps.Keys(w.byName))
+}
+
+// nodeOfRecord returns the node whose record name is, or "".
+func nodeOfRecord(name string) string {
+	n, _ := strings.CutPrefix(name, RecordName(""))
+	if n == name {
+		return ""
+	}
+	return n
+}

@@ -1,0 +1,178 @@
+package speaker
+
+import (
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"herald.dev/herald/internal/scheme"
+	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/speaker/quorum"
+)
+
+// What a speaker reads of the records, at a real API server: in Quorum, the records
+// that leave it out, those in trouble and by name those of peers it does not hear,
+// and nothing of a death's rewrites; out of Quorum, every record.
+func TestRecordView(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := t.Context()
+	const ns = "herald-system"
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := RecordConfig{Renew: time.Second, FastRenew: 200 * time.Millisecond, Duration: 30 * time.Second}
+	writers := map[string]*records{}
+	write := func(node string, members []string, mode quorum.Mode) {
+		t.Helper()
+		w := writers[node]
+		if w == nil {
+			w = newRecords(node, ns, cfg, env.Client, env.Client, env.Client, func() {}, func(string, []string) {}, logr.Discard())
+			writers[node] = w
+		}
+		if err := w.writeRecord(ctx, recordWish{members: members, mode: mode}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all := []string{"a", "b", "c", "x"}
+	for _, n := range all[1:] {
+		write(n, all, quorum.ModeQuorum)
+	}
+
+	// The reader, a, as Run sets it up.
+	c, err := cache.New(env.Config, cache.Options{Scheme: scheme.New(), ByObject: map[client.Object]cache.ByObject{
+		&coordinationv1.Lease{}: narrowRecordsByObject(ns, "a"),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events atomic.Int32
+	r := newRecords("a", ns, cfg, c, env.Client, env.Client, func() { events.Add(1) }, func(string, []string) {}, logr.Discard())
+	r.view = newRecordWatches(ctx, "a", ns, wc, r.handler, func() {}, logr.Discard())
+	r.view.wideLinger = 0
+	if err := r.watch(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		t.Fatal("cache did not sync")
+	}
+	byNode := func(heard []string) map[string]quorum.Record {
+		t.Helper()
+		recs, err := r.list(ctx, false, heard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]quorum.Record{}
+		for _, rec := range recs {
+			if _, dup := out[rec.Node]; dup {
+				t.Errorf("%s's record listed twice", rec.Node)
+			}
+			out[rec.Node] = rec
+		}
+		return out
+	}
+
+	// Starting (out of Quorum): every record, as stored.
+	eventually(t, "the watch of every record synced", func() bool { ok, _ := r.view.complete(); return ok })
+	got := byNode(all)
+	for _, n := range all[1:] {
+		if !slices.Equal(got[n].Members, all) {
+			t.Errorf("starting: %s's record lists %v, want %v", n, got[n].Members, all)
+		}
+	}
+	r.prime()
+
+	// In Quorum, hearing everyone: the wide watch stops, and no record is watched;
+	// each stands in as listing a, in Quorum.
+	r.view.setMode(quorum.ModeQuorum)
+	r.view.setMode(quorum.ModeQuorum)
+	if _, wanted := r.view.complete(); wanted {
+		t.Fatal("still watching every record in Quorum after the linger")
+	}
+	got = byNode(all)
+	for _, n := range all[1:] {
+		if rec := got[n]; !slices.Contains(rec.Members, "a") || rec.Mode != quorum.ModeQuorum || rec.Duration != cfg.Duration {
+			t.Errorf("in Quorum: %s's record stands in as %+v, want listing a, Quorum", n, rec)
+		}
+	}
+
+	// x dies: b and c rewrite their records without it. Nothing reaches a.
+	events.Store(0)
+	write("b", []string{"a", "b", "c"}, quorum.ModeQuorum)
+	write("c", []string{"a", "b", "c"}, quorum.ModeQuorum)
+	time.Sleep(time.Second)
+	if n := events.Load(); n != 0 {
+		t.Errorf("%d record events reached a after a death it survived, want none", n)
+	}
+
+	// x rewrites its record while a hears it (it still lists a): a sees nothing. Then
+	// a stops hearing x: x's record, read straight until its watch by name syncs, is
+	// not taken for a change seen at the read (it would count x alive, and keep its
+	// IPs with it, dead or not), then comes from that watch, which shows its renewals.
+	write("x", all, quorum.ModeQuorum)
+	lost := time.Now()
+	heard := []string{"a", "b", "c"}
+	got = byNode(heard)
+	if !slices.Equal(got["x"].Members, all) {
+		t.Errorf("x unheard: its record lists %v, want %v as stored", got["x"].Members, all)
+	}
+	if !got["x"].ChangedAt.Before(lost) {
+		t.Errorf("x's record, written while a heard x and read once a lost it, counts as changed at %v, after the loss at %v", got["x"].ChangedAt, lost)
+	}
+	eventually(t, "x's record watched by name", func() bool { return len(r.view.track([]string{"x"})) == 0 })
+	if w := r.view.watchedByName(); !slices.Equal(w, []string{"x"}) {
+		t.Errorf("watched by name: %v, want [x]", w)
+	}
+	before := time.Now()
+	write("x", all, quorum.ModeQuorum) // a renewal in answer to a peer asking
+	eventually(t, "x's renewal seen", func() bool { return byNode(heard)["x"].ChangedAt.After(before) })
+
+	// b stops hearing a: its record enters a's watch, as written.
+	write("b", []string{"b", "c"}, quorum.ModeQuorum)
+	eventually(t, "b's record without a", func() bool { return slices.Equal(byNode(heard)["b"].Members, []string{"b", "c"}) })
+	// It hears a again: its record leaves the watch, and stands in as changed then.
+	before = time.Now()
+	write("b", []string{"a", "b", "c"}, quorum.ModeQuorum)
+	eventually(t, "b's record listing a again", func() bool {
+		rec := byNode(heard)["b"]
+		return slices.Contains(rec.Members, "a") && rec.ChangedAt.After(before)
+	})
+
+	// c holds, a peer a hears and which lists it: watched as in trouble.
+	write("c", []string{"a", "c"}, quorum.ModeHold)
+	eventually(t, "c's Hold record", func() bool { return byNode(heard)["c"].Mode == quorum.ModeHold })
+
+	// A record of an older version, without labels, is watched as it is.
+	old := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: RecordName("o"), Labels: map[string]string{RecordLabel: "true"},
+		Annotations: map[string]string{RecordMembersAnnotation: "a,o", RecordModeAnnotation: "Quorum"}}}
+	old.Spec.HolderIdentity, old.Spec.LeaseDurationSeconds = ptr.To("o"), ptr.To(int32(30))
+	old.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	if err := env.Client.Create(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the older version's record", func() bool { return slices.Equal(byNode(append(heard, "o"))["o"].Members, []string{"a", "o"}) })
+
+	// Out of Quorum: every record again, read straight until the watch syncs.
+	r.view.setMode(quorum.ModeHold)
+	got = byNode(heard)
+	if !slices.Equal(got["c"].Members, []string{"a", "c"}) || !slices.Equal(got["b"].Members, []string{"a", "b", "c"}) {
+		t.Errorf("out of Quorum: b lists %v, c %v; want the stored records", got["b"].Members, got["c"].Members)
+	}
+	eventually(t, "the watch of every record synced again", func() bool { ok, _ := r.view.complete(); return ok })
+	if n := len(byNode(heard)); n != 4 {
+		t.Errorf("out of Quorum: %d records, want b, c, x and o", n)
+	}
+}
