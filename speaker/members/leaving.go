@@ -27,7 +27,7 @@ const (
 // restart is set), waiting at most timeout for them all. A peer that does not hear it
 // treats the departure as a death, which is the safe side.
 func (m *Members) sayLeaving(timeout time.Duration, restart bool) {
-	self := m.ml.LocalNode().Name
+	self := m.name
 	msg := []byte(leavingPrefix + self)
 	if restart {
 		msg = []byte(restartingPrefix + self)

@@ -39,6 +39,8 @@ type Members struct {
 	// sender is ml for the delegates, which memberlist may call before Start has
 	// set ml.
 	sender atomic.Pointer[memberlist.Memberlist]
+	// addr is the advertised address, as memberlist.Create set it.
+	addr string
 	// meta is this member's metadata, onMeta who hears the peers' (meta.go).
 	meta   []byte
 	onMeta func(name string, data []byte)
@@ -104,12 +106,13 @@ func Start(cfg Config, log logr.Logger, reg prometheus.Registerer) (*Members, er
 		return nil, fmt.Errorf("starting memberlist on %s:%d: %w", cfg.BindAddr, cfg.BindPort, err)
 	}
 	m.ml = ml
+	m.addr = ml.LocalNode().Address() // read once: memberlist rewrites the local node in place when its metadata changes (SetMeta)
 	m.sender.Store(ml)
 	return m, nil
 }
 
 // Addr is this member's advertised "host:port" (the real port when BindPort was 0).
-func (m *Members) Addr() string { return m.ml.LocalNode().Address() }
+func (m *Members) Addr() string { return m.addr }
 
 // Join contacts the given peers ("ip" or "ip:port"; DefaultBindPort when no port)
 // that are neither this member nor already live (PeersToJoin) and returns how many

@@ -46,7 +46,7 @@ func (m *Members) Publish(data []byte) {
 	msg := m.stateMessage(false)
 	m.mu.Unlock()
 	for _, n := range m.ml.Members() {
-		if n.Name != m.ml.LocalNode().Name {
+		if n.Name != m.name {
 			m.send(n, msg)
 		}
 	}
