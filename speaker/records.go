@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -48,15 +47,6 @@ const (
 	// device.
 	RecordMACsAnnotation = "herald.dev/macs"
 )
-
-// recordsByObject is what a speaker's cache holds of the Leases: the records, in
-// herald's namespace.
-func recordsByObject(namespace string) cache.ByObject {
-	return cache.ByObject{
-		Namespaces: map[string]cache.Config{namespace: {}},
-		Label:      labels.SelectorFromSet(labels.Set{RecordLabel: "true"}),
-	}
-}
 
 // RecordName is the name of node's record.
 func RecordName(node string) string { return "herald-speaker-" + node }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -79,6 +80,15 @@ type simEnv struct {
 // speakers did before they watched only the records that concern them).
 func newRecordsCache(env simEnv) (cache.Cache, error) {
 	return cache.New(env.cfg, recordsCacheOptions(env, recordsByObject(env.namespace), false))
+}
+
+// recordsByObject selects every record, in herald's namespace (what a speaker's cache
+// held before narrowRecordsByObject).
+func recordsByObject(namespace string) cache.ByObject {
+	return cache.ByObject{
+		Namespaces: map[string]cache.Config{namespace: {}},
+		Label:      labels.SelectorFromSet(labels.Set{RecordLabel: "true"}),
+	}
 }
 
 // recordsCacheOptions are a simulated speaker's cache: leases are the records it
