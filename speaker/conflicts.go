@@ -93,21 +93,24 @@ func (p *peerMACs) setMeta(node string, meta []byte) {
 	p.byMeta[node] = splitList(string(meta))
 }
 
+// otherHas says whether a node other than self has mac among its MACs in byNode.
+func otherHas(byNode map[string][]string, self, mac string) bool {
+	for node, macs := range byNode {
+		if node != self && slices.Contains(macs, mac) {
+			return true
+		}
+	}
+	return false
+}
+
 // has says whether mac is a speaker's other than self: layer2.Config.Peer.
 func (p *peerMACs) has(self string, mac net.HardwareAddr) bool {
 	s := mac.String()
 	now := p.clock()
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	for node, macs := range p.byNode {
-		if node != self && slices.Contains(macs, s) {
-			return true
-		}
-	}
-	for node, macs := range p.byMeta {
-		if node != self && slices.Contains(macs, s) {
-			return true
-		}
+	if otherHas(p.byNode, self, s) || otherHas(p.byMeta, self, s) {
+		return true
 	}
 	for node, g := range p.gone {
 		if node != self && now.Before(g.until) && slices.Contains(g.macs, s) {

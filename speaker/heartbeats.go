@@ -122,11 +122,9 @@ type heartbeats struct {
 }
 
 type heartbeatWatch struct {
+	*leaseWatch
 	// unneeded is since when its node is heard again (zero while it is not).
 	unneeded time.Time
-	stop     context.CancelFunc
-	store    toolscache.Store
-	synced   func() bool
 	started  time.Time
 }
 
@@ -203,7 +201,7 @@ func (h *heartbeats) start(ctx context.Context, node string) *heartbeatWatch {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", HeartbeatName(node))
 	}, toolscache.ResourceEventHandlerFuncs{AddFunc: poke, UpdateFunc: func(_, cur any) { poke(cur) }, DeleteFunc: poke})
 	h.log.V(1).Info("watching a heartbeat", "node", node)
-	return &heartbeatWatch{stop: w.stop, store: w.store, synced: w.synced, started: h.now()}
+	return &heartbeatWatch{leaseWatch: w, started: h.now()}
 }
 
 // beat returns when node's heartbeat was last renewed (zero if it has none), as its

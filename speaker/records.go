@@ -228,7 +228,9 @@ func (r *records) watch(ctx context.Context, c cache.Informers) error {
 
 // handler is what a watch of records calls. gone says whether a record leaving the
 // watch was deleted; if not, it may only have left the watch's selection.
-func (r *records) handler(gone bool) recordHandler { return recordEvents{r: r, gone: gone} }
+func (r *records) handler(gone bool) toolscache.ResourceEventHandler {
+	return recordEvents{r: r, gone: gone}
+}
 
 // recordEvents is a watch's handler (records.handler).
 type recordEvents struct {
@@ -347,10 +349,7 @@ func (r *records) noteLocked(l *coordinationv1.Lease, observed bool) seenVersion
 	s, ok := r.seen[l.Name]
 	switch {
 	case !ok || s.uid != l.UID || s.version != l.ResourceVersion:
-		last := r.left[l.Name]
-		if ok && s.at.After(last) {
-			last = s.at
-		}
+		last := r.lastChangeLocked(l.Name)
 		if t := r.writtenBefore(l.ResourceVersion); t.After(last) {
 			last = t
 		}
@@ -366,6 +365,16 @@ func (r *records) noteLocked(l *coordinationv1.Lease, observed bool) seenVersion
 	}
 	r.seen[l.Name] = s
 	return s
+}
+
+// lastChangeLocked is when this speaker last saw the record name change: a version
+// first seen, or the record leaving a watch; zero if never since it started.
+func (r *records) lastChangeLocked(name string) time.Time {
+	last := r.seen[name].at
+	if t := r.left[name]; t.After(last) {
+		last = t
+	}
+	return last
 }
 
 // ownWritesKept is how many of its own latest writes a speaker remembers
@@ -437,23 +446,20 @@ func (r *records) list(ctx context.Context, fresh bool, heard []string) ([]quoru
 	if err := src.List(ctx, &leases, client.InNamespace(r.namespace), client.HasLabels{RecordLabel}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing speaker records: %w", err)
 	}
+	// The cache and the watches may hold one record in two versions: newer keeps the
+	// newest seen.
 	byName := make(map[string]*coordinationv1.Lease, len(leases.Items))
-	add := func(l *coordinationv1.Lease) {
-		if o := byName[l.Name]; o == nil || o.UID != l.UID || olderVersion(o.ResourceVersion, l.ResourceVersion) {
-			byName[l.Name] = l
-		}
-	}
 	for i := range leases.Items {
-		add(&leases.Items[i])
+		byName[leases.Items[i].Name] = r.newer(&leases.Items[i])
 	}
 	if r.view != nil && !fresh {
 		for _, l := range r.view.leases() {
-			add(l)
+			byName[l.Name] = r.newer(l)
 		}
 	}
 	out := make([]quorum.Record, 0, len(byName))
 	for _, l := range byName {
-		if rec, ok := r.parse(r.newer(l)); ok {
+		if rec, ok := r.parse(l); ok {
 			out = append(out, rec)
 		}
 	}
@@ -491,7 +497,7 @@ func (r *records) unwatched(ctx context.Context, have map[string]*coordinationv1
 	var unheard []string
 	now := r.now()
 	r.mu.Lock()
-	for name, s := range r.seen {
+	for name := range r.seen {
 		node := nodeOfRecord(name)
 		if node == "" || node == r.self {
 			continue
@@ -503,12 +509,8 @@ func (r *records) unwatched(ctx context.Context, have map[string]*coordinationv1
 		if have[name] != nil {
 			continue
 		}
-		changed := s.at
-		if t := r.left[name]; t.After(changed) {
-			changed = t
-		}
 		synth = append(synth, quorum.Record{Node: node, Members: []string{r.self}, Mode: quorum.ModeQuorum,
-			RenewedAt: now, Duration: r.cfg.Duration, ChangedAt: changed})
+			RenewedAt: now, Duration: r.cfg.Duration, ChangedAt: r.lastChangeLocked(name)})
 	}
 	r.mu.Unlock()
 	slices.Sort(unheard)

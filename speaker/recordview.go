@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -63,29 +64,27 @@ func narrowRecordsByObject(namespace, node string) cache.ByObject {
 
 // notListing selects the records that do not list node.
 func notListing(node string) labels.Selector {
-	is, err := labels.NewRequirement(RecordLabel, selection.Equals, []string{"true"})
-	if err != nil {
-		panic(err) // constant
-	}
-	not, err := labels.NewRequirement(HearsLabel(node), selection.DoesNotExist, nil)
-	if err != nil {
-		panic(err) // HearsLabel is a valid key
-	}
-	return labels.NewSelector().Add(*is, *not)
+	return recordsWhere(HearsLabel(node), selection.DoesNotExist, nil)
 }
 
 // inTrouble selects the records whose mode is not Quorum (and those of speakers of
 // an older version, which have no mode label).
 func inTrouble() labels.Selector {
+	return recordsWhere(RecordModeLabel, selection.NotEquals, []string{string(quorum.ModeQuorum)})
+}
+
+// recordsWhere selects the records whose label key satisfies op with values. The keys
+// are constants or HearsLabel's, always valid.
+func recordsWhere(key string, op selection.Operator, values []string) labels.Selector {
 	is, err := labels.NewRequirement(RecordLabel, selection.Equals, []string{"true"})
 	if err != nil {
 		panic(err)
 	}
-	not, err := labels.NewRequirement(RecordModeLabel, selection.NotEquals, []string{string(quorum.ModeQuorum)})
+	req, err := labels.NewRequirement(key, op, values)
 	if err != nil {
 		panic(err)
 	}
-	return labels.NewSelector().Add(*is, *not)
+	return labels.NewSelector().Add(*is, *req)
 }
 
 // recordWatches are the watches of the records beside the cache's (the records that
@@ -94,11 +93,10 @@ func inTrouble() labels.Selector {
 // while it is in Quorum.
 type recordWatches struct {
 	ctx       context.Context
-	self      string
 	namespace string
 	client    client.WithWatch
-	handler   func(gone bool) recordHandler // gone: a record leaving the watch was deleted
-	poke      func()                        // a decision, when a linger ends
+	handler   func(gone bool) toolscache.ResourceEventHandler // gone: a record leaving the watch was deleted
+	poke      func()                                          // a decision, when a linger ends
 	log       logr.Logger
 	now       func() time.Time
 	starts    *rate.Limiter
@@ -119,15 +117,8 @@ type byNameWatch struct {
 	unneeded time.Time // since when its node is heard (zero while it is not)
 }
 
-// recordHandler is what a watch calls on its events (records.handler).
-type recordHandler interface {
-	OnAdd(obj any, initial bool)
-	OnUpdate(old, cur any)
-	OnDelete(obj any)
-}
-
-func newRecordWatches(ctx context.Context, self, namespace string, c client.WithWatch, handler func(byName bool) recordHandler, poke func(), log logr.Logger) *recordWatches {
-	w := &recordWatches{ctx: ctx, self: self, namespace: namespace, client: c, handler: handler, poke: poke, log: log, now: time.Now,
+func newRecordWatches(ctx context.Context, namespace string, c client.WithWatch, handler func(gone bool) toolscache.ResourceEventHandler, poke func(), log logr.Logger) *recordWatches {
+	w := &recordWatches{ctx: ctx, namespace: namespace, client: c, handler: handler, poke: poke, log: log, now: time.Now,
 		starts: rate.NewLimiter(recordsByNameStarts, recordsByNameBurst), byName: map[string]*byNameWatch{}, wideLinger: recordsWideLinger}
 	w.troubled = watchLeases(ctx, c, namespace, "the records of speakers in trouble", func(o *client.ListOptions) {
 		o.LabelSelector = inTrouble()

@@ -213,7 +213,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		return fmt.Errorf("heartbeat client: %w", err)
 	}
 	s.records.beats = newHeartbeats(ctx, cfg.Namespace, beatClient, s.pokeElection, log.WithName("heartbeats"))
-	s.records.view = newRecordWatches(ctx, cfg.NodeName, cfg.Namespace, beatClient, s.records.handler, s.pokeElection, log.WithName("records"))
+	s.records.view = newRecordWatches(ctx, cfg.Namespace, beatClient, s.records.handler, s.pokeElection, log.WithName("records"))
 	if s.metrics, err = newMetrics(crmetrics.Registry); err != nil {
 		return err
 	}
