@@ -3,15 +3,12 @@ package speaker
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
-	"golang.org/x/time/rate"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -100,37 +97,23 @@ func sortedUnique(s []string) []string {
 // heartbeats watches the heartbeats of the peers this speaker does not hear, one
 // watch per peer, filtered by name at the API server.
 type heartbeats struct {
-	ctx       context.Context // the watches' lifetime
 	namespace string
 	client    client.WithWatch
-	changed   func() // pokes the election
-	log       logr.Logger
+	watches   *leasesByName
 
-	starts *rate.Limiter
-
-	mu       sync.Mutex
-	watching map[string]*heartbeatWatch
-	// unheardSince is since when each node passed to track has been in its list.
-	unheardSince map[string]time.Time
-	// retry: a decision is due for the watches the limit held back.
-	retry bool
+	mu sync.Mutex
 	// read holds the heartbeats last read straight from the API server (readAll),
 	// at readAt, for a decision that needs the records current.
 	read   map[string]time.Time
 	readAt time.Time
-	now    func() time.Time
-}
-
-type heartbeatWatch struct {
-	*leaseWatch
-	// unneeded is since when its node is heard again (zero while it is not).
-	unneeded time.Time
-	started  time.Time
 }
 
 func newHeartbeats(ctx context.Context, namespace string, c client.WithWatch, changed func(), log logr.Logger) *heartbeats {
-	return &heartbeats{ctx: ctx, namespace: namespace, client: c, changed: changed, log: log, watching: map[string]*heartbeatWatch{}, unheardSince: map[string]time.Time{}, now: time.Now,
-		starts: rate.NewLimiter(heartbeatStarts, heartbeatBurst)}
+	poke := func(any) { changed() }
+	pace := byNamePace{delay: heartbeatDelay, linger: heartbeatLinger, starts: heartbeatStarts, burst: heartbeatBurst}
+	return &heartbeats{namespace: namespace, client: c,
+		watches: newLeasesByName(ctx, namespace, c, "heartbeat", HeartbeatName, pace,
+			toolscache.ResourceEventHandlerFuncs{AddFunc: poke, UpdateFunc: func(_, cur any) { poke(cur) }, DeleteFunc: poke}, changed, log)}
 }
 
 // track watches the heartbeats of these nodes (the peers not heard) once they have
@@ -138,93 +121,30 @@ func newHeartbeats(ctx context.Context, namespace string, c client.WithWatch, ch
 // it stops the watches of the others once they are not needed for heartbeatLinger. A
 // node left unwatched for now is picked up by a later call, which it pokes a decision
 // for.
-func (h *heartbeats) track(nodes []string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	now := h.now()
-	needed := make(map[string]bool, len(nodes))
-	for _, n := range nodes {
-		needed[n] = true
-		if _, ok := h.unheardSince[n]; !ok {
-			h.unheardSince[n] = now
-			time.AfterFunc(heartbeatDelay, h.changed) // a decision then watches it
-		}
-	}
-	for n := range h.unheardSince {
-		if !needed[n] {
-			delete(h.unheardSince, n)
-		}
-	}
-	for n, w := range h.watching {
-		switch {
-		case needed[n]:
-			w.unneeded = time.Time{}
-		case w.unneeded.IsZero():
-			w.unneeded = now
-			time.AfterFunc(heartbeatLinger, h.changed) // a decision then stops it
-		case now.Sub(w.unneeded) >= heartbeatLinger:
-			w.stop()
-			delete(h.watching, n)
-		}
-	}
-	held := false
-	for _, n := range nodes {
-		if h.watching[n] == nil && h.ctx.Err() == nil && now.Sub(h.unheardSince[n]) >= heartbeatDelay {
-			if !h.starts.Allow() {
-				held = true
-				continue
-			}
-			h.watching[n] = h.start(h.ctx, n)
-		}
-	}
-	if held && !h.retry {
-		h.retry = true
-		time.AfterFunc(time.Second/heartbeatStarts*2, func() {
-			h.mu.Lock()
-			h.retry = false
-			h.mu.Unlock()
-			h.changed()
-		})
-	}
-}
+func (h *heartbeats) track(nodes []string) { h.watches.track(nodes) }
 
 // watched returns the nodes whose heartbeat is watched, sorted.
-func (h *heartbeats) watched() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return slices.Sorted(maps.Keys(h.watching))
-}
-
-func (h *heartbeats) start(ctx context.Context, node string) *heartbeatWatch {
-	poke := func(any) { h.changed() }
-	w := watchLeases(ctx, h.client, h.namespace, "heartbeat of "+node, func(o *client.ListOptions) {
-		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", HeartbeatName(node))
-	}, toolscache.ResourceEventHandlerFuncs{AddFunc: poke, UpdateFunc: func(_, cur any) { poke(cur) }, DeleteFunc: poke})
-	h.log.V(1).Info("watching a heartbeat", "node", node)
-	return &heartbeatWatch{leaseWatch: w, started: h.now()}
-}
+func (h *heartbeats) watched() []string { return h.watches.watched() }
 
 // beat returns when node's heartbeat was last renewed (zero if it has none), as its
 // watch saw it or as last read straight from the API server since the watch started,
 // whichever is newer; false while its heartbeat is not watched, or neither knows.
 func (h *heartbeats) beat(node string) (time.Time, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	w := h.watching[node]
+	w := h.watches.watch(node)
 	if w == nil {
 		return time.Time{}, false
 	}
 	var at time.Time
+	h.mu.Lock()
 	known := h.readAt.After(w.started)
 	if known {
 		at = h.read[node]
 	}
-	if w.synced() {
+	h.mu.Unlock()
+	if l, synced := w.lease(h.namespace, HeartbeatName(node)); synced {
 		known = true
-		if obj, ok, _ := w.store.GetByKey(h.namespace + "/" + HeartbeatName(node)); ok {
-			if t := renewedAt(obj.(*coordinationv1.Lease)); t.After(at) {
-				at = t
-			}
+		if l != nil && renewedAt(l).After(at) {
+			at = renewedAt(l)
 		}
 	}
 	return at, known
@@ -234,7 +154,7 @@ func (h *heartbeats) beat(node string) (time.Time, bool) {
 // the records current needs the heartbeats current too, and a watch may lag.
 func (h *heartbeats) readAll(ctx context.Context) error {
 	var l coordinationv1.LeaseList
-	start := h.now()
+	start := h.watches.now()
 	if err := h.client.List(ctx, &l, client.InNamespace(h.namespace), client.HasLabels{HeartbeatLabel}); err != nil {
 		return fmt.Errorf("reading the speakers' heartbeats: %w", err)
 	}

@@ -118,7 +118,7 @@ func TestHeartbeats(t *testing.T) {
 	var pokes atomic.Int32
 	h := newHeartbeats(ctx, ns, wc, func() { pokes.Add(1) }, logr.Discard())
 	var later atomic.Int64 // how far the heartbeats' clock runs ahead
-	h.now = func() time.Time { return time.Now().Add(time.Duration(later.Load())) }
+	h.watches.now = func() time.Time { return time.Now().Add(time.Duration(later.Load())) }
 	advance := func(d time.Duration) { later.Add(int64(d)) }
 	h.track([]string{"b"})
 	firstTrack := time.Now() // its poke for the delayed watch comes heartbeatDelay later

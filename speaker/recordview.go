@@ -2,16 +2,12 @@ package speaker
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
-	"golang.org/x/time/rate"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -99,7 +95,6 @@ type recordWatches struct {
 	poke      func()                                          // a decision, when a linger ends
 	log       logr.Logger
 	now       func() time.Time
-	starts    *rate.Limiter
 	// wideLinger is recordsWideLinger (shorter in tests).
 	wideLinger time.Duration
 
@@ -109,17 +104,14 @@ type recordWatches struct {
 	// Quorum (zero while it is not).
 	wide         *leaseWatch
 	wideUnneeded time.Time
-	byName       map[string]*byNameWatch
-}
-
-type byNameWatch struct {
-	*leaseWatch
-	unneeded time.Time // since when its node is heard (zero while it is not)
+	// byName watches the records of the peers not heard, while in Quorum.
+	byName *leasesByName
 }
 
 func newRecordWatches(ctx context.Context, namespace string, c client.WithWatch, handler func(gone bool) toolscache.ResourceEventHandler, poke func(), log logr.Logger) *recordWatches {
-	w := &recordWatches{ctx: ctx, namespace: namespace, client: c, handler: handler, poke: poke, log: log, now: time.Now,
-		starts: rate.NewLimiter(recordsByNameStarts, recordsByNameBurst), byName: map[string]*byNameWatch{}, wideLinger: recordsWideLinger}
+	pace := byNamePace{linger: recordsByNameLinger, starts: recordsByNameStarts, burst: recordsByNameBurst}
+	w := &recordWatches{ctx: ctx, namespace: namespace, client: c, handler: handler, poke: poke, log: log, now: time.Now, wideLinger: recordsWideLinger,
+		byName: newLeasesByName(ctx, namespace, c, "record", RecordName, pace, handler(true), poke, log)}
 	w.troubled = watchLeases(ctx, c, namespace, "the records of speakers in trouble", func(o *client.ListOptions) {
 		o.LabelSelector = inTrouble()
 	}, handler(false))
@@ -150,22 +142,11 @@ func (w *recordWatches) setMode(m quorum.Mode) {
 	case w.wideUnneeded.IsZero():
 		w.wideUnneeded = now
 		time.AfterFunc(w.wideLinger, w.poke) // a decision then stops it
-	case now.Sub(w.wideUnneeded) >= w.wideLinger && w.byNameSyncedLocked():
+	case now.Sub(w.wideUnneeded) >= w.wideLinger && w.byName.synced(): // the wide watch stands in for them until then
 		w.wide.stop()
 		w.wide = nil
 		w.log.V(1).Info("watching the records that concern this speaker only")
 	}
-}
-
-// byNameSyncedLocked says whether every watch by name has synced: the wide watch
-// stands in for them until then.
-func (w *recordWatches) byNameSyncedLocked() bool {
-	for _, b := range w.byName {
-		if !b.synced() {
-			return false
-		}
-	}
-	return true
 }
 
 // complete says whether the watches hold every record: the wide one has synced.
@@ -177,56 +158,18 @@ func (w *recordWatches) complete() (complete, wanted bool) {
 	return w.wide != nil && w.wide.synced(), w.wide != nil
 }
 
-// track watches by name the records of these nodes (the peers not heard), at most
-// recordsByNameStarts new watches a second, and stops the others once they have been
-// unneeded for recordsByNameLinger. Only in Quorum: out of it the wide watch holds
-// them all (and a speaker starting, which hears nobody yet, opens no watch by name).
-// It returns the nodes whose watch by name has not synced yet.
+// track watches by name the records of these nodes (the peers not heard), at once
+// as the limit allows, and stops the others once they have been unneeded for
+// recordsByNameLinger. Only in Quorum: out of it the wide watch holds them all (and a
+// speaker starting, which hears nobody yet, opens no watch by name). It returns the
+// nodes whose watch by name has not synced yet.
 func (w *recordWatches) track(nodes []string) (pending []string) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	now := w.now()
 	if w.wide != nil && w.wideUnneeded.IsZero() {
 		nodes = nil
 	}
-	needed := make(map[string]bool, len(nodes))
-	for _, n := range nodes {
-		needed[n] = true
-	}
-	for n, b := range w.byName {
-		switch {
-		case needed[n]:
-			b.unneeded = time.Time{}
-		case b.unneeded.IsZero():
-			b.unneeded = now
-			time.AfterFunc(recordsByNameLinger, w.poke)
-		case now.Sub(b.unneeded) >= recordsByNameLinger:
-			b.stop()
-			delete(w.byName, n)
-		}
-	}
-	held := false
-	for _, n := range nodes {
-		b := w.byName[n]
-		if b == nil && w.ctx.Err() == nil {
-			if !w.starts.Allow() {
-				held = true
-				pending = append(pending, n)
-				continue
-			}
-			b = &byNameWatch{leaseWatch: watchLeases(w.ctx, w.client, w.namespace, "the record of "+n, func(o *client.ListOptions) {
-				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", RecordName(n))
-			}, w.handler(true))}
-			w.byName[n] = b
-		}
-		if b == nil || !b.synced() {
-			pending = append(pending, n)
-		}
-	}
-	if held {
-		time.AfterFunc(time.Second/recordsByNameStarts*2, w.poke)
-	}
-	return pending
+	w.mu.Unlock()
+	return w.byName.track(nodes)
 }
 
 // leases returns the records the synced watches hold. Read only.
@@ -235,10 +178,7 @@ func (w *recordWatches) leases() []*coordinationv1.Lease {
 	defer w.mu.Unlock()
 	out := w.troubled.leases()
 	out = append(out, w.wide.leases()...)
-	for _, b := range w.byName {
-		out = append(out, b.leases()...)
-	}
-	return out
+	return append(out, w.byName.leases()...)
 }
 
 // counts returns how many watches of every record (0 or 1) and by name run.
@@ -248,14 +188,7 @@ func (w *recordWatches) counts() (every, byName int) {
 	if w.wide != nil {
 		every = 1
 	}
-	return every, len(w.byName)
-}
-
-// watchedByName returns the nodes whose record is watched by name, sorted.
-func (w *recordWatches) watchedByName() []string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Sorted(maps.Keys(w.byName))
+	return every, len(w.byName.watched())
 }
 
 // nodeOfRecord returns the node whose record name is, or "".

@@ -133,7 +133,7 @@ func TestRecordView(t *testing.T) {
 		t.Errorf("x's record, written while a heard x and read once a lost it, counts as changed at %v, after the loss at %v", got["x"].ChangedAt, lost)
 	}
 	eventually(t, "x's record watched by name", func() bool { return len(r.view.track([]string{"x"})) == 0 })
-	if w := r.view.watchedByName(); !slices.Equal(w, []string{"x"}) {
+	if w := r.view.byName.watched(); !slices.Equal(w, []string{"x"}) {
 		t.Errorf("watched by name: %v, want [x]", w)
 	}
 	before := time.Now()
