@@ -136,7 +136,8 @@ type scaleRow struct {
 	// failover: per death, the slowest observer; medians over the deaths.
 	detect, decided []time.Duration
 	steady, flap    loadSample
-	heapLight       float64 // MiB per light speaker
+	heapLight       float64 // MiB per light speaker, as they converge
+	heapLightNarrow float64 // the same once none watches every record
 	heapObserver    float64 // MiB per observer
 	passMs          float64 // an observer's election pass, ms (steady state)
 	passesPerS      float64 // an observer's passes per second (steady state)
@@ -179,6 +180,7 @@ func (r scaleRow) report(b *testing.B) {
 	b.ReportMetric(r.flap.apiserverCPU, "apiserver-cores-flap")
 	b.ReportMetric(r.steady.etcdCPU, "etcd-cores-steady")
 	b.ReportMetric(r.heapLight, "MiB-heap/light-speaker")
+	b.ReportMetric(r.heapLightNarrow, "MiB-heap/light-speaker-narrow")
 	b.ReportMetric(r.heapObserver, "MiB-heap/observer")
 	b.ReportMetric(r.passMs, "ms/election-pass")
 	b.ReportMetric(r.passesPerS, "election-passes/s")
@@ -195,14 +197,14 @@ func median(ds []time.Duration) time.Duration {
 
 func printScaleTable(w io.Writer, rows []scaleRow) {
 	fmt.Fprintln(w, "\nSpeakers at scale (API server's /metrics, /proc; medians over the deaths)")
-	fmt.Fprintln(w, "| nodes | VIPs | record watchers | death→detected | death→decided (slowest observer) | writes/s steady | lease writes/s | watch events/s steady | watch MB/s | apiserver cores steady | etcd cores steady | writes/s flap | watch events/s flap | watch MB/s flap | apiserver cores flap | etcd cores flap | heap/light speaker MiB | heap/observer MiB | election pass ms | passes/s per observer |")
+	fmt.Fprintln(w, "| nodes | VIPs | record watchers | death→detected | death→decided (slowest observer) | writes/s steady | lease writes/s | watch events/s steady | watch MB/s | apiserver cores steady | etcd cores steady | writes/s flap | watch events/s flap | watch MB/s flap | apiserver cores flap | etcd cores flap | heap/light speaker MiB (converging / narrow) | heap/observer MiB | election pass ms | passes/s per observer |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
-		fmt.Fprintf(w, "| %d | %d | %d | %s (%s) | %s (%s) | %.1f | %.1f | %.0f | %.2f | %.2f | %.2f | %.1f | %.0f | %.2f | %.2f | %.2f | %.2f | %.1f | %.1f | %.1f |\n",
+		fmt.Fprintf(w, "| %d | %d | %d | %s (%s) | %s (%s) | %.1f | %.1f | %.0f | %.2f | %.2f | %.2f | %.1f | %.0f | %.2f | %.2f | %.2f | %.2f / %.2f | %.1f | %.1f | %.1f |\n",
 			r.nodes, r.vips, r.leaseWatchers, durs(median(r.detect)), durList(r.detect), durs(median(r.decided)), durList(r.decided),
 			r.steady.writes, r.steady.leaseWrites, r.steady.events, r.steady.eventMB, r.steady.apiserverCPU, r.steady.etcdCPU,
 			r.flap.writes, r.flap.events, r.flap.eventMB, r.flap.apiserverCPU, r.flap.etcdCPU,
-			r.heapLight, r.heapObserver, r.passMs, r.passesPerS)
+			r.heapLight, r.heapLightNarrow, r.heapObserver, r.passMs, r.passesPerS)
 	}
 	for _, r := range rows {
 		if r.leaseWatchers != r.nodes {
@@ -241,6 +243,11 @@ func (h *scaleHarness) runSize(n, observers, vips, flaps int, window time.Durati
 	progress("nodes=%d: started, waiting for them to converge", n)
 	h.waitConverged(n - observers)
 	r.heapLight = mib(heapInUse()-base) / float64(n-observers)
+	// Each still watches every record, 30 s (recordsWideLinger) past its Quorum; then
+	// only those that concern it.
+	h.waitNarrow()
+	r.heapLightNarrow = mib(heapInUse()-base) / float64(n-observers)
+	b.Logf("nodes=%d: heap per light speaker %.2f MiB as they converge, %.2f MiB once none watches every record", n, r.heapLight, r.heapLightNarrow)
 	base = heapInUse()
 	progress("nodes=%d: starting %d observers", n, observers)
 	h.startSpeakers(n-observers, n, true)
@@ -281,8 +288,44 @@ func (h *scaleHarness) runSize(n, observers, vips, flaps int, window time.Durati
 	return r
 }
 
+// watches counts, over the speakers, the watches of every record, of records by
+// name and of heartbeats, and the speakers out of Quorum: who can receive the Lease
+// events a sample counts.
+type watches struct{ every, recordsByName, heartbeats, degraded int }
+
+func (h *scaleHarness) watches() watches {
+	var w watches
+	for _, s := range h.speakers {
+		if v := s.records.view; v != nil {
+			e, n := v.counts()
+			w.every += e
+			w.recordsByName += n
+		}
+		if s.records.beats != nil {
+			w.heartbeats += len(s.records.beats.watched())
+		}
+		s.records.mu.Lock()
+		if s.records.wish.mode != quorum.ModeQuorum {
+			w.degraded++
+		}
+		s.records.mu.Unlock()
+	}
+	return w
+}
+
+// waitNarrow waits (up to 2 minutes) until no speaker watches every record.
+func (h *scaleHarness) waitNarrow() {
+	for deadline := time.Now().Add(2 * time.Minute); h.watches().every > 0; time.Sleep(500 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			h.b.Logf("%d speakers still watch every record after 2 minutes", h.watches().every)
+			return
+		}
+	}
+}
+
 // sample measures the API server while f runs, or for window if f returns at once.
 func (h *scaleHarness) sample(window time.Duration, f func()) loadSample {
+	w0 := h.watches()
 	m0, cpu0 := h.scrape(), h.cpu()
 	p0, t0 := h.observerPasses()
 	start := time.Now()
@@ -309,6 +352,7 @@ func (h *scaleHarness) sample(window time.Duration, f func()) loadSample {
 	}
 	h.b.Logf("sample %.0fs: %.1f writes/s (%.1f leases), %.0f watch events/s (%.0f leases, %.2f MB/s), apiserver %.2f cores, etcd %.2f cores",
 		secs, s.writes, s.leaseWrites, s.events, s.leaseEvents, s.eventMB, s.apiserverCPU, s.etcdCPU)
+	h.b.Logf("sample %.0fs: watches at start %+v, at end %+v", secs, w0, h.watches())
 	return s
 }
 
