@@ -1,0 +1,69 @@
+package speaker
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/speaker/quorum"
+)
+
+// A record and a heartbeat, as stored by a real API server, carry no managedFields once
+// rewritten (a create keeps them: the API server strips them on an update only): at a
+// thousand members they would repeat every hears label. The test logs what a record
+// of a thousand members weighs.
+func TestRecordsStoredWithoutManagedFields(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := t.Context()
+	const ns = "herald-system"
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	members := make([]string, 1000)
+	for i := range members {
+		members[i] = fmt.Sprintf("node-%04d", i)
+	}
+	r := newRecords(members[0], ns, DefaultRecordConfig(), env.Client, env.Client, env.Client, func() {}, func(string, []string) {}, logr.Discard())
+	stored := func(name string) *coordinationv1.Lease {
+		t.Helper()
+		var l coordinationv1.Lease
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &l); err != nil {
+			t.Fatal(err)
+		}
+		return &l
+	}
+	for i, w := range []recordWish{
+		{members: members, mode: quorum.ModeQuorum},     // created
+		{members: members[:600], mode: quorum.ModeHold}, // updated
+		{members: members, mode: quorum.ModeQuorum},     // updated again
+	} {
+		if err := r.writeRecord(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.writeHeartbeat(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{RecordName(r.self), HeartbeatName(r.self)} {
+			l := stored(name)
+			if n := len(l.ManagedFields); n != 0 && i > 0 {
+				t.Errorf("write %d: %s stored with %d managedFields entries, want none", i+1, name, n)
+			}
+			if name == RecordName(r.self) {
+				if got := l.Labels[RecordModeLabel]; got != string(w.mode) {
+					t.Errorf("write %d: the record's mode label %q, want %q", i+1, got, w.mode)
+				}
+				raw, _ := json.Marshal(l)
+				t.Logf("write %d: a record of %d members is %d bytes as JSON (%d managedFields entries)", i+1, len(w.members), len(raw), len(l.ManagedFields))
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
