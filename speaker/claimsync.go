@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"herald.dev/herald/speaker/election"
+	"herald.dev/herald/speaker/members"
 	"herald.dev/herald/speaker/quorum"
 )
 
@@ -19,12 +20,12 @@ type peerClaims struct {
 // peer that joined less than JoinWait ago has not sent its claims yet (after that, a
 // peer without claims, a speaker of an older version, say, counts as claiming
 // nothing). Loop goroutine only.
-func (s *Speaker) claimsOf(live []string) (map[string]Claims, bool) {
-	states := s.members.States()
+func (s *Speaker) claimsOf(membership members.Snapshot) (map[string]Claims, bool) {
+	states := membership.States
 	out := map[string]Claims{s.cfg.NodeName: s.claims}
 	waiting := false
 	now := time.Now()
-	for _, m := range live {
+	for _, m := range membership.Live {
 		if m == s.cfg.NodeName {
 			continue
 		}
@@ -150,9 +151,9 @@ func (s *Speaker) claimable(owned []netip.Addr) []netip.Addr {
 // with the same claims and keep every IP where it was; by the hash alone, every IP
 // that no-fail-back had kept off its hash node would move, two nodes answering it
 // while the sides' elections ran apart.
-func (s *Speaker) arbitratedClaims(live, electors []string) map[string]Claims {
-	out, _ := s.claimsOf(live)
-	lost := s.lostClaims()
+func (s *Speaker) arbitratedClaims(membership members.Snapshot, electors []string) map[string]Claims {
+	out, _ := s.claimsOf(membership)
+	lost := s.lostClaims(membership.Lost)
 	for _, n := range electors {
 		if _, ok := out[n]; ok {
 			continue
@@ -164,10 +165,9 @@ func (s *Speaker) arbitratedClaims(live, electors []string) map[string]Claims {
 	return out
 }
 
-// lostClaims are the last claims of the members lost without a goodbye, decoded once
-// per change. Loop goroutine only.
-func (s *Speaker) lostClaims() map[string]Claims {
-	lost := s.members.LostStates()
+// lostClaims are the last claims of the members lost without a goodbye (their states,
+// members.Snapshot's Lost), decoded once per change. Loop goroutine only.
+func (s *Speaker) lostClaims(lost map[string][]byte) map[string]Claims {
 	out := make(map[string]Claims, len(lost))
 	for n, raw := range lost {
 		out[n] = s.decoded(s.lostCache, n, raw)

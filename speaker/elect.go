@@ -32,9 +32,15 @@ const holder = "election"
 // nothing). A speaker that is silent or holds publishes nothing and counts no leader
 // change: its view is not the cluster's.
 func (s *Speaker) runElection(ctx context.Context) {
-	returned := s.noteMembership()
-	// One instant: a restarting peer that joins in between would be in neither.
-	live, holds := s.members.LiveAndHeld()
+	// One view of the membership for the whole pass (members.Snapshot). Read piece
+	// by piece, a member lost in between (one side of a split going, node by node)
+	// was live for the election but had no claims any more, so it claimed nothing:
+	// its IPs went to the next node by the hash, which took them from a member still
+	// live in its view, at once, without waiting for it to stop answering. Two nodes
+	// answered them for the rest of the split.
+	membership := s.members.Snapshot()
+	live, holds := membership.Live, membership.Held
+	returned := s.noteMembership(live)
 	verdict, records := s.decide(ctx, live)
 	s.observe(verdict, live)
 	if verdict.Mode.Silent() {
@@ -71,11 +77,11 @@ func (s *Speaker) runElection(ctx context.Context) {
 	// knew when the split began (arbitratedClaims), so that it moves nothing.
 	var held map[string]Claims
 	if verdict.Mode == quorum.ModeArbitrated {
-		in.Claims = s.arbitratedClaims(live, verdict.Electors)
+		in.Claims = s.arbitratedClaims(membership, verdict.Electors)
 	}
 	if verdict.Mode == quorum.ModeQuorum || verdict.Mode == quorum.ModeHold {
 		var waiting bool
-		in.Claims, waiting = s.claimsOf(live)
+		in.Claims, waiting = s.claimsOf(membership)
 		// A peer that just joined and whose claims have not arrived yet may announce
 		// IPs this speaker would otherwise take.
 		take = take && !waiting
@@ -87,7 +93,7 @@ func (s *Speaker) runElection(ctx context.Context) {
 	}
 	// A takeover claims one more than the highest Gen of the claims known now: its
 	// peers', live and lost, and its own.
-	s.claimGens = claimGens(in.Claims, s.lostClaims())
+	s.claimGens = claimGens(in.Claims, s.lostClaims(membership.Lost))
 	// Before the election's announcements: endpoints of a dead node are out of every
 	// Service as soon as the node's IPs move.
 	s.updateWithheld(ctx, verdict, live, records, in.Nodes, held)
@@ -127,12 +133,13 @@ func takenIPs(p Plan) []netip.Addr {
 	return out
 }
 
-// noteMembership records when members disappear, for the failover histogram, and
-// says whether a member that had disappeared is back.
-func (s *Speaker) noteMembership() (returned bool) {
+// noteMembership records the live members (members.Live) as this pass sees them, when
+// members disappear, for the failover histogram, and says whether a member that had
+// disappeared is back.
+func (s *Speaker) noteMembership(members []string) (returned bool) {
 	now := time.Now()
 	live := map[string]bool{}
-	for _, m := range s.members.Live() {
+	for _, m := range members {
 		live[m] = true
 		if !s.live[m] {
 			s.since[m] = now

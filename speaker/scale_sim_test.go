@@ -242,8 +242,8 @@ func (sim *simSpeaker) loop(ctx context.Context) {
 func (sim *simSpeaker) pass(ctx context.Context) {
 	s := sim.Speaker
 	start := time.Now()
-	s.noteMembership()
-	live, _ := s.members.LiveAndHeld()
+	live := s.members.Snapshot().Live
+	s.noteMembership(live)
 	verdict, recs := s.decide(ctx, live)
 	s.verdict = verdict
 	var owners map[string]int

@@ -57,6 +57,10 @@ func (m *Members) Publish(data []byte) {
 func (m *Members) States() map[string][]byte {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.statesLocked()
+}
+
+func (m *Members) statesLocked() map[string][]byte {
 	out := make(map[string][]byte, len(m.states))
 	for n, s := range m.states {
 		if m.live[n] {
@@ -71,6 +75,10 @@ func (m *Members) States() map[string][]byte {
 func (m *Members) LostStates() map[string][]byte {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.lostLocked()
+}
+
+func (m *Members) lostLocked() map[string][]byte {
 	out := make(map[string][]byte, len(m.lost))
 	for n, d := range m.lost {
 		out[n] = d
@@ -179,15 +187,29 @@ type HeldState struct {
 	Since time.Time
 }
 
-// LiveAndHeld returns Live and, at the same instant, the states kept for the members
-// that left saying they restart and have not come back (nor died again: a member that
-// comes back and dies without a word is no longer held). The caller decides how long
-// a hold lasts; Release ends one. A restarting member moves from held to live when it
-// joins again: read apart, the two could miss it in both.
-func (m *Members) LiveAndHeld() ([]string, map[string]HeldState) {
+// Snapshot is the membership at one instant, as an election pass reads it.
+type Snapshot struct {
+	// Live is Live.
+	Live []string
+	// Held are the states kept for the members that left saying they restart and
+	// have not come back (nor died again: a member that comes back and dies without a
+	// word is no longer held). The caller decides how long a hold lasts; Release ends
+	// one.
+	Held map[string]HeldState
+	// States is States: the latest state of every live peer that has sent one.
+	States map[string][]byte
+	// Lost is LostStates: the last state of every peer lost without a goodbye.
+	Lost map[string][]byte
+}
+
+// Snapshot returns the membership at one instant. Read apart, the parts disagree
+// when a member comes or goes in between: a restarting member moving from held to
+// live could be missed in both, and a member lost in between would be live yet
+// have no state, which reads as claiming nothing.
+func (m *Members) Snapshot() Snapshot {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.liveLocked(), m.heldLocked()
+	return Snapshot{Live: m.liveLocked(), Held: m.heldLocked(), States: m.statesLocked(), Lost: m.lostLocked()}
 }
 
 func (m *Members) heldLocked() map[string]HeldState {

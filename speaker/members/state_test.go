@@ -126,7 +126,7 @@ func TestRestartingMemberIsHeld(t *testing.T) {
 	_ = c.Shutdown()
 	eventually(t, 5*time.Second, func() bool { return len(a.Live()) == 1 },
 		func() string { return fmt.Sprintf("a still sees %v", a.Live()) })
-	_, held := a.LiveAndHeld()
+	held := a.Snapshot().Held
 	if h, ok := held[b.name]; !ok || string(h.Data) != "b-claims" || h.Since.Before(before) {
 		t.Errorf("a holds %v for b, want its state since it left", held)
 	}
@@ -137,7 +137,7 @@ func TestRestartingMemberIsHeld(t *testing.T) {
 		t.Error("a restarting member did not leave gracefully")
 	}
 	a.Release(b.name)
-	if _, held := a.LiveAndHeld(); len(held) != 0 {
+	if held := a.Snapshot().Held; len(held) != 0 {
 		t.Errorf("after Release: %v", held)
 	}
 }
@@ -149,9 +149,9 @@ func TestRestartedMemberMovesFromHeldToLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = b.Shutdown()
-	eventually(t, 5*time.Second, func() bool { _, held := a.LiveAndHeld(); _, ok := held[b.name]; return ok },
-		func() string { _, held := a.LiveAndHeld(); return fmt.Sprintf("a holds %v, want b", held) })
-	if live, _ := a.LiveAndHeld(); slices.Contains(live, b.name) {
+	eventually(t, 5*time.Second, func() bool { held := a.Snapshot().Held; _, ok := held[b.name]; return ok },
+		func() string { held := a.Snapshot().Held; return fmt.Sprintf("a holds %v, want b", held) })
+	if live := a.Snapshot().Live; slices.Contains(live, b.name) {
 		t.Errorf("a sees the restarting b live: %v", live)
 	}
 
@@ -160,9 +160,9 @@ func TestRestartedMemberMovesFromHeldToLive(t *testing.T) {
 	if _, err := b2.Join([]string{a.Addr()}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, func() bool { live, _ := a.LiveAndHeld(); return slices.Contains(live, b.name) },
+	eventually(t, 10*time.Second, func() bool { live := a.Snapshot().Live; return slices.Contains(live, b.name) },
 		func() string { return fmt.Sprintf("a sees %v, want b back", a.Live()) })
-	if _, held := a.LiveAndHeld(); len(held) != 0 {
+	if held := a.Snapshot().Held; len(held) != 0 {
 		t.Errorf("a still holds %v for a member that is back", held)
 	}
 }
