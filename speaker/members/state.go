@@ -20,7 +20,7 @@ import (
 //
 // A peer's state is forgotten when memberlist declares it dead or left: a member that
 // comes back starts from the state it sends then. The last state of a peer lost
-// without a goodbye stays readable apart (LostStates) until it comes back: both sides
+// without a goodbye stays readable apart (Snapshot's Lost) until it comes back: both sides
 // of a split still know what the other side announced when it began. Versions order one member's states
 // (a restarted member starts above its previous versions: they are clock based).
 
@@ -52,14 +52,7 @@ func (m *Members) Publish(data []byte) {
 	}
 }
 
-// States returns the latest state of every live peer whose state this member has.
-// Live peers missing from it are those whose state has not arrived yet.
-func (m *Members) States() map[string][]byte {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.statesLocked()
-}
-
+// statesLocked is Snapshot's States.
 func (m *Members) statesLocked() map[string][]byte {
 	out := make(map[string][]byte, len(m.states))
 	for n, s := range m.states {
@@ -70,14 +63,7 @@ func (m *Members) statesLocked() map[string][]byte {
 	return out
 }
 
-// LostStates returns the last state of every peer memberlist lost without a goodbye
-// (dead, or cut off from this member) and that has not come back.
-func (m *Members) LostStates() map[string][]byte {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.lostLocked()
-}
-
+// lostLocked is Snapshot's Lost.
 func (m *Members) lostLocked() map[string][]byte {
 	out := make(map[string][]byte, len(m.lost))
 	for n, d := range m.lost {
@@ -196,9 +182,11 @@ type Snapshot struct {
 	// word is no longer held). The caller decides how long a hold lasts; Release ends
 	// one.
 	Held map[string]HeldState
-	// States is States: the latest state of every live peer that has sent one.
+	// States is the latest state of every live peer whose state this member has;
+	// live peers missing from it are those whose state has not arrived yet.
 	States map[string][]byte
-	// Lost is LostStates: the last state of every peer lost without a goodbye.
+	// Lost is the last state of every peer memberlist lost without a goodbye (dead,
+	// or cut off from this member) and that has not come back.
 	Lost map[string][]byte
 }
 

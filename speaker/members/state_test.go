@@ -33,7 +33,7 @@ func TestStatesReachEveryPeerAndAComeback(t *testing.T) {
 	}
 	for _, m := range ms {
 		eventually(t, 5*time.Second, func() bool {
-			got := m.States()
+			got := m.Snapshot().States
 			w := want[m.name]
 			if len(got) != len(w) {
 				return false
@@ -45,14 +45,14 @@ func TestStatesReachEveryPeerAndAComeback(t *testing.T) {
 			}
 			return true
 		}, func() string {
-			return fmt.Sprintf("%s has states %s, want %v", m.name, statesString(m.States()), want[m.name])
+			return fmt.Sprintf("%s has states %s, want %v", m.name, statesString(m.Snapshot().States), want[m.name])
 		})
 	}
 
 	// A newer state replaces the older one; an older version is ignored.
 	a.Publish([]byte("a2"))
-	eventually(t, 5*time.Second, func() bool { return string(c.States()[a.name]) == "a2" },
-		func() string { return "c did not get a's second state: " + statesString(c.States()) })
+	eventually(t, 5*time.Second, func() bool { return string(c.Snapshot().States[a.name]) == "a2" },
+		func() string { return "c did not get a's second state: " + statesString(c.Snapshot().States) })
 	a.mu.Lock()
 	old := a.own
 	a.own.version--
@@ -61,20 +61,20 @@ func TestStatesReachEveryPeerAndAComeback(t *testing.T) {
 	a.own = old
 	a.mu.Unlock()
 	(*messageDelegate)(c.Members).NotifyMsg(stale)
-	if got := string(c.States()[a.name]); got != "a2" {
+	if got := string(c.Snapshot().States[a.name]); got != "a2" {
 		t.Errorf("an older version replaced a's state: %q", got)
 	}
 
 	// c dies and a new c comes back at the same name: its old state is gone, and it
 	// learns its peers' states from the join alone.
 	c.Publish([]byte("c-old"))
-	eventually(t, 5*time.Second, func() bool { return string(a.States()[c.name]) == "c-old" },
-		func() string { return "a did not get c's state: " + statesString(a.States()) })
+	eventually(t, 5*time.Second, func() bool { return string(a.Snapshot().States[c.name]) == "c-old" },
+		func() string { return "a did not get c's state: " + statesString(a.Snapshot().States) })
 	if err := c.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, func() bool { _, ok := a.States()[c.name]; return !ok },
-		func() string { return "a kept the state of dead c: " + statesString(a.States()) })
+	eventually(t, 10*time.Second, func() bool { _, ok := a.Snapshot().States[c.name]; return !ok },
+		func() string { return "a kept the state of dead c: " + statesString(a.Snapshot().States) })
 	// Same name, same address: a node whose speaker restarted.
 	_, port, _ := strings.Cut(c.Addr(), ":")
 	cfg := testConfig(c.name, testKey)
@@ -90,16 +90,16 @@ func TestStatesReachEveryPeerAndAComeback(t *testing.T) {
 	}
 	wantC2 := map[string][]byte{a.name: []byte("a2"), b.name: []byte("b1")}
 	eventually(t, 5*time.Second, func() bool {
-		return maps.EqualFunc(c2.States(), wantC2, func(x, y []byte) bool { return string(x) == string(y) })
-	}, func() string { return "the returning c has states " + statesString(c2.States()) })
-	eventually(t, 5*time.Second, func() bool { s, ok := a.States()[c.name]; return ok && len(s) == 0 },
-		func() string { return "a has for the returning c: " + statesString(a.States()) })
+		return maps.EqualFunc(c2.Snapshot().States, wantC2, func(x, y []byte) bool { return string(x) == string(y) })
+	}, func() string { return "the returning c has states " + statesString(c2.Snapshot().States) })
+	eventually(t, 5*time.Second, func() bool { s, ok := a.Snapshot().States[c.name]; return ok && len(s) == 0 },
+		func() string { return "a has for the returning c: " + statesString(a.Snapshot().States) })
 
 	// Garbage is ignored.
 	for _, msg := range []string{statePrefix, statePrefix + "x", statePrefix + "x\nnotanumber\n", statePrefix + "\n1\n"} {
 		(*messageDelegate)(a.Members).NotifyMsg([]byte(msg))
 	}
-	if _, ok := a.States()["x"]; ok {
+	if _, ok := a.Snapshot().States["x"]; ok {
 		t.Error("a malformed state was stored")
 	}
 }
@@ -110,9 +110,9 @@ func TestRestartingMemberIsHeld(t *testing.T) {
 	b.Publish([]byte("b-claims"))
 	c.Publish([]byte("c-claims"))
 	eventually(t, 5*time.Second, func() bool {
-		s := a.States()
+		s := a.Snapshot().States
 		return string(s[b.name]) == "b-claims" && string(s[c.name]) == "c-claims"
-	}, func() string { return "a did not get the states: " + statesString(a.States()) })
+	}, func() string { return "a did not get the states: " + statesString(a.Snapshot().States) })
 
 	// b restarts: a holds its state; c stops for good: a holds nothing of it.
 	before := time.Now()
@@ -173,9 +173,9 @@ func TestLostMemberKeepsItsLastState(t *testing.T) {
 	b.Publish([]byte("b-claims"))
 	c.Publish([]byte("c-claims"))
 	eventually(t, 5*time.Second, func() bool {
-		s := a.States()
+		s := a.Snapshot().States
 		return string(s[b.name]) == "b-claims" && string(s[c.name]) == "c-claims"
-	}, func() string { return "a did not get the states: " + statesString(a.States()) })
+	}, func() string { return "a did not get the states: " + statesString(a.Snapshot().States) })
 
 	// b vanishes without a goodbye, c leaves: a keeps b's last state apart, not c's.
 	_ = b.Shutdown()
@@ -185,10 +185,10 @@ func TestLostMemberKeepsItsLastState(t *testing.T) {
 	_ = c.Shutdown()
 	eventually(t, 10*time.Second, func() bool { return len(a.Live()) == 1 },
 		func() string { return fmt.Sprintf("a still sees %v", a.Live()) })
-	if lost := a.LostStates(); len(lost) != 1 || string(lost[b.name]) != "b-claims" {
+	if lost := a.Snapshot().Lost; len(lost) != 1 || string(lost[b.name]) != "b-claims" {
 		t.Errorf("a's lost states: %q, want b's last state only", lost)
 	}
-	if _, ok := a.States()[b.name]; ok {
+	if _, ok := a.Snapshot().States[b.name]; ok {
 		t.Error("a lists the lost b among the live members' states")
 	}
 }
