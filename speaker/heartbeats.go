@@ -141,7 +141,7 @@ func (h *heartbeats) beat(node string) (time.Time, bool) {
 		at = h.read[node]
 	}
 	h.mu.Unlock()
-	if l, synced := w.lease(h.namespace, HeartbeatName(node)); synced {
+	if l, synced := w.lease(); synced {
 		known = true
 		if l != nil && renewedAt(l).After(at) {
 			at = renewedAt(l)

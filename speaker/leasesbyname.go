@@ -53,6 +53,7 @@ type byNamePace struct {
 
 type nodeLeaseWatch struct {
 	*leaseWatch
+	key     string // namespace/name of the Lease it watches
 	started time.Time
 	// unneeded is since when its node is out of the set (zero while it is in).
 	unneeded time.Time
@@ -125,7 +126,7 @@ func (b *leasesByName) track(nodes []string) (pending []string) {
 }
 
 func (b *leasesByName) startLocked(node string, now time.Time) *nodeLeaseWatch {
-	w := &nodeLeaseWatch{started: now, leaseWatch: watchLeases(b.ctx, b.client, b.namespace, b.what+" of "+node, func(o *client.ListOptions) {
+	w := &nodeLeaseWatch{started: now, key: b.namespace + "/" + b.name(node), leaseWatch: watchLeases(b.ctx, b.client, b.namespace, b.what+" of "+node, func(o *client.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", b.name(node))
 	}, b.handler)}
 	b.watching[node] = w
@@ -140,12 +141,13 @@ func (b *leasesByName) watch(node string) *nodeLeaseWatch {
 	return b.watching[node]
 }
 
-// lease returns node's Lease as its watch holds it, and whether the watch has synced.
-func (w *nodeLeaseWatch) lease(namespace, name string) (*coordinationv1.Lease, bool) {
+// lease returns the Lease as the watch holds it (nil if there is none), and whether
+// the watch has synced.
+func (w *nodeLeaseWatch) lease() (*coordinationv1.Lease, bool) {
 	if !w.synced() {
 		return nil, false
 	}
-	obj, ok, _ := w.store.GetByKey(namespace + "/" + name)
+	obj, ok, _ := w.store.GetByKey(w.key)
 	if !ok {
 		return nil, true
 	}
