@@ -8,8 +8,6 @@ import (
 
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"herald.dev/herald/internal/testenv"
@@ -24,9 +22,7 @@ func TestRecordsStoredWithoutManagedFields(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := t.Context()
 	const ns = "herald-system"
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
+	env.CreateNamespace(t, ns)
 	members := make([]string, 1000)
 	for i := range members {
 		members[i] = fmt.Sprintf("node-%04d", i)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -26,9 +25,7 @@ func TestRecordView(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := t.Context()
 	const ns = "herald-system"
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
+	env.CreateNamespace(t, ns)
 	cfg := RecordConfig{Renew: time.Second, FastRenew: 200 * time.Millisecond, Duration: 30 * time.Second}
 	writers := map[string]*records{}
 	write := func(node string, members []string, mode quorum.Mode) {

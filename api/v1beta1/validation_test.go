@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,9 +20,7 @@ import (
 func TestAdmission(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "herald-system"}}); err != nil {
-		t.Fatal(err)
-	}
+	env.CreateNamespace(t, "herald-system")
 	pool := func(name string, spec heraldv1.IPAddressPoolSpec) *heraldv1.IPAddressPool {
 		return &heraldv1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "herald-system"}, Spec: spec}
 	}
@@ -118,9 +115,7 @@ func TestAdmission(t *testing.T) {
 func TestSelectorAdmission(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "herald-system"}}); err != nil {
-		t.Fatal(err)
-	}
+	env.CreateNamespace(t, "herald-system")
 	type req = heraldv1.LabelSelectorRequirement
 	exprs := func(r ...req) heraldv1.LabelSelector { return heraldv1.LabelSelector{MatchExpressions: r} }
 	labels := func(kv ...string) heraldv1.LabelSelector {

@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -166,4 +168,12 @@ func (e *Env) Kubeconfig(tb testing.TB, user string, groups ...string) string {
 		tb.Fatal(err)
 	}
 	return path
+}
+
+// CreateNamespace creates the namespace name, failing the test if it cannot.
+func (e *Env) CreateNamespace(tb testing.TB, name string) {
+	tb.Helper()
+	if err := e.Client.Create(tb.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		tb.Fatalf("creating namespace %s: %v", name, err)
+	}
 }

@@ -64,9 +64,7 @@ func TestMigrateApplyFromCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ns := range []string{"metallb-system", "herald-system", "elsewhere"} {
-		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
+		env.CreateNamespace(t, ns)
 	}
 	metallbObject(t, env, `
 apiVersion: metallb.io/v1beta1

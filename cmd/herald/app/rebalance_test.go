@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"herald.dev/herald/internal/testenv"
@@ -16,9 +15,7 @@ import (
 func TestRebalanceAgainstAPIServer(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := t.Context()
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "apps"}}); err != nil {
-		t.Fatal(err)
-	}
+	env.CreateNamespace(t, "apps")
 	for _, svc := range []corev1.Service{
 		lb("default", "svc1", ips("172.18.255.200")),
 		lb("default", "svc2", ips("172.18.255.201")),

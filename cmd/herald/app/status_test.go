@@ -199,9 +199,7 @@ func TestStatusAgainstAPIServer(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := t.Context()
 	for _, ns := range []string{"apps"} {
-		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
+		env.CreateNamespace(t, ns)
 	}
 	for _, svc := range []corev1.Service{
 		lb("default", "svc1", ips("172.18.255.200"), fromPool("default")),
