@@ -125,6 +125,10 @@ type State struct {
 	// it did not hear that majority yet (a heal reaching its peers first); zero
 	// otherwise. It stays silent for at most JoinWait from then.
 	HeardSince time.Time
+	// QuorumSince is when this speaker's verdicts last began to be Quorum, without a
+	// break since; zero when the last verdict was anything else. A majority that
+	// leaves it out and appeared after that cannot be one it is coming back to.
+	QuorumSince time.Time
 }
 
 // Verdict is the decision for one election.
@@ -235,7 +239,13 @@ func Decide(cfg Config, st State, in Input) (Verdict, State) {
 		}
 		return majority(heard)
 	}
-	deposers, deposeAt := deposers(in.Self, fresh, joinedRecently, settledBefore, current, majority, hears, cfg.Grace, in.Now)
+	// A record that left self out after self began hearing a majority, and has heard
+	// one since, announcing all along: self was not apart, whether it still hears the
+	// writer or lost it too (two peers each believing a rumour of the other's death).
+	leftOutSinceQuorum := func(r *Record) bool {
+		return quorate && !st.QuorumSince.IsZero() && st.QuorumSince.Before(r.ChangedAt)
+	}
+	deposers, deposeAt := deposers(in.Self, fresh, joinedRecently, settledBefore, current, majority, hears, leftOutSinceQuorum, cfg.Grace, in.Now)
 	v.DecideAgainAt = deposeAt
 	switch {
 	case in.LinkDown:
@@ -314,6 +324,12 @@ func Decide(cfg Config, st State, in Input) (Verdict, State) {
 	if st.Silent && v.Mode == ModeHold {
 		v.Mode, v.Electors, v.Take = ModeRejoining, nil, false
 	}
+	switch {
+	case v.Mode != ModeQuorum:
+		st.QuorumSince = time.Time{}
+	case st.QuorumSince.IsZero():
+		st.QuorumSince = in.Now
+	}
 	switch silent := v.Mode.Silent(); {
 	case silent && !st.Silent:
 		st.Silent, st.SilentSince = true, in.Now
@@ -363,9 +379,15 @@ func joiningReason(self string, behind, unheard []string) string {
 // write it, and the accused, alive all along, refutes it and is heard again at once.
 // Deposed at once, it would go silent and its IPs would move for nothing. Waiting costs
 // no double answer: the majority's new owners take its IPs only once it stops
-// answering (layer2.WaitForPeers).
+// answering (layer2.WaitForPeers). The same wait applies to a writer self does not
+// hear, if its record left self out while self was in Quorum all along
+// (leftOutSinceQuorum): two peers that each believed a rumour of the other's death
+// have each lost the other, and each publishes a majority without the other through
+// the member they both hear. Deposed at once, both went silent and their IPs moved
+// to the hash's nodes (fail-back) a moment before they heard each other again. In a
+// lasting cut between two members of a majority, each is deposed grace later.
 func deposers(self string, fresh map[string]*Record, joinedRecently, settledBefore func(string) bool, current func(*Record) bool, majority func([]string) bool,
-	hears func(string) bool, grace time.Duration, now time.Time) (out []string, deposeAt time.Time) {
+	hears func(string) bool, leftOutSinceQuorum func(*Record) bool, grace time.Duration, now time.Time) (out []string, deposeAt time.Time) {
 	for n, r := range fresh {
 		if n == self || !r.Mode.serving() || r.lists(self) || !current(r) || !majority(r.Members) {
 			continue
@@ -380,7 +402,7 @@ func deposers(self string, fresh map[string]*Record, joinedRecently, settledBefo
 		if vouched && (!joinedRecently(n) || settledBefore(n)) {
 			continue
 		}
-		if hears(n) && !joinedRecently(n) && !r.ChangedAt.IsZero() {
+		if ((hears(n) && !joinedRecently(n)) || leftOutSinceQuorum(r)) && !r.ChangedAt.IsZero() {
 			if at := r.ChangedAt.Add(grace); now.Before(at) {
 				if deposeAt.IsZero() || at.Before(deposeAt) {
 					deposeAt = at

@@ -428,6 +428,43 @@ func TestDecideMutualRumour(t *testing.T) {
 	}
 }
 
+// TestDecideMutualRumourUnheard: as above, but b has not heard a again yet. b lost a to
+// the rumour while it heard a majority (b and c) and was in Quorum all along; a's
+// record left b out after that, and c's, written while c was still coming back, does
+// not list b yet. b waits Grace before it counts as deposed (the rumour is refuted
+// well before), and does not wait if it was not in Quorum all along: then it may be
+// the one coming back.
+func TestDecideMutualRumourUnheard(t *testing.T) {
+	cfg := DefaultConfig()
+	in := Input{Self: "b", Members: heard("b", "c@-200ms"), Lost: map[string]time.Time{"a": at(-150 * time.Millisecond)},
+		APIUp: true, APIAt: at(0), RecordsReadAt: at(0), Now: at(0),
+		Records: []Record{rec("a", -100*time.Millisecond, "a", "c"), withMode(rec("c", -300*time.Millisecond, "c"), ModeRejoining)}}
+	inQuorum := State{Started: true, QuorumSince: at(-time.Minute)}
+	v, st := Decide(cfg, inQuorum, in)
+	if v.Mode != ModeQuorum {
+		t.Fatalf("b, in Quorum all along and losing a to a rumour: %s (%s), want Quorum", v.Mode, v.Reason)
+	}
+	if want := at(-100*time.Millisecond + cfg.Grace); !v.DecideAgainAt.Equal(want) {
+		t.Fatalf("deposition pending: decide again at %v, want %v", v.DecideAgainAt.Sub(t0), want.Sub(t0))
+	}
+	if !st.QuorumSince.Equal(at(-time.Minute)) {
+		t.Fatalf("QuorumSince moved to %v while in Quorum", st.QuorumSince.Sub(t0))
+	}
+	// A lasting cut between a and b: deposed once a's record has said so for Grace.
+	in.Now = at(-100*time.Millisecond + cfg.Grace)
+	if v, st := Decide(cfg, st, in); v.Mode != ModeMinority || !st.QuorumSince.IsZero() {
+		t.Fatalf("a's record without b for Grace: %s (%s), QuorumSince %v; want Minority and none", v.Mode, v.Reason, st.QuorumSince)
+	}
+	// In Quorum only since after a's record left b out: b may be the one back.
+	in.Now = at(0)
+	if v, _ := Decide(cfg, State{Started: true, QuorumSince: at(-50 * time.Millisecond)}, in); v.Mode != ModeMinority {
+		t.Fatalf("b, in Quorum only since after a left it out: %s (%s), want Minority at once", v.Mode, v.Reason)
+	}
+	if v, _ := Decide(cfg, serving, in); v.Mode != ModeMinority {
+		t.Fatalf("b, not known to be in Quorum before: %s (%s), want Minority at once", v.Mode, v.Reason)
+	}
+}
+
 // TestDecideJoining follows a node coming back after its cable was out: memberlist
 // reaches its peers one by one, and until it hears all of them its record says it
 // announces nothing, so the peer it does not hear yet is not deposed by it.

@@ -54,7 +54,9 @@
 //     once their records have said so for Grace: that is a rumour of its death (a
 //     member back from a partition passes on the deaths it declared while cut off),
 //     refuted a moment later; the majority's new owners wait for it to stop answering
-//     meanwhile, so nothing is answered twice.
+//     meanwhile, so nothing is answered twice. The same wait holds for writers it no
+//     longer hears, if their records left it out while it was in Quorum all along
+//     (State.QuorumSince): two peers each believing a rumour of the other's death.
 //  3. Quorum: it hears a strict majority of E. It elects among the members it hears,
 //     as memberlist reports them, with no API round trip.
 //  4. Rejoining: it was silent, and a majority's current records list it while it
