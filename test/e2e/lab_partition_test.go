@@ -138,6 +138,25 @@ func TestLabPartitionEverySpeaker(t *testing.T) {
 	}
 }
 
+// vipWithStandIn creates the Service name, whose VIP the hash places on first, and
+// pulls first's cable and plugs it back: the node next in line takes the VIP over and
+// keeps it (no fail-back). It returns the VIP by name and that stand-in. first must run
+// no pod, so that the VIP's requests succeed with its cable pulled.
+func (f *fullLab) vipWithStandIn(t *testing.T, name, first string) (map[string]netip.Addr, string) {
+	t.Helper()
+	vips := map[string]netip.Addr{}
+	_, vips[name] = f.serviceFirstFor(t, name, first)
+	standIn := f.owner(vips[name], without(f.nodes, first)...)
+	f.expectOwners(t, vips, "before the cable pull")
+	plug := inflict(t, func(ctx context.Context) error { return f.s.LinkDown(ctx, first) },
+		func(ctx context.Context) error { return f.s.LinkUp(ctx, first) })
+	f.expectOwners(t, vips, "with "+first+"'s cable pulled", without(f.nodes, first)...)
+	plug()
+	time.Sleep(afterHeal) // first is a member again, and has heard standIn's claim
+	f.expectOwners(t, vips, "after "+first+"'s cable was plugged back", without(f.nodes, first)...)
+	return vips, standIn
+}
+
 // freezeFor is how long TestLabSpeakerFreeze keeps a speaker frozen: long enough for
 // its peers to declare it dead and move its VIP (under a second), as with a paused VM.
 const freezeFor = 4 * time.Second
@@ -153,19 +172,8 @@ const freezeFor = 4 * time.Second
 // from the thaw on.
 func TestLabSpeakerFreeze(t *testing.T) {
 	f := fullLabFor(t)
-	// worker3 runs no pod: with its cable pulled, the VIP's requests still succeed.
 	const first = "worker3"
-	vips := map[string]netip.Addr{}
-	_, vips["freeze"] = f.serviceFirstFor(t, "freeze", first)
-	standIn := f.owner(vips["freeze"], without(f.nodes, first)...)
-	f.expectOwners(t, vips, "before the cable pull")
-	// first's cable out and back: standIn takes the VIP over and keeps it (no fail-back).
-	plug := inflict(t, func(ctx context.Context) error { return f.s.LinkDown(ctx, first) },
-		func(ctx context.Context) error { return f.s.LinkUp(ctx, first) })
-	f.expectOwners(t, vips, "with "+first+"'s cable pulled", without(f.nodes, first)...)
-	plug()
-	time.Sleep(afterHeal) // first is a member again, and has heard standIn's claim
-	f.expectOwners(t, vips, "after "+first+"'s cable was plugged back", without(f.nodes, first)...)
+	vips, standIn := f.vipWithStandIn(t, "freeze", first)
 
 	ws := f.watchVIPs(t, vips)
 	probe := lab.StartHTTPProbe(f.clientNS, "http://"+vips["freeze"].String()+"/", 20*time.Millisecond, httpProbeTimeout)
