@@ -239,9 +239,9 @@ func Decide(cfg Config, st State, in Input) (Verdict, State) {
 		}
 		return majority(heard)
 	}
-	// A record that left self out after self began hearing a majority, and has heard
-	// one since, announcing all along: self was not apart, whether it still hears the
-	// writer or lost it too (two peers each believing a rumour of the other's death).
+	// A record that changed to leave self out while self has been in Quorum all along:
+	// self was not the one apart, whether it still hears the writer or lost it too
+	// (two peers each believing a rumour of the other's death).
 	leftOutSinceQuorum := func(r *Record) bool {
 		return quorate && !st.QuorumSince.IsZero() && st.QuorumSince.Before(r.ChangedAt)
 	}
