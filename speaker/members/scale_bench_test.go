@@ -39,7 +39,7 @@ func BenchmarkFailureDetectionAtScale(b *testing.B) {
 			sizes = append(sizes, n)
 		}
 	}
-	cfg := DefaultConfig()
+	cfg := testConfig("", testKey) // loopback, a free port each, the test key
 	if s := os.Getenv("HERALD_ML_PROBE_MS"); s != "" {
 		ms, err := strconv.Atoi(s)
 		if err != nil || ms < 10 {
@@ -116,14 +116,14 @@ func detectAtScale(b *testing.B, n int, cfg Config) {
 // settleFor is how long a converged cluster is left alone before the trials.
 const settleFor = 20 * time.Second
 
-// scaleCluster starts n members with cfg, joins each to the first and waits until
+// scaleCluster starts n members with cfg (testConfig's, named node0000 on), joins each to the first and waits until
 // every one hears all.
 func scaleCluster(b *testing.B, n int, cfg Config) []*Members {
 	b.Helper()
 	ms := make([]*Members, n)
 	for i := range ms {
 		c := cfg
-		c.NodeName, c.BindAddr, c.BindPort, c.SecretKey = fmt.Sprintf("node%04d", i), "127.0.0.1", 0, testKey
+		c.NodeName = fmt.Sprintf("node%04d", i)
 		m, err := Start(c, logr.Discard(), prometheus.NewRegistry())
 		if err != nil {
 			b.Fatalf("starting member %d of %d: %v", i, n, err)
