@@ -3,7 +3,6 @@ package app
 import (
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"herald.dev/herald/speaker"
 )
@@ -26,7 +25,7 @@ The encryption key is read from --ml-secret-key-path, or, when that file does no
 exist, from the Secret --ml-secret-name that the controller creates.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log := zap.New(zap.UseDevMode(false), zap.Level(zapLevel(verbosity)))
+			log := newLogger(verbosity)
 			ctrl.SetLogger(log)
 			restCfg, err := restConfig(kubeconfig)
 			if err != nil {
