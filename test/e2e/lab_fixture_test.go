@@ -22,11 +22,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -269,9 +271,39 @@ func (f *fullLab) heal(tb testing.TB) {
 			tb.Fatal(err)
 		}
 	}
+	f.waitAllInQuorum(tb)
 	// An earlier test's faults left VIPs with the nodes that stood in (no fail-back):
 	// every test starts from the hash's placement.
 	f.rebalanceAll(tb)
+}
+
+// waitAllInQuorum waits until every worker's record says Quorum and lists every worker:
+// every speaker hears every other. A fault inflicted before that (a node that just came
+// back may still hold its peers dead) tests the lab's last fault, not this one.
+func (f *fullLab) waitAllInQuorum(t testing.TB) {
+	t.Helper()
+	var last string
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+		var leases coordinationv1.LeaseList
+		if err := f.c.List(t.Context(), &leases, client.InNamespace(heraldNS), client.HasLabels{speaker.RecordLabel}); err != nil {
+			last = err.Error()
+			continue
+		}
+		settled := 0
+		for _, l := range leases.Items {
+			members := strings.Split(l.Annotations[speaker.RecordMembersAnnotation], ",")
+			if l.Annotations[speaker.RecordModeAnnotation] == "Quorum" && len(members) == len(f.nodes) && slices.ContainsFunc(f.nodes, func(n string) bool {
+				return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == n
+			}) {
+				settled++
+			}
+		}
+		if settled == len(f.nodes) {
+			return
+		}
+		last = strconv.Itoa(settled) + " of " + strconv.Itoa(len(f.nodes)) + " records say Quorum with every worker"
+	}
+	t.Fatalf("the speakers did not all settle in Quorum within 60 s: %s", last)
 }
 
 // rebalance asks for the IPs of the named Services of namespace default to go to the

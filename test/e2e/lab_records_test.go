@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"context"
-	"slices"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -92,33 +89,6 @@ func TestLabRecordsQuiet(t *testing.T) {
 			t.Errorf("%s renewed its heartbeat %d times in %s; want one every 10 s", n, len(bw[n]), window)
 		}
 	}
-}
-
-// waitAllInQuorum waits until every worker's record says Quorum and lists every worker.
-func (f *fullLab) waitAllInQuorum(t *testing.T) {
-	t.Helper()
-	var last string
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
-		var leases coordinationv1.LeaseList
-		if err := f.c.List(t.Context(), &leases, client.InNamespace(heraldNS), client.HasLabels{speaker.RecordLabel}); err != nil {
-			last = err.Error()
-			continue
-		}
-		settled := 0
-		for _, l := range leases.Items {
-			members := strings.Split(l.Annotations[speaker.RecordMembersAnnotation], ",")
-			if l.Annotations[speaker.RecordModeAnnotation] == "Quorum" && len(members) == len(f.nodes) && slices.ContainsFunc(f.nodes, func(n string) bool {
-				return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == n
-			}) {
-				settled++
-			}
-		}
-		if settled == len(f.nodes) {
-			return
-		}
-		last = strconv.Itoa(settled) + " of " + strconv.Itoa(len(f.nodes)) + " records say Quorum with every worker"
-	}
-	t.Fatalf("the speakers did not all settle in Quorum within 60 s: %s", last)
 }
 
 // leaseWatchEvents reads apiserver_watch_events_total for Leases from the lab's API

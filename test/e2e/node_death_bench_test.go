@@ -176,6 +176,8 @@ const (
 type nodeDeathResult struct {
 	Node  string
 	Fault string
+	// At is when the fault was in effect, to read beside the components' logs.
+	At time.Time
 	// Requests and Failed count the client's requests to every VIP that started in the
 	// window after the fault (Window long).
 	Requests, Failed int
@@ -206,8 +208,8 @@ func (r nodeDeathResult) String() string {
 	if r.NotReady > 0 {
 		notReady = fmt.Sprintf("after %.1f s", r.NotReady.Seconds())
 	}
-	return fmt.Sprintf("%s of %s: last failed request started %.1f s after the fault (by VIP %v), %d of %d requests failed (%.1f%%) in %v; Node NotReady %s; all ready again %.1f s after the fault was undone",
-		r.Fault, r.Node, r.LastFailure.Seconds(), secondsByVIP(r.LastFailureByVIP), r.Failed, r.Requests, 100*r.FailedFraction(), r.Window, notReady, r.Recovery.Seconds())
+	return fmt.Sprintf("%s of %s at %s: last failed request started %.1f s after the fault (by VIP %v), %d of %d requests failed (%.1f%%) in %v; Node NotReady %s; all ready again %.1f s after the fault was undone",
+		r.Fault, r.Node, r.At.UTC().Format("15:04:05.000"), r.LastFailure.Seconds(), secondsByVIP(r.LastFailureByVIP), r.Failed, r.Requests, 100*r.FailedFraction(), r.Window, notReady, r.Recovery.Seconds())
 }
 
 func secondsByVIP(m map[netip.Addr]time.Duration) map[string]string {
@@ -246,6 +248,7 @@ func measureNodeDeathFor(ctx context.Context, l *lab.Lab, node string, vips []ne
 		return res, fmt.Errorf("%s of %s: %w", fault.Name, node, err)
 	}
 	at := time.Now()
+	res.At = at
 	restored := false
 	defer func() {
 		if !restored {
