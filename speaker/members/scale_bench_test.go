@@ -21,9 +21,9 @@ import (
 // the median and the last survivor has declared it dead. The first is what a failover
 // waits for when the dead node's next-in-line hears first; the last bounds it.
 //
-// HERALD_ML_NODES lists the sizes (default 30; "100,300,1000" for docs/scale.md) and
-// HERALD_ML_PROBE_MS the probe interval in ms (default herald's, 200; the probe
-// timeout is then half of it at most). Each iteration kills one more member of the
+// HERALD_ML_NODES lists the sizes (default 30; "100,300,1000" for docs/scale.md);
+// HERALD_ML_PROBE_MS and HERALD_ML_SUSPICION_MULT override herald's timings
+// (benchConfig). Each iteration kills one more member of the
 // same cluster. It also reports the cores the idle cluster uses (past 2 on this
 // machine, the members starve and the timings say more about the machine than about
 // memberlist) and how many live members were declared dead during the trials.
@@ -39,15 +39,7 @@ func BenchmarkFailureDetectionAtScale(b *testing.B) {
 			sizes = append(sizes, n)
 		}
 	}
-	cfg := testConfig("", testKey) // loopback, a free port each, the test key
-	if s := os.Getenv("HERALD_ML_PROBE_MS"); s != "" {
-		ms, err := strconv.Atoi(s)
-		if err != nil || ms < 10 {
-			b.Fatalf("HERALD_ML_PROBE_MS=%q: want milliseconds, 10 or more", s)
-		}
-		cfg.ProbeInterval = time.Duration(ms) * time.Millisecond
-		cfg.ProbeTimeout = min(cfg.ProbeTimeout, cfg.ProbeInterval/2)
-	}
+	cfg := benchConfig(b)
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("members=%d", n), func(b *testing.B) { detectAtScale(b, n, cfg) })
 	}
@@ -104,9 +96,9 @@ func detectAtScale(b *testing.B, n int, cfg Config) {
 		converge(b, alive, time.Minute)
 		b.StartTimer()
 	}
-	b.ReportMetric(medianMs(first), "ms-first-detect")
-	b.ReportMetric(medianMs(median), "ms-median-detect")
-	b.ReportMetric(medianMs(last), "ms-last-detect")
+	b.ReportMetric(quantileMs(first, 0.5), "ms-first-detect")
+	b.ReportMetric(quantileMs(median, 0.5), "ms-median-detect")
+	b.ReportMetric(quantileMs(last, 0.5), "ms-last-detect")
 	b.ReportMetric(idle, "cores-idle")
 	b.ReportMetric(float64(falseDeaths), "survivors-with-false-deaths")
 	b.ReportMetric(0, "ns/op")
@@ -177,10 +169,4 @@ func coresUsed(d time.Duration) float64 {
 	c0, t0 := cpu(), time.Now()
 	time.Sleep(d)
 	return float64(cpu()-c0) / float64(time.Since(t0))
-}
-
-func medianMs(ds []time.Duration) float64 {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return float64(s[len(s)/2].Microseconds()) / 1000
 }

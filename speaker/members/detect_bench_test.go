@@ -1,0 +1,162 @@
+package members
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// BenchmarkFailureDetection measures the spread of memberlist's failure detection in a
+// small cluster with herald's timings, the lab's size: each iteration a newcomer joins,
+// waits a random part of a probe round (so that the crash falls anywhere in the
+// survivors' probe cycles), and crashes (Shutdown without Leave); the time until the
+// first and until the last survivor declared it dead is recorded. The median says what
+// a failover usually waits for, the 90th percentile and the maximum what a promise
+// must hold ("no request fails later than ...").
+//
+// Each iteration makes HERALD_ML_TRIALS crashes (default 40, about a minute and a
+// half); HERALD_ML_NODES is the size with the newcomer (default 3); HERALD_ML_PROBE_MS
+// and HERALD_ML_SUSPICION_MULT override herald's probe interval and suspicion
+// multiplier.
+//
+//	go test -run '^$' -bench 'BenchmarkFailureDetection$' -benchtime 1x ./speaker/members/
+func BenchmarkFailureDetection(b *testing.B) {
+	n := 3
+	if s := os.Getenv("HERALD_ML_NODES"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 3 {
+			b.Fatalf("HERALD_ML_NODES=%q: want one size, 3 or more", s)
+		}
+		n = v
+	}
+	trials := 40
+	if s := os.Getenv("HERALD_ML_TRIALS"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1 {
+			b.Fatalf("HERALD_ML_TRIALS=%q: want 1 or more", s)
+		}
+		trials = v
+	}
+	cfg := benchConfig(b)
+	b.Logf("probe interval %v, probe timeout %v, suspicion mult %d (max mult %d), gossip interval %v",
+		cfg.ProbeInterval, cfg.ProbeTimeout, cfg.SuspicionMult, cfg.SuspicionMaxTimeoutMult, cfg.GossipInterval)
+	survivors := scaleCluster(b, n-1, cfg)
+	rng := rand.New(rand.NewPCG(3, 4))
+	round := cfg.ProbeInterval * time.Duration(n) // every member probes each peer once in about n intervals
+
+	// The victim comes back under the same name and address, as a rebooted node does:
+	// a new name each time would grow the survivors' lists with dead members (and
+	// memberlist's suspicion timeout grows with the list), a new port would be refused
+	// as a conflict with the dead member's address.
+	c := cfg
+	c.NodeName = "victim"
+	c.BindPort = freePort(b)
+	var first, last []time.Duration
+	for b.Loop() {
+		for range trials {
+			f, l := detectOnce(b, c, survivors, round, rng)
+			first, last = append(first, f), append(last, l)
+		}
+	}
+	b.ReportMetric(quantileMs(first, 0.5), "ms-first-median")
+	b.ReportMetric(quantileMs(first, 0.9), "ms-first-p90")
+	b.ReportMetric(quantileMs(first, 1), "ms-first-max")
+	b.ReportMetric(quantileMs(last, 0.5), "ms-last-median")
+	b.ReportMetric(quantileMs(last, 0.9), "ms-last-p90")
+	b.ReportMetric(quantileMs(last, 1), "ms-last-max")
+	b.ReportMetric(0, "ns/op")
+}
+
+// detectOnce starts a member with c, joins it to the survivors, crashes it at a random
+// point of a probe round and returns when the first and the last survivor declared it
+// dead.
+func detectOnce(b *testing.B, c Config, survivors []*Members, round time.Duration, rng *rand.Rand) (first, last time.Duration) {
+	b.Helper()
+	victim, err := Start(c, logr.Discard(), prometheus.NewRegistry())
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := victim.Join([]string{survivors[rng.IntN(len(survivors))].Addr()}); err != nil {
+		b.Fatalf("%s joining: %v", c.NodeName, err)
+	}
+	converge(b, append(slices.Clone(survivors), victim), time.Minute)
+	time.Sleep(round + time.Duration(rng.Int64N(int64(round))))
+	start := time.Now()
+	_ = victim.Shutdown()
+	var seen []time.Duration
+	pending := slices.Clone(survivors)
+	for len(pending) > 0 {
+		if time.Since(start) > time.Minute {
+			b.Fatalf("%d survivors still hear %s a minute after its crash", len(pending), c.NodeName)
+		}
+		pending = slices.DeleteFunc(pending, func(m *Members) bool {
+			if m.IsLive(c.NodeName) {
+				return false
+			}
+			seen = append(seen, time.Since(start))
+			return true
+		})
+		time.Sleep(time.Millisecond)
+	}
+	return seen[0], seen[len(seen)-1]
+}
+
+// freePort is a loopback port free for both UDP and TCP at the time of the call.
+func freePort(b *testing.B) int {
+	b.Helper()
+	for range 20 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
+		l.Close()
+		if err == nil {
+			u.Close()
+			return port
+		}
+	}
+	b.Fatal("no loopback port free for both TCP and UDP in 20 tries")
+	return 0
+}
+
+// benchConfig is the test members' Config with the benchmarks' overrides from the
+// environment: HERALD_ML_PROBE_MS (the probe timeout is then half of it at most) and
+// HERALD_ML_SUSPICION_MULT.
+func benchConfig(b *testing.B) Config {
+	cfg := testConfig("", testKey) // loopback, a free port each, the test key
+	if s := os.Getenv("HERALD_ML_PROBE_MS"); s != "" {
+		ms, err := strconv.Atoi(s)
+		if err != nil || ms < 10 {
+			b.Fatalf("HERALD_ML_PROBE_MS=%q: want milliseconds, 10 or more", s)
+		}
+		cfg.ProbeInterval = time.Duration(ms) * time.Millisecond
+		cfg.ProbeTimeout = min(cfg.ProbeTimeout, cfg.ProbeInterval/2)
+	}
+	if s := os.Getenv("HERALD_ML_SUSPICION_MULT"); s != "" {
+		m, err := strconv.Atoi(s)
+		if err != nil || m < 1 {
+			b.Fatalf("HERALD_ML_SUSPICION_MULT=%q: want 1 or more", s)
+		}
+		cfg.SuspicionMult = m
+	}
+	return cfg
+}
+
+// quantileMs is the q-quantile of ds (nearest rank), in milliseconds.
+func quantileMs(ds []time.Duration, q float64) float64 {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(math.Ceil(q*float64(len(s)))) - 1
+	return float64(s[max(i, 0)].Microseconds()) / 1000
+}
