@@ -166,8 +166,13 @@ func (c *Config) validate() (*regexp.Regexp, error) {
 	if c.Quorum.Grace <= 0 || c.Quorum.JoinWait <= 0 {
 		errs = append(errs, fmt.Errorf("--quorum-grace %v and --quorum-join-wait %v must be positive", c.Quorum.Grace, c.Quorum.JoinWait))
 	}
-	if c.StallAfter < 0 {
+	switch earliest := c.Members.EarliestVerdict(); {
+	case c.StallAfter < 0:
 		errs = append(errs, fmt.Errorf("--stall-after %v must not be negative", c.StallAfter))
+	case c.StallAfter >= earliest:
+		// A stall the peers may already have called a death must be noticed, or the
+		// thawed speaker answers for IPs they gave to other nodes.
+		errs = append(errs, fmt.Errorf("--stall-after %v must be shorter than %v, the earliest moment the peers may declare a silent speaker dead (--ml-probe-interval × (1 + --ml-suspicion-mult)), or 0", c.StallAfter, earliest))
 	}
 	if c.RestartHold < 0 {
 		errs = append(errs, fmt.Errorf("--restart-hold %v must not be negative", c.RestartHold))

@@ -20,9 +20,11 @@ import (
 // answered, and no gratuitous frame goes out for it. Claims are still seen.
 
 // DefaultStallAfter is how late the heartbeat may be before the announcer counts a
-// stall: well above the scheduling delays of a busy machine, and below memberlist's
-// failure detection (about 0.8 s), after which peers may have taken the IPs over.
-const DefaultStallAfter = 500 * time.Millisecond
+// stall: well above the scheduling delays of a busy machine, and below the earliest
+// moment memberlist's peers may declare a silent speaker dead and take its IPs over
+// (500 ms with the speaker's defaults: one 100 ms probe, 400 ms of suspicion; the
+// speaker refuses a --stall-after that is not below it).
+const DefaultStallAfter = 400 * time.Millisecond
 
 // heartbeatEvery is how often the watchdog beats; a stall is noticed at most this
 // long after it ended.

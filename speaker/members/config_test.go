@@ -28,7 +28,7 @@ func TestConfigValidate(t *testing.T) {
 		{"no key", func(c *Config) { c.SecretKey = nil }, []string{"key is missing", "mandatory"}},
 		{"bad key length", func(c *Config) { c.SecretKey = make([]byte, 20) }, []string{"20 bytes"}},
 		{"zero probe interval", func(c *Config) { c.ProbeInterval = 0 }, []string{"--ml-probe-interval 0s must be positive"}},
-		{"timeout not below interval", func(c *Config) { c.ProbeTimeout = c.ProbeInterval }, []string{"--ml-probe-timeout 200ms must be shorter"}},
+		{"timeout not below interval", func(c *Config) { c.ProbeTimeout = c.ProbeInterval }, []string{"--ml-probe-timeout 100ms must be shorter"}},
 		{"zero gossip interval", func(c *Config) { c.GossipInterval = 0 }, []string{"--ml-gossip-interval"}},
 		{"zero TCP timeout", func(c *Config) { c.TCPTimeout = 0 }, []string{"--ml-tcp-timeout"}},
 		{"negative push/pull", func(c *Config) { c.PushPullInterval = -time.Second }, []string{"--ml-push-pull-interval"}},
@@ -66,14 +66,20 @@ func TestDefaultConfigIsSubSecond(t *testing.T) {
 	if c.BindPort != 7946 {
 		t.Errorf("BindPort = %d, want 7946", c.BindPort)
 	}
-	// Theory for n < 10: up to one probe interval to be probed, one probe interval of
-	// probing, then the suspicion timeout, then one gossip interval to spread.
+	// Theory for three members, the smallest cluster with a majority after a death:
+	// each survivor probes its two peers in turn, so the dead one waits up to two
+	// probe intervals to be probed, one more interval of probing, then the suspicion
+	// timeout (the minimum: nothing is awaited with SuspicionMaxTimeoutMult 1), then
+	// one gossip interval to spread.
+	if c.SuspicionMaxTimeoutMult != 1 {
+		t.Errorf("SuspicionMaxTimeoutMult = %d: a suspicion would wait for confirmations that a small cluster cannot give", c.SuspicionMaxTimeoutMult)
+	}
 	suspicion := time.Duration(c.SuspicionMult) * c.ProbeInterval
-	worst := 2*c.ProbeInterval + suspicion + c.GossipInterval
+	worst := 3*c.ProbeInterval + suspicion + c.GossipInterval
 	if worst >= time.Second {
 		t.Errorf("default worst-case detection %v is not sub-second", worst)
 	}
-	t.Logf("default detection in theory (n<10): %v–%v", c.ProbeInterval+suspicion, worst)
+	t.Logf("default detection in theory (3 members): %v–%v", c.ProbeInterval+suspicion, worst)
 }
 
 func TestAddFlags(t *testing.T) {
@@ -107,7 +113,7 @@ func TestAddFlags(t *testing.T) {
 	if err := fs2.Parse(nil); err != nil {
 		t.Fatal(err)
 	}
-	if d.ProbeInterval != 200*time.Millisecond || d.BindPort != DefaultBindPort || d.KeyFile != DefaultKeyFile {
+	if d.ProbeInterval != 100*time.Millisecond || d.BindPort != DefaultBindPort || d.KeyFile != DefaultKeyFile {
 		t.Errorf("defaults changed by AddFlags: %+v", d)
 	}
 }

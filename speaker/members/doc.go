@@ -27,7 +27,7 @@
 // # Failure detection and changes
 //
 // The timings are flags (Config.AddFlags) with defaults tuned for sub-second
-// detection on a LAN; DefaultConfig explains the arithmetic (≈0.6–0.9 s below ten
+// detection on a LAN; DefaultConfig explains the arithmetic (≈0.5–0.75 s on three
 // members) and the false-positive trade-off. Events delivers coalesced change
 // notifications without ever blocking memberlist; on each, the speaker re-reads
 // Live and re-runs the election. herald_memberlist_members is the number of live

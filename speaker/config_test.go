@@ -1,0 +1,58 @@
+package speaker
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfigStallAfterBelowEarliestVerdict(t *testing.T) {
+	valid := func() Config {
+		c := DefaultConfig()
+		c.NodeName, c.Namespace = "worker", "herald-system"
+		return c
+	}
+	defaults := valid()
+	if _, err := defaults.validate(); err != nil {
+		t.Fatalf("defaults refused: %v", err)
+	}
+	if d := valid(); d.StallAfter >= d.Members.EarliestVerdict() {
+		t.Fatalf("default --stall-after %v is not below memberlist's earliest verdict %v", d.StallAfter, d.Members.EarliestVerdict())
+	}
+	for _, tc := range []struct {
+		name    string
+		change  func(*Config)
+		wantErr string
+	}{
+		{"faster probes without a shorter stall", func(c *Config) {
+			c.Members.ProbeInterval = 50 * time.Millisecond
+			c.Members.ProbeTimeout = 20 * time.Millisecond
+		},
+			"--stall-after 400ms must be shorter than 250ms"},
+		{"stall as long as the earliest verdict", func(c *Config) { c.StallAfter = c.Members.EarliestVerdict() }, "--stall-after 500ms must be shorter than 500ms"},
+		{"negative stall", func(c *Config) { c.StallAfter = -time.Second }, "--stall-after -1s must not be negative"},
+		{"watchdog off", func(c *Config) {
+			c.StallAfter = 0
+			c.Members.ProbeInterval = 50 * time.Millisecond
+			c.Members.ProbeTimeout = 20 * time.Millisecond
+		}, ""},
+		{"slower probes", func(c *Config) {
+			c.Members.ProbeInterval = time.Second
+			c.Members.ProbeTimeout = 500 * time.Millisecond
+		}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := valid()
+			tc.change(&c)
+			_, err := c.validate()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.wantErr != "" && err == nil:
+				t.Errorf("accepted; want an error with %q", tc.wantErr)
+			case tc.wantErr != "" && !strings.Contains(err.Error(), tc.wantErr):
+				t.Errorf("error %q; want it to say %q", err, tc.wantErr)
+			}
+		})
+	}
+}
