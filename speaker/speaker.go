@@ -56,12 +56,14 @@ type Speaker struct {
 	members  *members.Members
 	l2       *layer2.Announcer
 	recorder events.EventRecorder
-	metrics  *metrics
-	tracker  *Tracker
-	reports  *reporter
-	vips     *vipstatus.Publisher
-	records  *records
-	proxier  *proxy.Proxier
+	// nodeEvents writes the Events on withheld and restored nodes.
+	nodeEvents nodeEvents
+	metrics    *metrics
+	tracker    *Tracker
+	reports    *reporter
+	vips       *vipstatus.Publisher
+	records    *records
+	proxier    *proxy.Proxier
 
 	trigger chan struct{}
 	// stall carries layer 2's stall reports to the loop, stallSynced the end of the
@@ -185,7 +187,8 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		cfg:           cfg,
 		log:           log,
 		cache:         mgr.GetCache(),
-		recorder:      mgr.GetEventRecorder("herald-speaker"),
+		recorder:      mgr.GetEventRecorder(reportingController),
+		nodeEvents:    newNodeEvents(mgr.GetClient(), cfg.NodeName),
 		tracker:       NewTracker(cfg.NodeName),
 		trigger:       make(chan struct{}, 1),
 		stall:         make(chan time.Duration, 1),

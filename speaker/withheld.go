@@ -93,8 +93,6 @@ func (s *Speaker) reportWithheld(ctx context.Context, dead []deadnodes.Node, liv
 		delete(before, d.Name)
 		switch {
 		case !was:
-			// The actions differ so that the Events of the two cases are not merged into
-			// one series (client-go keys a series by reason and action, not by note).
 			action, why := "WithholdVanished", fmt.Sprintf("the speakers lost %s without a goodbye and nothing shows it alive", d.Name)
 			if d.Left {
 				action, why = "WithholdShutDown", fmt.Sprintf("the speaker of %s said goodbye, then its host stopped answering (a node shutting down)", d.Name)
@@ -121,14 +119,16 @@ func (s *Speaker) reportWithheld(ctx context.Context, dead []deadnodes.Node, liv
 	}
 }
 
-// eventOn writes an Event on the Node named node.
+// eventOn writes an Event on the Node named node (nodeEvents: each a new one).
 func (s *Speaker) eventOn(ctx context.Context, node, typ, reason, action, note string) {
 	var n corev1.Node
 	if err := s.cache.Get(ctx, types.NamespacedName{Name: node}, &n); err != nil {
 		s.log.V(1).Info("no Node to write an Event on", "node", node, "error", err.Error())
 		return
 	}
-	s.recorder.Eventf(&n, nil, typ, reason, action, "%s", note)
+	if err := s.nodeEvents.write(ctx, &n, typ, reason, action, note); err != nil {
+		s.log.Error(err, "writing an Event on a withheld node")
+	}
 }
 
 // probeAddr is the InternalIP of n to probe, of bindAddr's family when it has one.
