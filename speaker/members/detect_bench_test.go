@@ -30,22 +30,8 @@ import (
 //
 //	go test -run '^$' -bench 'BenchmarkFailureDetection$' -benchtime 1x ./speaker/members/
 func BenchmarkFailureDetection(b *testing.B) {
-	n := 3
-	if s := os.Getenv("HERALD_ML_NODES"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v < 3 {
-			b.Fatalf("HERALD_ML_NODES=%q: want one size, 3 or more", s)
-		}
-		n = v
-	}
-	trials := 40
-	if s := os.Getenv("HERALD_ML_TRIALS"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v < 1 {
-			b.Fatalf("HERALD_ML_TRIALS=%q: want 1 or more", s)
-		}
-		trials = v
-	}
+	n := envInt(b, "HERALD_ML_NODES", 3, 3)
+	trials := envInt(b, "HERALD_ML_TRIALS", 40, 1)
 	cfg := benchConfig(b)
 	b.Logf("probe interval %v, probe timeout %v, suspicion mult %d (max mult %d), gossip interval %v",
 		cfg.ProbeInterval, cfg.ProbeTimeout, cfg.SuspicionMult, cfg.SuspicionMaxTimeoutMult, cfg.GossipInterval)
@@ -90,23 +76,7 @@ func detectOnce(b *testing.B, c Config, survivors []*Members, round time.Duratio
 	}
 	converge(b, append(slices.Clone(survivors), victim), time.Minute)
 	time.Sleep(round + time.Duration(rng.Int64N(int64(round))))
-	start := time.Now()
-	_ = victim.Shutdown()
-	var seen []time.Duration
-	pending := slices.Clone(survivors)
-	for len(pending) > 0 {
-		if time.Since(start) > time.Minute {
-			b.Fatalf("%d survivors still hear %s a minute after its crash", len(pending), c.NodeName)
-		}
-		pending = slices.DeleteFunc(pending, func(m *Members) bool {
-			if m.IsLive(c.NodeName) {
-				return false
-			}
-			seen = append(seen, time.Since(start))
-			return true
-		})
-		time.Sleep(time.Millisecond)
-	}
+	seen := crashAndWatch(b, victim, c.NodeName, survivors, time.Millisecond)
 	return seen[0], seen[len(seen)-1]
 }
 
@@ -130,26 +100,57 @@ func freePort(b *testing.B) int {
 	return 0
 }
 
+// crashAndWatch shuts victim (named name) down without a Leave and returns when each
+// survivor declared it dead, from the crash, soonest first; survivors are polled every
+// poll.
+func crashAndWatch(b *testing.B, victim *Members, name string, survivors []*Members, poll time.Duration) []time.Duration {
+	b.Helper()
+	start := time.Now()
+	_ = victim.Shutdown()
+	var seen []time.Duration
+	pending := slices.Clone(survivors)
+	for len(pending) > 0 {
+		if time.Since(start) > time.Minute {
+			b.Fatalf("%d of %d survivors still hear %s a minute after its crash", len(pending), len(survivors), name)
+		}
+		pending = slices.DeleteFunc(pending, func(m *Members) bool {
+			if m.IsLive(name) {
+				return false
+			}
+			seen = append(seen, time.Since(start))
+			return true
+		})
+		time.Sleep(poll)
+	}
+	slices.Sort(seen)
+	return seen
+}
+
+// envInt is the integer in the environment variable name, def when it is unset; a
+// value below least fails the benchmark.
+func envInt(b *testing.B, name string, def, least int) int {
+	b.Helper()
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < least {
+		b.Fatalf("%s=%q: want an integer, %d or more", name, s, least)
+	}
+	return v
+}
+
 // benchConfig is the test members' Config with the benchmarks' overrides from the
 // environment: HERALD_ML_PROBE_MS (the probe timeout is then half of it at most) and
 // HERALD_ML_SUSPICION_MULT.
 func benchConfig(b *testing.B) Config {
 	cfg := testConfig("", testKey) // loopback, a free port each, the test key
-	if s := os.Getenv("HERALD_ML_PROBE_MS"); s != "" {
-		ms, err := strconv.Atoi(s)
-		if err != nil || ms < 10 {
-			b.Fatalf("HERALD_ML_PROBE_MS=%q: want milliseconds, 10 or more", s)
-		}
+	if ms := envInt(b, "HERALD_ML_PROBE_MS", 0, 10); ms > 0 {
 		cfg.ProbeInterval = time.Duration(ms) * time.Millisecond
 		cfg.ProbeTimeout = min(cfg.ProbeTimeout, cfg.ProbeInterval/2)
 	}
-	if s := os.Getenv("HERALD_ML_SUSPICION_MULT"); s != "" {
-		m, err := strconv.Atoi(s)
-		if err != nil || m < 1 {
-			b.Fatalf("HERALD_ML_SUSPICION_MULT=%q: want 1 or more", s)
-		}
-		cfg.SuspicionMult = m
-	}
+	cfg.SuspicionMult = envInt(b, "HERALD_ML_SUSPICION_MULT", cfg.SuspicionMult, 1)
 	return cfg
 }
 

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -66,25 +65,8 @@ func detectAtScale(b *testing.B, n int, cfg Config) {
 		victim := alive[len(alive)-1]
 		alive = alive[:len(alive)-1]
 		b.StartTimer()
-		start := time.Now()
-		_ = victim.Shutdown()
-		var seen []time.Duration
-		pending := slices.Clone(alive)
-		for len(pending) > 0 {
-			if time.Since(start) > time.Minute {
-				b.Fatalf("%d of %d survivors still hear %s a minute after its crash", len(pending), len(alive), victim.name)
-			}
-			pending = slices.DeleteFunc(pending, func(m *Members) bool {
-				if m.IsLive(victim.name) {
-					return false
-				}
-				seen = append(seen, time.Since(start))
-				return true
-			})
-			time.Sleep(2 * time.Millisecond)
-		}
+		seen := crashAndWatch(b, victim, victim.name, alive, 2*time.Millisecond)
 		b.StopTimer()
-		slices.Sort(seen)
 		first, median, last = append(first, seen[0]), append(median, seen[len(seen)/2]), append(last, seen[len(seen)-1])
 		// A live member some survivor lost meanwhile was declared dead falsely (a
 		// starving process); wait until every survivor hears every other again.
