@@ -52,16 +52,21 @@ sed '/^# syntax=/d' "$root/Dockerfile" >"$tmp/Dockerfile"
 # BuildKit runs the Dockerfile's steps under dockerd, not under this script, so `nice`
 # here would not reach the Go build inside: renice what runs in BuildKit's cgroups
 # (/docker/buildkit/<step>) while the builds last. Children inherit it.
+# A build step may exit between the check and the renice: that failure must neither end
+# the loop (set -e holds in it too) nor, through the trap's kill of a loop already gone,
+# turn this script's success into a silent failure.
 renice_buildkit() {
 	while sleep 1; do
 		for p in $(grep -l '/docker/buildkit/' /proc/[0-9]*/cgroup 2>/dev/null | cut -d/ -f3); do
-			[[ $(awk '{print $19}' "/proc/$p/stat" 2>/dev/null) == 0 ]] && renice -n 19 -p "$p" >/dev/null 2>&1
+			if [[ $(awk '{print $19}' "/proc/$p/stat" 2>/dev/null) == 0 ]]; then
+				renice -n 19 -p "$p" >/dev/null 2>&1 || true
+			fi
 		done
 	done
 }
 renice_buildkit &
 renicer=$!
-trap 'kill "$renicer" 2>/dev/null; rm -rf "$tmp"' EXIT
+trap 'kill "$renicer" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 for target in controller speaker; do
 	t1=$SECONDS
 	DOCKER_BUILDKIT=1 heavy "$bk" build -q -f "$tmp/Dockerfile" --target "$target" \
