@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,17 +23,43 @@ type nodeEvents struct {
 	// wrote it (the recorder's is the host name, the same for every speaker of a lab).
 	instance string
 	now      func() time.Time
+	log      logr.Logger
 }
 
 // reportingController is the ReportingController of the speakers' Events.
 const reportingController = "herald-speaker"
 
-func newNodeEvents(c client.Writer, self string) nodeEvents {
-	return nodeEvents{c: c, instance: reportingController + "-" + self, now: time.Now}
+// nodeEventTimeout bounds one Event's creation.
+const nodeEventTimeout = 10 * time.Second
+
+func newNodeEvents(c client.Writer, self string, log logr.Logger) nodeEvents {
+	return nodeEvents{c: c, instance: reportingController + "-" + self, now: time.Now, log: log}
 }
 
-// write creates an Event on n.
-func (w nodeEvents) write(ctx context.Context, n *corev1.Node, typ, reason, action, note string) error {
+// send writes an Event on n in the background: the election loop calls it and must
+// not wait for the API server (which may be slow or down). Its time is taken now, so
+// Events created out of order still read in order.
+func (w nodeEvents) send(ctx context.Context, n *corev1.Node, typ, reason, action, note string) {
+	ev := w.event(n, typ, reason, action, note)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), nodeEventTimeout)
+		defer cancel()
+		if err := w.create(ctx, ev); err != nil {
+			w.log.Error(err, "writing an Event on a withheld or restored node")
+		}
+	}()
+}
+
+// create creates ev and waits for the answer.
+func (w nodeEvents) create(ctx context.Context, ev *eventsv1.Event) error {
+	if err := w.c.Create(ctx, ev); err != nil {
+		return fmt.Errorf("event %s on Node %s: %w", ev.Reason, ev.Regarding.Name, err)
+	}
+	return nil
+}
+
+// event is the Event on n, timed now.
+func (w nodeEvents) event(n *corev1.Node, typ, reason, action, note string) *eventsv1.Event {
 	now := w.now()
 	ev := &eventsv1.Event{
 		// Events on cluster-scoped objects live in the default namespace.
@@ -46,8 +73,5 @@ func (w nodeEvents) write(ctx context.Context, n *corev1.Node, typ, reason, acti
 		Note:                note,
 		Regarding:           corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID},
 	}
-	if err := w.c.Create(ctx, ev); err != nil {
-		return fmt.Errorf("event %s on Node %s: %w", reason, n.Name, err)
-	}
-	return nil
+	return ev
 }

@@ -188,7 +188,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		log:           log,
 		cache:         mgr.GetCache(),
 		recorder:      mgr.GetEventRecorder(reportingController),
-		nodeEvents:    newNodeEvents(mgr.GetClient(), cfg.NodeName),
+		nodeEvents:    newNodeEvents(mgr.GetClient(), cfg.NodeName, log),
 		tracker:       NewTracker(cfg.NodeName),
 		trigger:       make(chan struct{}, 1),
 		stall:         make(chan time.Duration, 1),

@@ -126,9 +126,7 @@ func (s *Speaker) eventOn(ctx context.Context, node, typ, reason, action, note s
 		s.log.V(1).Info("no Node to write an Event on", "node", node, "error", err.Error())
 		return
 	}
-	if err := s.nodeEvents.write(ctx, &n, typ, reason, action, note); err != nil {
-		s.log.Error(err, "writing an Event on a withheld node")
-	}
+	s.nodeEvents.send(ctx, &n, typ, reason, action, note)
 }
 
 // probeAddr is the InternalIP of n to probe, of bindAddr's family when it has one.
