@@ -16,8 +16,8 @@ func TestConfigStallAfterBelowEarliestVerdict(t *testing.T) {
 	if _, err := defaults.validate(); err != nil {
 		t.Fatalf("defaults refused: %v", err)
 	}
-	if d := valid(); d.StallAfter >= d.Members.EarliestVerdict() {
-		t.Fatalf("default --stall-after %v is not below memberlist's earliest verdict %v", d.StallAfter, d.Members.EarliestVerdict())
+	if defaults.StallAfter >= defaults.Members.EarliestVerdict() {
+		t.Fatalf("default --stall-after %v is not below memberlist's earliest verdict %v", defaults.StallAfter, defaults.Members.EarliestVerdict())
 	}
 	for _, tc := range []struct {
 		name    string

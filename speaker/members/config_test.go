@@ -79,7 +79,7 @@ func TestDefaultConfigIsSubSecond(t *testing.T) {
 	if worst >= time.Second {
 		t.Errorf("default worst-case detection %v is not sub-second", worst)
 	}
-	t.Logf("default detection in theory (3 members): %v–%v", c.ProbeInterval+suspicion, worst)
+	t.Logf("default detection in theory (3 members): %v–%v", c.EarliestVerdict(), worst)
 }
 
 func TestAddFlags(t *testing.T) {

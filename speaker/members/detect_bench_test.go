@@ -1,10 +1,9 @@
 package members
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
-	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -42,14 +41,14 @@ func BenchmarkFailureDetection(b *testing.B) {
 	// The victim comes back under the same name and address, as a rebooted node does:
 	// a new name each time would grow the survivors' lists with dead members (and
 	// memberlist's suspicion timeout grows with the list), a new port would be refused
-	// as a conflict with the dead member's address.
+	// as a conflict with the dead member's address. The first victim takes the port
+	// memberlist finds free (for both UDP and TCP), and every later one the same.
 	c := cfg
 	c.NodeName = "victim"
-	c.BindPort = freePort(b)
 	var first, last []time.Duration
 	for b.Loop() {
 		for range trials {
-			f, l := detectOnce(b, c, survivors, round, rng)
+			f, l := detectOnce(b, &c, survivors, round, rng)
 			first, last = append(first, f), append(last, l)
 		}
 	}
@@ -64,12 +63,19 @@ func BenchmarkFailureDetection(b *testing.B) {
 
 // detectOnce starts a member with c, joins it to the survivors, crashes it at a random
 // point of a probe round and returns when the first and the last survivor declared it
-// dead.
-func detectOnce(b *testing.B, c Config, survivors []*Members, round time.Duration, rng *rand.Rand) (first, last time.Duration) {
+// dead. Without a port in c, it records the one the member bound.
+func detectOnce(b *testing.B, c *Config, survivors []*Members, round time.Duration, rng *rand.Rand) (first, last time.Duration) {
 	b.Helper()
-	victim, err := Start(c, logr.Discard(), prometheus.NewRegistry())
+	victim, err := Start(*c, logr.Discard(), prometheus.NewRegistry())
 	if err != nil {
 		b.Fatal(err)
+	}
+	if c.BindPort == 0 {
+		ap, err := netip.ParseAddrPort(victim.Addr())
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.BindPort = int(ap.Port())
 	}
 	if _, err := victim.Join([]string{survivors[rng.IntN(len(survivors))].Addr()}); err != nil {
 		b.Fatalf("%s joining: %v", c.NodeName, err)
@@ -78,26 +84,6 @@ func detectOnce(b *testing.B, c Config, survivors []*Members, round time.Duratio
 	time.Sleep(round + time.Duration(rng.Int64N(int64(round))))
 	seen := crashAndWatch(b, victim, c.NodeName, survivors, time.Millisecond)
 	return seen[0], seen[len(seen)-1]
-}
-
-// freePort is a loopback port free for both UDP and TCP at the time of the call.
-func freePort(b *testing.B) int {
-	b.Helper()
-	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
-		l.Close()
-		if err == nil {
-			u.Close()
-			return port
-		}
-	}
-	b.Fatal("no loopback port free for both TCP and UDP in 20 tries")
-	return 0
 }
 
 // crashAndWatch shuts victim (named name) down without a Leave and returns when each

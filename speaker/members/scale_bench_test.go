@@ -90,8 +90,8 @@ func detectAtScale(b *testing.B, n int, cfg Config) {
 // settleFor is how long a converged cluster is left alone before the trials.
 const settleFor = 20 * time.Second
 
-// scaleCluster starts n members with cfg (testConfig's, named node0000 on), joins each to the first and waits until
-// every one hears all.
+// scaleCluster starts n members with cfg (testConfig's, named node0000 on), joins
+// each through a random member already in and waits until every one hears all.
 func scaleCluster(b *testing.B, n int, cfg Config) []*Members {
 	b.Helper()
 	ms := make([]*Members, n)

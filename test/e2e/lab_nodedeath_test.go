@@ -38,8 +38,7 @@ func TestLabNodeDeath(t *testing.T) {
 	f.expectNodeEvent(t, dead, speaker.ReasonEndpointsRestored, "")
 
 	t.Run("an open connection to the dead pod fails fast", func(t *testing.T) {
-		f.waitAllInQuorum(t) // worker is back from the first fault
-		f.rebalanceAll(t)
+		f.heal(t) // worker is back from the first fault: start whole, as every test does
 		f.expectOwners(t, f.vips, "before the node's death")
 		conn, rd, err := keepAliveTo(t.Context(), f.clientNS, f.vips["svc1"], "webpod1")
 		if err != nil {
