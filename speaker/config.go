@@ -172,7 +172,7 @@ func (c *Config) validate() (*regexp.Regexp, error) {
 	case c.StallAfter >= earliest:
 		// A stall the peers may already have called a death must be noticed, or the
 		// thawed speaker answers for IPs they gave to other nodes.
-		errs = append(errs, fmt.Errorf("--stall-after %v must be shorter than %v, the earliest moment the peers may declare a silent speaker dead (--ml-probe-interval × (1 + --ml-suspicion-mult)), or 0", c.StallAfter, earliest))
+		errs = append(errs, fmt.Errorf("--stall-after %v must be shorter than %v, the earliest moment the peers may declare a silent speaker dead (--ml-probe-interval × (1 + --ml-suspicion-mult, or 4 when it is 0, automatic)), or 0", c.StallAfter, earliest))
 	}
 	if c.RestartHold < 0 {
 		errs = append(errs, fmt.Errorf("--restart-hold %v must not be negative", c.RestartHold))

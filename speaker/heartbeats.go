@@ -170,6 +170,35 @@ func (h *heartbeats) readAll(ctx context.Context) error {
 	return nil
 }
 
+// renewedSince is how many heartbeats of nodes other than self, as readAll last read
+// them, were renewed after since.
+func (h *heartbeats) renewedSince(since time.Time, self string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for node, at := range h.read {
+		if node != self && at.After(since) {
+			n++
+		}
+	}
+	return n
+}
+
+// countSpeakers is how many speakers the cluster holds, this one included, for
+// memberlist's automatic suspicion, which is set before this speaker joins: the peers
+// whose heartbeat was renewed within the record duration. On an error it counts this
+// speaker alone, which only lengthens the suspicion (that of a small cluster). A
+// cluster starting all at once counts few, and so does a new one: the same.
+func (s *Speaker) countSpeakers(ctx context.Context) int {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := s.records.beats.readAll(ctx); err != nil {
+		s.log.Error(err, "counting the speakers for memberlist's suspicion timeout; counting this one alone")
+		return 1
+	}
+	return 1 + s.records.beats.renewedSince(time.Now().Add(-s.cfg.Records.Duration), s.cfg.NodeName)
+}
+
 // renewedAt is when l was last renewed, zero if never.
 func renewedAt(l *coordinationv1.Lease) time.Time {
 	if l.Spec.RenewTime == nil {

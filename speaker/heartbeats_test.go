@@ -231,3 +231,39 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 	t.Fatalf("timed out waiting: %s", what)
 }
+
+// memberlist's automatic suspicion counts the speakers by their heartbeats: the peers
+// renewed within the record duration, and this speaker once.
+func TestCountSpeakers(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := t.Context()
+	const ns = "herald-system"
+	env.CreateNamespace(t, ns)
+	beat := func(node string, at time.Time) {
+		t.Helper()
+		l := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: HeartbeatName(node), Labels: map[string]string{HeartbeatLabel: "true"}},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &node, RenewTime: &metav1.MicroTime{Time: at}},
+		}
+		if err := env.Client.Create(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Speaker{cfg: DefaultConfig(), log: logr.Discard(), records: &records{beats: newHeartbeats(ctx, ns, wc, func() {}, logr.Discard())}}
+	s.cfg.NodeName = "a"
+	if n := s.countSpeakers(ctx); n != 1 {
+		t.Errorf("no heartbeat yet: %d speakers counted, want 1 (this one)", n)
+	}
+	now := time.Now()
+	beat("a", now)                                // this speaker's, from before its restart
+	beat("b", now.Add(-time.Second))              // fresh
+	beat("c", now.Add(-s.cfg.Records.Duration/2)) // fresh
+	beat("d", now.Add(-2*s.cfg.Records.Duration)) // a node gone
+	if n := s.countSpeakers(ctx); n != 3 {
+		t.Errorf("%d speakers counted, want 3 (a, b and c; d's heartbeat is stale)", n)
+	}
+}

@@ -228,6 +228,7 @@ func durList(ds []time.Duration) string {
 func (h *scaleHarness) runSize(n, observers, vips, flaps int, window time.Duration) scaleRow {
 	b := h.b
 	r := scaleRow{nodes: n, observers: observers, vips: vips}
+	h.sim.nodes = n
 	h.ensureNodes(n)
 	defer h.stopAll()
 	r.leaseWatchers = n

@@ -73,6 +73,9 @@ type simEnv struct {
 	// mlProbe, when set, is memberlist's probe interval (HERALD_SCALE_ML_PROBE_MS), as
 	// --ml-probe-interval sets it; the probe timeout is then at most half of it.
 	mlProbe time.Duration
+	// nodes is the simulated cluster's size, which each speaker counts for
+	// memberlist's automatic suspicion as a speaker in a running cluster would.
+	nodes int
 }
 
 // newRecordsCache returns a cache of every speaker's record, shared by the light
@@ -116,6 +119,7 @@ func startSim(ctx context.Context, env simEnv, node string, port int, observer, 
 	cfg.Members.BindAddr = "127.0.0.1"
 	cfg.Members.BindPort = port
 	cfg.Members.SecretKey = env.key
+	cfg.Members.ExpectedMembers = env.nodes
 	if env.mlProbe > 0 {
 		cfg.Members.ProbeInterval = env.mlProbe
 		cfg.Members.ProbeTimeout = min(cfg.Members.ProbeTimeout, env.mlProbe/2)

@@ -286,10 +286,14 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	if err := cfg.Members.Validate(); err != nil {
 		return stopEarly(fmt.Errorf("memberlist: %w", err))
 	}
+	if cfg.Members.SuspicionMult == 0 {
+		cfg.Members.ExpectedMembers = s.countSpeakers(ctx)
+	}
 	if s.members, err = members.Start(cfg.Members, log.WithName("memberlist"), crmetrics.Registry); err != nil {
 		return stopEarly(err)
 	}
-	log.Info("memberlist started", "node", cfg.NodeName, "addr", s.members.Addr())
+	log.Info("memberlist started", "node", cfg.NodeName, "addr", s.members.Addr(),
+		"speakersCounted", cfg.Members.ExpectedMembers, "suspicion", cfg.Members.Suspicion())
 	s.records.setHeard(s.members.IsLive)
 	s.members.OnMeta(s.peers.setMeta)
 	// The claims of the speaker this one replaces go out before the join: the peers

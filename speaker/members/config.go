@@ -3,9 +3,11 @@ package members
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"time"
 
+	"github.com/hashicorp/memberlist"
 	"github.com/spf13/pflag"
 
 	"herald.dev/herald/internal/memberkey"
@@ -47,8 +49,14 @@ type Config struct {
 	ProbeTimeout time.Duration
 	// SuspicionMult scales the suspicion timeout: a suspected member is declared dead
 	// after SuspicionMult × max(1, log10(n)) × ProbeInterval unless it refutes
-	// (default 4 → 400 ms below 10 members; LAN: 4, with 1 s probes).
+	// (LAN: 4, with 1 s probes). 0, the default, chooses it at Start from
+	// ExpectedMembers (SuspicionMultFor): 4 below 10 members (400 ms), 2 at 100 to
+	// 999 (400 to 600 ms), so that the suspicion does not grow with the cluster.
 	SuspicionMult int
+	// ExpectedMembers is how many members the cluster is expected to hold, this one
+	// included (the speaker counts its peers' heartbeats); only an automatic
+	// SuspicionMult reads it. Counting too few only lengthens the suspicion.
+	ExpectedMembers int
 	// SuspicionMaxTimeoutMult: a suspicion starts at this many times the minimum and
 	// shrinks to it as SuspicionMult−2 other members confirm it (default 1: always
 	// the minimum, nothing awaited; LAN: 6).
@@ -57,7 +65,9 @@ type Config struct {
 	// its direct ping (default 3, as LAN).
 	IndirectChecks int
 	// GossipInterval is the gossip period; suspicion, refutation and death news
-	// spread at this pace (default 100 ms; LAN: 200 ms).
+	// spread at this pace, log n rounds to reach every member (default 30 ms; LAN:
+	// 200 ms). A member gossips only when it has news, so a shorter period costs
+	// nothing in a quiet cluster and sends each piece of news no more often.
 	GossipInterval time.Duration
 	// RetransmitMult: each gossip message is sent RetransmitMult × ceil(log10(n+1))
 	// times (default 4, as LAN).
@@ -68,6 +78,10 @@ type Config struct {
 	// TCPTimeout bounds TCP connections (join, push/pull, fallback ping). A join
 	// attempt to an unreachable peer blocks this long (default 3 s; LAN: 10 s).
 	TCPTimeout time.Duration
+
+	// transport, when set, replaces memberlist's own UDP and TCP transport (tests
+	// that make a member deaf and mute for a while).
+	transport memberlist.Transport
 }
 
 // DefaultConfig returns the defaults, tuned for sub-second failure detection on a LAN.
@@ -78,21 +92,23 @@ type Config struct {
 // ProbeTimeout, the indirect and TCP probes give up at the end of that interval, and
 // the prober suspects the member. The suspicion timeout is
 // SuspicionMult × max(1, log10(n)) × ProbeInterval = 4 × 1 × 100 ms = 400 ms for
-// n < 10 (800 ms at 100, 1.2 s at 1,000); SuspicionMaxTimeoutMult 1 makes it always
+// n < 10; the automatic multiplier keeps it at 400 to 600 ms at larger sizes (a fixed
+// 4 gives 800 ms at 100, 1.2 s at 1,000); SuspicionMaxTimeoutMult 1 makes it always
 // that minimum rather than waiting for other members to confirm the suspicion (in
-// small clusters there are none to wait for). Dead is gossiped within about one
-// GossipInterval. In a three-node cluster: 0–200 ms until probed + 100 ms probe +
+// small clusters there are none to wait for). Dead is gossiped in a few
+// GossipIntervals. In a three-node cluster: 0–200 ms until probed + 100 ms probe +
 // 400 ms suspicion ≈ 0.5–0.7 s (BenchmarkFailureDetection: median 0.56 s, at most
 // 0.75 s; with the former 200 ms probes and a multiplier of 2, the same suspicion,
 // median 0.75 s and up to 1 s).
 //
 // False positives: a live member is declared dead only if it misses the direct
 // ping, all IndirectChecks indirect pings and the TCP fallback ping of one probe
-// interval, and then cannot refute the suspicion within 400 ms (the refutation
-// takes about two gossip intervals, 200 ms). That takes a stall of roughly half a
-// second or more (a long GC or CPU-starvation pause, a saturated link); memberlist's
-// awareness (Lifeguard) also lengthens timeouts when the local node itself is
-// slow. A falsely dead member refutes as soon as it hears of it and comes back,
+// interval, and then cannot refute the suspicion within 400 ms (the suspicion must
+// reach it and its refutation come back: log n rounds of gossip each way, which is
+// why the gossip is fast). That takes a member unheard for roughly 300 to 400 ms or
+// more, at any size (a long CPU-starvation pause, a saturated or dead link;
+// BenchmarkBlipTolerance); memberlist's awareness (Lifeguard) also lengthens
+// timeouts when the local node itself is slow. A falsely dead member refutes as soon as it hears of it and comes back,
 // which moves its VIPs away and back (one flap). Clusters that prefer stability
 // over speed raise --ml-suspicion-mult (memberlist's LAN behaviour is probes every
 // second and a multiplier of 4: 4 s of suspicion).
@@ -102,21 +118,62 @@ func DefaultConfig() Config {
 		KeyFile:                 DefaultKeyFile,
 		ProbeInterval:           100 * time.Millisecond,
 		ProbeTimeout:            50 * time.Millisecond,
-		SuspicionMult:           4,
+		SuspicionMult:           0, // SuspicionMultFor(ExpectedMembers)
 		SuspicionMaxTimeoutMult: 1,
 		IndirectChecks:          3,
-		GossipInterval:          100 * time.Millisecond,
+		GossipInterval:          30 * time.Millisecond,
 		RetransmitMult:          4,
 		PushPullInterval:        30 * time.Second,
 		TCPTimeout:              3 * time.Second,
 	}
 }
 
+// suspicionIntervals is the suspicion, in probe intervals, that an automatic
+// SuspicionMult keeps at every size, as memberlist's formula gives it to clusters
+// below 10 members with a multiplier of 4.
+const suspicionIntervals = 4
+
+// SuspicionMultFor is the multiplier an automatic SuspicionMult takes with n members
+// expected: the smallest that keeps memberlist's suspicion, SuspicionMult ×
+// max(1, log10 n) probe intervals, at suspicionIntervals or more. The suspicion then
+// stays between 4 and 4 + log10 n intervals at the size counted (400 ms below 10
+// members, 400 ms at 100, 500 ms at 300, 600 ms at 1,000 with 100 ms probes), where a
+// fixed multiplier of 4 grows it to 1.2 s at 1,000. Why a shorter suspicion holds at
+// size: a suspected member refutes once the suspicion has reached it and its answer
+// has come back, log n rounds of gossip each way (docs/scale.md measures how long a
+// member may go unheard before it is called dead, by size).
+func SuspicionMultFor(n int) int {
+	scale := max(1, math.Log10(float64(max(n, 1))))
+	return int(math.Ceil(suspicionIntervals/scale - 1e-9)) // the epsilon: 4/log10(10,000) is 1, not a hair above
+}
+
+// suspicionMult is the multiplier Start gives memberlist.
+func (c Config) suspicionMult() int {
+	if c.SuspicionMult == 0 {
+		return SuspicionMultFor(c.ExpectedMembers)
+	}
+	return c.SuspicionMult
+}
+
+// Suspicion is how long memberlist lets a suspected member refute in a cluster of
+// ExpectedMembers members (for the logs: memberlist computes it again at each
+// suspicion, with the members it knows then).
+func (c Config) Suspicion() time.Duration {
+	scale := max(1, math.Log10(float64(max(c.ExpectedMembers, 1))))
+	return time.Duration(float64(c.suspicionMult()) * scale * float64(c.ProbeInterval))
+}
+
 // EarliestVerdict is the shortest time after which peers may declare a member that
 // went silent dead: one probe interval of failed probing, then the shortest suspicion
 // (SuspicionMult × ProbeInterval; larger clusters and confirmations only lengthen it).
-// A speaker must notice its own stall before that (--stall-after).
+// With an automatic SuspicionMult the suspicion is never shorter than
+// suspicionIntervals probe intervals, as long as the cluster is not ten times smaller
+// than it was counted at Start. A speaker must notice its own stall before that
+// (--stall-after).
 func (c Config) EarliestVerdict() time.Duration {
+	if c.SuspicionMult == 0 {
+		return c.ProbeInterval * (1 + suspicionIntervals)
+	}
 	return c.ProbeInterval * time.Duration(1+c.SuspicionMult)
 }
 
@@ -129,7 +186,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.KeyFile, "ml-secret-key-path", c.KeyFile, "memberlist: file holding the encryption key (the mounted memberlist Secret)")
 	fs.DurationVar(&c.ProbeInterval, "ml-probe-interval", c.ProbeInterval, "memberlist: time between failure probes")
 	fs.DurationVar(&c.ProbeTimeout, "ml-probe-timeout", c.ProbeTimeout, "memberlist: wait for a direct ping's ack before indirect probes")
-	fs.IntVar(&c.SuspicionMult, "ml-suspicion-mult", c.SuspicionMult, "memberlist: suspicion timeout = mult x max(1, log10(n)) x probe interval")
+	fs.IntVar(&c.SuspicionMult, "ml-suspicion-mult", c.SuspicionMult, "memberlist: suspicion timeout = mult x max(1, log10(n)) x probe interval (0: chosen at start from the speakers counted, so that the suspicion stays 4 to 4+log10(n) probe intervals at any size)")
 	fs.IntVar(&c.SuspicionMaxTimeoutMult, "ml-suspicion-max-timeout-mult", c.SuspicionMaxTimeoutMult, "memberlist: upper bound of the suspicion timeout, in multiples of its minimum")
 	fs.IntVar(&c.IndirectChecks, "ml-indirect-checks", c.IndirectChecks, "memberlist: members asked to ping a member that missed a direct ping")
 	fs.DurationVar(&c.GossipInterval, "ml-gossip-interval", c.GossipInterval, "memberlist: gossip period")
@@ -180,7 +237,7 @@ func (c *Config) Validate() error {
 			bad("--%s %d must be at least %d", flag, v, min)
 		}
 	}
-	atLeast("ml-suspicion-mult", c.SuspicionMult, 1)
+	atLeast("ml-suspicion-mult", c.SuspicionMult, 0)
 	atLeast("ml-suspicion-max-timeout-mult", c.SuspicionMaxTimeoutMult, 1)
 	atLeast("ml-indirect-checks", c.IndirectChecks, 0)
 	atLeast("ml-retransmit-mult", c.RetransmitMult, 1)

@@ -1,6 +1,7 @@
 package members
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,8 @@ func TestConfigValidate(t *testing.T) {
 		{"zero gossip interval", func(c *Config) { c.GossipInterval = 0 }, []string{"--ml-gossip-interval"}},
 		{"zero TCP timeout", func(c *Config) { c.TCPTimeout = 0 }, []string{"--ml-tcp-timeout"}},
 		{"negative push/pull", func(c *Config) { c.PushPullInterval = -time.Second }, []string{"--ml-push-pull-interval"}},
-		{"zero suspicion mult", func(c *Config) { c.SuspicionMult = 0 }, []string{"--ml-suspicion-mult 0"}},
+		{"automatic suspicion mult", func(c *Config) { c.SuspicionMult = 0 }, nil},
+		{"negative suspicion mult", func(c *Config) { c.SuspicionMult = -1 }, []string{"--ml-suspicion-mult -1 must be at least 0"}},
 		{"zero max timeout mult", func(c *Config) { c.SuspicionMaxTimeoutMult = 0 }, []string{"--ml-suspicion-max-timeout-mult"}},
 		{"negative indirect checks", func(c *Config) { c.IndirectChecks = -1 }, []string{"--ml-indirect-checks"}},
 		{"zero retransmit mult", func(c *Config) { c.RetransmitMult = 0 }, []string{"--ml-retransmit-mult"}},
@@ -74,12 +76,40 @@ func TestDefaultConfigIsSubSecond(t *testing.T) {
 	if c.SuspicionMaxTimeoutMult != 1 {
 		t.Errorf("SuspicionMaxTimeoutMult = %d: a suspicion would wait for confirmations that a small cluster cannot give", c.SuspicionMaxTimeoutMult)
 	}
-	suspicion := time.Duration(c.SuspicionMult) * c.ProbeInterval
+	suspicion := time.Duration(c.suspicionMult()) * c.ProbeInterval
 	worst := 3*c.ProbeInterval + suspicion + c.GossipInterval
 	if worst >= time.Second {
 		t.Errorf("default worst-case detection %v is not sub-second", worst)
 	}
 	t.Logf("default detection in theory (3 members): %v–%v", c.EarliestVerdict(), worst)
+}
+
+// The automatic multiplier keeps memberlist's suspicion, mult × max(1, log10 n)
+// probe intervals, at 4 intervals or a little more whatever the size, where a fixed
+// 4 grows it with log10 n.
+func TestSuspicionMultFor(t *testing.T) {
+	for _, tc := range []struct{ n, want int }{
+		{0, 4}, {1, 4}, {3, 4}, {9, 4}, {10, 4}, {11, 4}, {30, 3}, {99, 3},
+		{100, 2}, {300, 2}, {999, 2}, {1000, 2}, {9999, 2}, {10000, 1}, {100000, 1},
+	} {
+		got := SuspicionMultFor(tc.n)
+		if got != tc.want {
+			t.Errorf("SuspicionMultFor(%d) = %d, want %d", tc.n, got, tc.want)
+		}
+		scale := max(1, math.Log10(float64(max(tc.n, 1))))
+		if intervals := float64(got) * scale; intervals < suspicionIntervals-1e-9 || intervals >= suspicionIntervals+scale {
+			t.Errorf("SuspicionMultFor(%d) = %d: a suspicion of %.2f probe intervals, want [%d, %.2f)", tc.n, got, intervals, suspicionIntervals, suspicionIntervals+scale)
+		}
+	}
+	c := DefaultConfig()
+	c.ExpectedMembers = 1000
+	if got := c.suspicionMult(); got != 2 {
+		t.Errorf("automatic multiplier with 1,000 members expected = %d, want 2", got)
+	}
+	c.SuspicionMult = 5
+	if got := c.suspicionMult(); got != 5 {
+		t.Errorf("a multiplier set by flag is %d once resolved, want 5", got)
+	}
 }
 
 func TestAddFlags(t *testing.T) {

@@ -31,9 +31,9 @@ import (
 func BenchmarkFailureDetection(b *testing.B) {
 	n := envInt(b, "HERALD_ML_NODES", 3, 3)
 	trials := envInt(b, "HERALD_ML_TRIALS", 40, 1)
-	cfg := benchConfig(b)
+	cfg := withExpected(benchConfig(b), n)
 	b.Logf("probe interval %v, probe timeout %v, suspicion mult %d (max mult %d), gossip interval %v",
-		cfg.ProbeInterval, cfg.ProbeTimeout, cfg.SuspicionMult, cfg.SuspicionMaxTimeoutMult, cfg.GossipInterval)
+		cfg.ProbeInterval, cfg.ProbeTimeout, cfg.suspicionMult(), cfg.SuspicionMaxTimeoutMult, cfg.GossipInterval)
 	survivors := scaleCluster(b, n-1, cfg)
 	rng := rand.New(rand.NewPCG(3, 4))
 	round := cfg.ProbeInterval * time.Duration(n) // every member probes each peer once in about n intervals
@@ -128,15 +128,24 @@ func envInt(b *testing.B, name string, def, least int) int {
 }
 
 // benchConfig is the test members' Config with the benchmarks' overrides from the
-// environment: HERALD_ML_PROBE_MS (the probe timeout is then half of it at most) and
-// HERALD_ML_SUSPICION_MULT.
+// environment: HERALD_ML_PROBE_MS (the probe timeout is then half of it at most),
+// HERALD_ML_SUSPICION_MULT (0: automatic, the default) and HERALD_ML_GOSSIP_MS.
 func benchConfig(b *testing.B) Config {
 	cfg := testConfig("", testKey) // loopback, a free port each, the test key
 	if ms := envInt(b, "HERALD_ML_PROBE_MS", 0, 10); ms > 0 {
 		cfg.ProbeInterval = time.Duration(ms) * time.Millisecond
 		cfg.ProbeTimeout = min(cfg.ProbeTimeout, cfg.ProbeInterval/2)
 	}
-	cfg.SuspicionMult = envInt(b, "HERALD_ML_SUSPICION_MULT", cfg.SuspicionMult, 1)
+	cfg.SuspicionMult = envInt(b, "HERALD_ML_SUSPICION_MULT", cfg.SuspicionMult, 0)
+	if ms := envInt(b, "HERALD_ML_GOSSIP_MS", 0, 1); ms > 0 {
+		cfg.GossipInterval = time.Duration(ms) * time.Millisecond
+	}
+	return cfg
+}
+
+// withExpected is cfg for a cluster of n members, as a speaker counts them.
+func withExpected(cfg Config, n int) Config {
+	cfg.ExpectedMembers = n
 	return cfg
 }
 

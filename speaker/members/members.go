@@ -93,13 +93,14 @@ func Start(cfg Config, log logr.Logger, reg prometheus.Registerer) (*Members, er
 	mc.EnableCompression = false
 	mc.ProbeInterval = cfg.ProbeInterval
 	mc.ProbeTimeout = cfg.ProbeTimeout
-	mc.SuspicionMult = cfg.SuspicionMult
+	mc.SuspicionMult = cfg.suspicionMult()
 	mc.SuspicionMaxTimeoutMult = cfg.SuspicionMaxTimeoutMult
 	mc.IndirectChecks = cfg.IndirectChecks
 	mc.GossipInterval = cfg.GossipInterval
 	mc.RetransmitMult = cfg.RetransmitMult
 	mc.PushPullInterval = cfg.PushPullInterval
 	mc.TCPTimeout = cfg.TCPTimeout
+	mc.Transport = cfg.transport
 	mc.Events = (*eventDelegate)(m)
 	mc.Delegate = (*messageDelegate)(m)
 	mc.Logger = newStdLogger(log.WithName("memberlist"))

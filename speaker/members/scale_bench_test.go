@@ -46,7 +46,7 @@ func BenchmarkFailureDetectionAtScale(b *testing.B) {
 
 func detectAtScale(b *testing.B, n int, cfg Config) {
 	b.Logf("probe interval %v, probe timeout %v, suspicion mult %d, gossip interval %v",
-		cfg.ProbeInterval, cfg.ProbeTimeout, cfg.SuspicionMult, cfg.GossipInterval)
+		cfg.ProbeInterval, cfg.ProbeTimeout, withExpected(cfg, n).suspicionMult(), cfg.GossipInterval)
 	built := time.Now()
 	alive := scaleCluster(b, n, cfg)
 	b.Logf("%d members joined and converged in %v", n, time.Since(built).Round(time.Millisecond))
@@ -93,11 +93,21 @@ const settleFor = 20 * time.Second
 // scaleCluster starts n members with cfg (testConfig's, named node0000 on), joins
 // each through a random member already in and waits until every one hears all.
 func scaleCluster(b *testing.B, n int, cfg Config) []*Members {
+	return scaleClusterWith(b, n, cfg, nil)
+}
+
+// scaleClusterWith is scaleCluster with configure (when not nil) called on each
+// member's Config before it starts.
+func scaleClusterWith(b *testing.B, n int, cfg Config, configure func(i int, c *Config)) []*Members {
 	b.Helper()
 	ms := make([]*Members, n)
 	for i := range ms {
 		c := cfg
 		c.NodeName = fmt.Sprintf("node%04d", i)
+		c.ExpectedMembers = n // as a speaker counts its peers' heartbeats
+		if configure != nil {
+			configure(i, &c)
+		}
 		m, err := Start(c, logr.Discard(), prometheus.NewRegistry())
 		if err != nil {
 			b.Fatalf("starting member %d of %d: %v", i, n, err)
@@ -108,11 +118,13 @@ func scaleCluster(b *testing.B, n int, cfg Config) []*Members {
 	// Each joins through a random member already in, as nodes joining through every
 	// Node's address do: one seed for all serves every push/pull and starves. A join
 	// costs every member a state exchange with the newcomer (4 TCP connections to or
-	// from it per member), so the joins are paced with the size: all at once, a
-	// single process of 300 members starves and joins time out.
+	// from it per member), so the joins are paced with the size (HERALD_ML_JOIN_PACE_MS
+	// per member already in, default 2): all at once, a single process of 300 members
+	// starves and joins time out, or runs out of file descriptors.
 	rng := rand.New(rand.NewPCG(1, 2))
+	pace := time.Duration(envInt(b, "HERALD_ML_JOIN_PACE_MS", 2, 1)) * time.Millisecond
 	for i := 1; i < n; i++ {
-		time.Sleep(time.Duration(i) * 2 * time.Millisecond)
+		time.Sleep(time.Duration(i) * pace)
 		var err error
 		for try := 0; try < 3; try++ {
 			if _, err = ms[i].Join([]string{ms[rng.IntN(i)].Addr()}); err == nil {
