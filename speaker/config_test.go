@@ -30,6 +30,7 @@ func TestConfigStallAfterBelowEarliestVerdict(t *testing.T) {
 		},
 			"--stall-after 400ms must be shorter than 250ms"},
 		{"stall as long as the earliest verdict", func(c *Config) { c.StallAfter = c.Members.EarliestVerdict() }, "--stall-after 500ms must be shorter than 500ms"},
+		{"the automatic suspicion multiplier", func(c *Config) { c.Members.SuspicionMult = 0 }, ""},
 		{"a fixed suspicion multiplier of 2", func(c *Config) { c.Members.SuspicionMult = 2 }, "--stall-after 400ms must be shorter than 300ms"},
 		{"negative stall", func(c *Config) { c.StallAfter = -time.Second }, "--stall-after -1s must not be negative"},
 		{"watchdog off", func(c *Config) {

@@ -127,7 +127,7 @@ func startSim(ctx context.Context, env simEnv, node string, port int, observer, 
 	if k := time.Duration(env.mlSlower); k > 1 {
 		cfg.Members.ProbeInterval *= k
 		cfg.Members.ProbeTimeout *= k
-		cfg.Members.GossipInterval *= k
+		cfg.Members.GossipInterval = cfg.Members.Gossip() * k
 	}
 
 	shared = shared && !observer && env.shared != nil

@@ -293,7 +293,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		return stopEarly(err)
 	}
 	log.Info("memberlist started", "node", cfg.NodeName, "addr", s.members.Addr(),
-		"speakersCounted", cfg.Members.ExpectedMembers, "suspicion", cfg.Members.Suspicion())
+		"speakersCounted", cfg.Members.ExpectedMembers, "suspicion", cfg.Members.Suspicion(), "gossip", cfg.Members.Gossip())
 	s.records.setHeard(s.members.IsLive)
 	s.members.OnMeta(s.peers.setMeta)
 	// The claims of the speaker this one replaces go out before the join: the peers

@@ -49,9 +49,10 @@ type Config struct {
 	ProbeTimeout time.Duration
 	// SuspicionMult scales the suspicion timeout: a suspected member is declared dead
 	// after SuspicionMult × max(1, log10(n)) × ProbeInterval unless it refutes
-	// (LAN: 4, with 1 s probes). 0, the default, chooses it at Start from
-	// ExpectedMembers (SuspicionMultFor): 4 below 10 members (400 ms), 2 at 100 to
-	// 999 (400 to 600 ms), so that the suspicion does not grow with the cluster.
+	// (default 4 → 400 ms below 10 members, 1.2 s at 1,000; LAN: 4, with 1 s probes).
+	// 0 chooses it at Start from ExpectedMembers (SuspicionMultFor: 4 below 22
+	// members, 3 below 100, 2 below 10,000), so that the suspicion does not grow with
+	// the cluster: 400 to 600 ms at any size.
 	SuspicionMult int
 	// ExpectedMembers is how many members the cluster is expected to hold, this one
 	// included (the speaker counts its peers' heartbeats); only an automatic
@@ -65,9 +66,13 @@ type Config struct {
 	// its direct ping (default 3, as LAN).
 	IndirectChecks int
 	// GossipInterval is the gossip period; suspicion, refutation and death news
-	// spread at this pace, log n rounds to reach every member (default 30 ms; LAN:
-	// 200 ms). A member gossips only when it has news, so a shorter period costs
-	// nothing in a quiet cluster and sends each piece of news no more often.
+	// spread at this pace, log n rounds to reach every member (LAN: 200 ms). 0, the
+	// default, is 100 ms while the suspicion multiplier is 4 or more, and 30 ms when
+	// it is lower (the automatic one from 22 members on): a shorter suspicion needs
+	// the refutation's rounds to be shorter too. A member gossips only when it has
+	// news, so a shorter period costs a quiet cluster nothing and sends each piece of
+	// news no more often; but the news leaves a member within fewer milliseconds,
+	// and a member cut off for longer than that loses all of it.
 	GossipInterval time.Duration
 	// RetransmitMult: each gossip message is sent RetransmitMult × ceil(log10(n+1))
 	// times (default 4, as LAN).
@@ -92,8 +97,8 @@ type Config struct {
 // ProbeTimeout, the indirect and TCP probes give up at the end of that interval, and
 // the prober suspects the member. The suspicion timeout is
 // SuspicionMult × max(1, log10(n)) × ProbeInterval = 4 × 1 × 100 ms = 400 ms for
-// n < 10; the automatic multiplier keeps it at 400 to 600 ms at larger sizes (a fixed
-// 4 gives 800 ms at 100, 1.2 s at 1,000); SuspicionMaxTimeoutMult 1 makes it always
+// n < 10 (800 ms at 100, 1.2 s at 1,000; the automatic multiplier, SuspicionMult 0,
+// keeps it at 400 to 600 ms at any size); SuspicionMaxTimeoutMult 1 makes it always
 // that minimum rather than waiting for other members to confirm the suspicion (in
 // small clusters there are none to wait for). Dead is gossiped in a few
 // GossipIntervals. In a three-node cluster: 0–200 ms until probed + 100 ms probe +
@@ -105,23 +110,24 @@ type Config struct {
 // ping, all IndirectChecks indirect pings and the TCP fallback ping of one probe
 // interval, and then cannot refute the suspicion within 400 ms (the suspicion must
 // reach it and its refutation come back: log n rounds of gossip each way, which is
-// why the gossip is fast). That takes a member unheard for roughly 300 to 400 ms or
-// more, at any size (a long CPU-starvation pause, a saturated or dead link;
-// BenchmarkBlipTolerance); memberlist's awareness (Lifeguard) also lengthens
-// timeouts when the local node itself is slow. A falsely dead member refutes as soon as it hears of it and comes back,
-// which moves its VIPs away and back (one flap). Clusters that prefer stability
-// over speed raise --ml-suspicion-mult (memberlist's LAN behaviour is probes every
-// second and a multiplier of 4: 4 s of suspicion).
+// why gossip speeds up where the suspicion is shortened for the size). That takes a
+// member unheard for roughly 300 to 400 ms or more, at any size (a long
+// CPU-starvation pause, a saturated or dead link; BenchmarkBlipTolerance);
+// memberlist's awareness (Lifeguard) also lengthens timeouts when the local node
+// itself is slow. A falsely dead member refutes as soon as it hears of it and comes
+// back, which moves its VIPs away and back (one flap). Clusters that prefer
+// stability over speed raise --ml-suspicion-mult (memberlist's LAN behaviour is
+// probes every second and a multiplier of 4: 4 s of suspicion).
 func DefaultConfig() Config {
 	return Config{
 		BindPort:                DefaultBindPort,
 		KeyFile:                 DefaultKeyFile,
 		ProbeInterval:           100 * time.Millisecond,
 		ProbeTimeout:            50 * time.Millisecond,
-		SuspicionMult:           0, // SuspicionMultFor(ExpectedMembers)
+		SuspicionMult:           4,
 		SuspicionMaxTimeoutMult: 1,
 		IndirectChecks:          3,
-		GossipInterval:          30 * time.Millisecond,
+		GossipInterval:          0, // Gossip()
 		RetransmitMult:          4,
 		PushPullInterval:        30 * time.Second,
 		TCPTimeout:              3 * time.Second,
@@ -153,6 +159,25 @@ func (c Config) suspicionMult() int {
 		return SuspicionMultFor(c.ExpectedMembers)
 	}
 	return c.SuspicionMult
+}
+
+// Gossip intervals of an automatic GossipInterval: slow while the suspicion has a
+// small cluster's length or more, fast when it was shortened for the size.
+const (
+	slowGossip = 100 * time.Millisecond
+	fastGossip = 30 * time.Millisecond
+)
+
+// Gossip is the gossip period Start gives memberlist.
+func (c Config) Gossip() time.Duration {
+	switch {
+	case c.GossipInterval > 0:
+		return c.GossipInterval
+	case c.suspicionMult() >= suspicionIntervals:
+		return slowGossip
+	default:
+		return fastGossip
+	}
 }
 
 // Suspicion is how long memberlist lets a suspected member refute in a cluster of
@@ -189,7 +214,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.SuspicionMult, "ml-suspicion-mult", c.SuspicionMult, "memberlist: suspicion timeout = mult x max(1, log10(n)) x probe interval (0: chosen at start from the speakers counted, so that the suspicion stays 4 to 4+log10(n) probe intervals at any size)")
 	fs.IntVar(&c.SuspicionMaxTimeoutMult, "ml-suspicion-max-timeout-mult", c.SuspicionMaxTimeoutMult, "memberlist: upper bound of the suspicion timeout, in multiples of its minimum")
 	fs.IntVar(&c.IndirectChecks, "ml-indirect-checks", c.IndirectChecks, "memberlist: members asked to ping a member that missed a direct ping")
-	fs.DurationVar(&c.GossipInterval, "ml-gossip-interval", c.GossipInterval, "memberlist: gossip period")
+	fs.DurationVar(&c.GossipInterval, "ml-gossip-interval", c.GossipInterval, "memberlist: gossip period (0: 100ms, or 30ms when the suspicion multiplier is below 4)")
 	fs.IntVar(&c.RetransmitMult, "ml-retransmit-mult", c.RetransmitMult, "memberlist: gossip retransmissions = mult x ceil(log10(n+1))")
 	fs.DurationVar(&c.PushPullInterval, "ml-push-pull-interval", c.PushPullInterval, "memberlist: full state sync period (0 disables)")
 	fs.DurationVar(&c.TCPTimeout, "ml-tcp-timeout", c.TCPTimeout, "memberlist: timeout of TCP connections (join, push/pull)")
@@ -224,10 +249,12 @@ func (c *Config) Validate() error {
 	}
 	positive("ml-probe-interval", c.ProbeInterval)
 	positive("ml-probe-timeout", c.ProbeTimeout)
-	positive("ml-gossip-interval", c.GossipInterval)
 	positive("ml-tcp-timeout", c.TCPTimeout)
 	if c.ProbeTimeout > 0 && c.ProbeInterval > 0 && c.ProbeTimeout >= c.ProbeInterval {
 		bad("--ml-probe-timeout %v must be shorter than --ml-probe-interval %v", c.ProbeTimeout, c.ProbeInterval)
+	}
+	if c.GossipInterval < 0 {
+		bad("--ml-gossip-interval %v must not be negative (0: automatic)", c.GossipInterval)
 	}
 	if c.PushPullInterval < 0 {
 		bad("--ml-push-pull-interval %v must not be negative (0 disables)", c.PushPullInterval)

@@ -30,7 +30,8 @@ func TestConfigValidate(t *testing.T) {
 		{"bad key length", func(c *Config) { c.SecretKey = make([]byte, 20) }, []string{"20 bytes"}},
 		{"zero probe interval", func(c *Config) { c.ProbeInterval = 0 }, []string{"--ml-probe-interval 0s must be positive"}},
 		{"timeout not below interval", func(c *Config) { c.ProbeTimeout = c.ProbeInterval }, []string{"--ml-probe-timeout 100ms must be shorter"}},
-		{"zero gossip interval", func(c *Config) { c.GossipInterval = 0 }, []string{"--ml-gossip-interval"}},
+		{"automatic gossip interval", func(c *Config) { c.GossipInterval = 0 }, nil},
+		{"negative gossip interval", func(c *Config) { c.GossipInterval = -time.Second }, []string{"--ml-gossip-interval -1s must not be negative"}},
 		{"zero TCP timeout", func(c *Config) { c.TCPTimeout = 0 }, []string{"--ml-tcp-timeout"}},
 		{"negative push/pull", func(c *Config) { c.PushPullInterval = -time.Second }, []string{"--ml-push-pull-interval"}},
 		{"automatic suspicion mult", func(c *Config) { c.SuspicionMult = 0 }, nil},
@@ -77,7 +78,7 @@ func TestDefaultConfigIsSubSecond(t *testing.T) {
 		t.Errorf("SuspicionMaxTimeoutMult = %d: a suspicion would wait for confirmations that a small cluster cannot give", c.SuspicionMaxTimeoutMult)
 	}
 	suspicion := time.Duration(c.suspicionMult()) * c.ProbeInterval
-	worst := 3*c.ProbeInterval + suspicion + c.GossipInterval
+	worst := 3*c.ProbeInterval + suspicion + c.Gossip()
 	if worst >= time.Second {
 		t.Errorf("default worst-case detection %v is not sub-second", worst)
 	}
@@ -102,13 +103,33 @@ func TestSuspicionMultFor(t *testing.T) {
 		}
 	}
 	c := DefaultConfig()
-	c.ExpectedMembers = 1000
+	c.SuspicionMult, c.ExpectedMembers = 0, 1000
 	if got := c.suspicionMult(); got != 2 {
 		t.Errorf("automatic multiplier with 1,000 members expected = %d, want 2", got)
+	}
+	// Gossip speeds up where the suspicion was shortened for the size, so that a
+	// refutation's rounds fit in it.
+	if got := c.Gossip(); got != 30*time.Millisecond {
+		t.Errorf("automatic gossip with 1,000 members expected = %v, want 30ms", got)
 	}
 	c.SuspicionMult = 5
 	if got := c.suspicionMult(); got != 5 {
 		t.Errorf("a multiplier set by flag is %d once resolved, want 5", got)
+	}
+	if got := c.Gossip(); got != 100*time.Millisecond {
+		t.Errorf("automatic gossip with a multiplier of 5 = %v, want 100ms", got)
+	}
+	c.GossipInterval = 70 * time.Millisecond
+	if got := c.Gossip(); got != 70*time.Millisecond {
+		t.Errorf("a gossip interval set by flag is %v once resolved, want 70ms", got)
+	}
+	small := DefaultConfig()
+	small.SuspicionMult, small.ExpectedMembers = 0, 5
+	if small.suspicionMult() != 4 || small.Gossip() != 100*time.Millisecond {
+		t.Errorf("5 members: multiplier %d, gossip %v; want 4 and 100ms, as with the defaults", small.suspicionMult(), small.Gossip())
+	}
+	if d := DefaultConfig(); d.suspicionMult() != 4 || d.Gossip() != 100*time.Millisecond {
+		t.Errorf("defaults: multiplier %d, gossip %v; want 4 and 100ms", d.suspicionMult(), d.Gossip())
 	}
 }
 

@@ -33,7 +33,7 @@ func BenchmarkFailureDetection(b *testing.B) {
 	trials := envInt(b, "HERALD_ML_TRIALS", 40, 1)
 	cfg := withExpected(benchConfig(b), n)
 	b.Logf("probe interval %v, probe timeout %v, suspicion mult %d (max mult %d), gossip interval %v",
-		cfg.ProbeInterval, cfg.ProbeTimeout, cfg.suspicionMult(), cfg.SuspicionMaxTimeoutMult, cfg.GossipInterval)
+		cfg.ProbeInterval, cfg.ProbeTimeout, cfg.suspicionMult(), cfg.SuspicionMaxTimeoutMult, cfg.Gossip())
 	survivors := scaleCluster(b, n-1, cfg)
 	rng := rand.New(rand.NewPCG(3, 4))
 	round := cfg.ProbeInterval * time.Duration(n) // every member probes each peer once in about n intervals
@@ -129,7 +129,7 @@ func envInt(b *testing.B, name string, def, least int) int {
 
 // benchConfig is the test members' Config with the benchmarks' overrides from the
 // environment: HERALD_ML_PROBE_MS (the probe timeout is then half of it at most),
-// HERALD_ML_SUSPICION_MULT (0: automatic, the default) and HERALD_ML_GOSSIP_MS.
+// HERALD_ML_SUSPICION_MULT and HERALD_ML_GOSSIP_MS (both automatic by default).
 func benchConfig(b *testing.B) Config {
 	cfg := testConfig("", testKey) // loopback, a free port each, the test key
 	if ms := envInt(b, "HERALD_ML_PROBE_MS", 0, 10); ms > 0 {

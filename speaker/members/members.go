@@ -96,7 +96,7 @@ func Start(cfg Config, log logr.Logger, reg prometheus.Registerer) (*Members, er
 	mc.SuspicionMult = cfg.suspicionMult()
 	mc.SuspicionMaxTimeoutMult = cfg.SuspicionMaxTimeoutMult
 	mc.IndirectChecks = cfg.IndirectChecks
-	mc.GossipInterval = cfg.GossipInterval
+	mc.GossipInterval = cfg.Gossip()
 	mc.RetransmitMult = cfg.RetransmitMult
 	mc.PushPullInterval = cfg.PushPullInterval
 	mc.TCPTimeout = cfg.TCPTimeout

@@ -46,7 +46,7 @@ func BenchmarkFailureDetectionAtScale(b *testing.B) {
 
 func detectAtScale(b *testing.B, n int, cfg Config) {
 	b.Logf("probe interval %v, probe timeout %v, suspicion mult %d, gossip interval %v",
-		cfg.ProbeInterval, cfg.ProbeTimeout, withExpected(cfg, n).suspicionMult(), cfg.GossipInterval)
+		cfg.ProbeInterval, cfg.ProbeTimeout, withExpected(cfg, n).suspicionMult(), withExpected(cfg, n).Gossip())
 	built := time.Now()
 	alive := scaleCluster(b, n, cfg)
 	b.Logf("%d members joined and converged in %v", n, time.Since(built).Round(time.Millisecond))
