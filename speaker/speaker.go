@@ -288,12 +288,13 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	}
 	if cfg.Members.SuspicionMult == 0 {
 		cfg.Members.ExpectedMembers = s.countSpeakers(ctx)
+		log.Info("memberlist's suspicion chosen for the speakers counted", "speakers", cfg.Members.ExpectedMembers,
+			"suspicion", cfg.Members.Suspicion(), "gossip", cfg.Members.Gossip())
 	}
 	if s.members, err = members.Start(cfg.Members, log.WithName("memberlist"), crmetrics.Registry); err != nil {
 		return stopEarly(err)
 	}
-	log.Info("memberlist started", "node", cfg.NodeName, "addr", s.members.Addr(),
-		"speakersCounted", cfg.Members.ExpectedMembers, "suspicion", cfg.Members.Suspicion(), "gossip", cfg.Members.Gossip())
+	log.Info("memberlist started", "node", cfg.NodeName, "addr", s.members.Addr())
 	s.records.setHeard(s.members.IsLive)
 	s.members.OnMeta(s.peers.setMeta)
 	// The claims of the speaker this one replaces go out before the join: the peers

@@ -192,9 +192,9 @@ func (c Config) Suspicion() time.Duration {
 // went silent dead: one probe interval of failed probing, then the shortest suspicion
 // (SuspicionMult × ProbeInterval; larger clusters and confirmations only lengthen it).
 // With an automatic SuspicionMult the suspicion is never shorter than
-// suspicionIntervals probe intervals, as long as the cluster is not ten times smaller
-// than it was counted at Start. A speaker must notice its own stall before that
-// (--stall-after).
+// suspicionIntervals probe intervals as long as the cluster holds at least the
+// smallest size that gives the multiplier chosen at Start (22 members for 3, 100 for
+// 2, 10,000 for 1). A speaker must notice its own stall before that (--stall-after).
 func (c Config) EarliestVerdict() time.Duration {
 	if c.SuspicionMult == 0 {
 		return c.ProbeInterval * (1 + suspicionIntervals)
