@@ -149,9 +149,11 @@ const suspicionIntervals = 4
 // has come back, log n rounds of gossip each way (docs/scale.md measures how long a
 // member may go unheard before it is called dead, by size).
 func SuspicionMultFor(n int) int {
-	scale := max(1, math.Log10(float64(max(n, 1))))
-	return int(math.Ceil(suspicionIntervals/scale - 1e-9)) // the epsilon: 4/log10(10,000) is 1, not a hair above
+	return int(math.Ceil(suspicionIntervals/sizeScale(n) - 1e-9)) // the epsilon: 4/log10(10,000) is 1, not a hair above
 }
+
+// sizeScale is memberlist's factor of the suspicion for n members, max(1, log10 n).
+func sizeScale(n int) float64 { return max(1, math.Log10(float64(max(n, 1)))) }
 
 // suspicionMult is the multiplier Start gives memberlist.
 func (c Config) suspicionMult() int {
@@ -184,8 +186,7 @@ func (c Config) Gossip() time.Duration {
 // ExpectedMembers members (for the logs: memberlist computes it again at each
 // suspicion, with the members it knows then).
 func (c Config) Suspicion() time.Duration {
-	scale := max(1, math.Log10(float64(max(c.ExpectedMembers, 1))))
-	return time.Duration(float64(c.suspicionMult()) * scale * float64(c.ProbeInterval))
+	return time.Duration(float64(c.suspicionMult()) * sizeScale(c.ExpectedMembers) * float64(c.ProbeInterval))
 }
 
 // EarliestVerdict is the shortest time after which peers may declare a member that

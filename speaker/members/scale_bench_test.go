@@ -3,9 +3,6 @@ package members
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -27,17 +24,7 @@ import (
 // machine, the members starve and the timings say more about the machine than about
 // memberlist) and how many live members were declared dead during the trials.
 func BenchmarkFailureDetectionAtScale(b *testing.B) {
-	sizes := []int{30}
-	if s := os.Getenv("HERALD_ML_NODES"); s != "" {
-		sizes = nil
-		for f := range strings.SplitSeq(s, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil || n < 3 {
-				b.Fatalf("HERALD_ML_NODES=%q: want sizes of 3 or more, comma-separated", s)
-			}
-			sizes = append(sizes, n)
-		}
-	}
+	sizes := envList(b, "HERALD_ML_NODES", "30", 3)
 	cfg := benchConfig(b)
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("members=%d", n), func(b *testing.B) { detectAtScale(b, n, cfg) })
