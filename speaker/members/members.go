@@ -18,6 +18,7 @@ type Members struct {
 	log    logr.Logger
 	reg    prometheus.Registerer
 	gauge  prometheus.Gauge
+	sends  *prometheus.CounterVec
 	events chan struct{}
 
 	mu   sync.Mutex
@@ -45,13 +46,18 @@ type Members struct {
 	meta   []byte
 	onMeta func(name string, data []byte)
 
+	// outMu guards out, the sends due to each peer (outbox.go).
+	outMu sync.Mutex
+	out   map[string]*outgoing
+
 	shutdown sync.Once
 }
 
 // Start creates the memberlist bound to cfg.BindAddr:cfg.BindPort, encrypted with
 // cfg.SecretKey (mandatory: incoming and outgoing gossip must be encrypted), and
-// registers herald_memberlist_members on reg (nothing if reg is nil). It does not
-// join anyone: call Join with the discovered peers.
+// registers herald_memberlist_members and herald_memberlist_state_sends_total on reg
+// (nothing if reg is nil). It does not join anyone: call Join with the discovered
+// peers.
 func Start(cfg Config, log logr.Logger, reg prometheus.Registerer) (*Members, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("memberlist config: %w", err)
@@ -67,6 +73,8 @@ func Start(cfg Config, log logr.Logger, reg prometheus.Registerer) (*Members, er
 		held:       map[string]HeldState{},
 		lost:       map[string][]byte{},
 		states:     map[string]peerState{},
+		out:        map[string]*outgoing{},
+		sends:      newSendsCounter(),
 		gauge: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "herald_memberlist_members",
 			Help: "Members of the speakers' memberlist cluster that this speaker sees alive, itself included.",
@@ -75,6 +83,10 @@ func Start(cfg Config, log logr.Logger, reg prometheus.Registerer) (*Members, er
 	if reg != nil {
 		if err := reg.Register(m.gauge); err != nil {
 			return nil, fmt.Errorf("registering herald_memberlist_members: %w", err)
+		}
+		if err := reg.Register(m.sends); err != nil {
+			reg.Unregister(m.gauge)
+			return nil, fmt.Errorf("registering herald_memberlist_state_sends_total: %w", err)
 		}
 		m.reg = reg
 	}
@@ -246,6 +258,7 @@ func (m *Members) Shutdown() error {
 func (m *Members) unregister() {
 	if m.reg != nil {
 		m.reg.Unregister(m.gauge)
+		m.reg.Unregister(m.sends)
 	}
 }
 
@@ -297,10 +310,7 @@ func (d *eventDelegate) NotifyJoin(n *memberlist.Node) {
 	if n.Name == m.name {
 		return
 	}
-	m.mu.Lock()
-	msg := m.stateMessage(true)
-	m.mu.Unlock()
-	m.send(n, msg)
+	m.send(n, true)
 }
 
 func (d *eventDelegate) NotifyLeave(n *memberlist.Node) { d.set(n.Name, false) }

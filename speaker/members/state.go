@@ -5,13 +5,12 @@ import (
 	"slices"
 	"strconv"
 	"time"
-
-	"github.com/hashicorp/memberlist"
 )
 
 // Every member publishes a small state of its own (the speaker: the IPs it
 // announces) and keeps the latest state of every live peer. A state travels
-//   - to every live peer over TCP when its owner publishes a new one;
+//   - to every live peer over TCP when its owner publishes a new one (outbox.go: the
+//     sends to one peer coalesce);
 //   - to a peer that joins (as seen by either side): the member that sees a peer
 //     join sends its state and asks for the peer's in return, so a member that
 //     returns after peers declared it dead learns their states, and they learn its;
@@ -38,16 +37,15 @@ type peerState struct {
 }
 
 // Publish makes data this member's state and sends it to every live peer, without
-// waiting for them.
+// waiting for them (outbox.go).
 func (m *Members) Publish(data []byte) {
 	m.mu.Lock()
 	v := max(uint64(time.Now().UnixNano()), m.own.version+1)
 	m.own = peerState{version: v, data: slices.Clone(data)}
-	msg := m.stateMessage(false)
 	m.mu.Unlock()
 	for _, n := range m.ml.Members() {
 		if n.Name != m.name {
-			m.send(n, msg)
+			m.send(n, false)
 		}
 	}
 }
@@ -85,21 +83,6 @@ func (m *Members) stateMessage(ask bool) []byte {
 	b.WriteByte('\n')
 	b.Write(m.own.data)
 	return b.Bytes()
-}
-
-// send delivers msg to n over TCP in the background: memberlist calls the delegates
-// with its locks held, and a slow peer must not hold anyone up.
-func (m *Members) send(n *memberlist.Node, msg []byte) {
-	ml := m.sender.Load()
-	if ml == nil {
-		return // not started yet: the peer gets the state in a push/pull
-	}
-	node := *n
-	go func() {
-		if err := ml.SendReliable(&node, msg); err != nil {
-			m.log.V(1).Info("sending this speaker's state", "peer", node.Name, "error", err.Error())
-		}
-	}()
 }
 
 // receiveState stores a state message (without its prefix) and says whether it was
@@ -157,10 +140,7 @@ func (d *messageDelegate) stateMsg(b []byte) {
 	}
 	for _, n := range ml.Members() {
 		if n.Name == from {
-			m.mu.Lock()
-			msg := m.stateMessage(false)
-			m.mu.Unlock()
-			m.send(n, msg)
+			m.send(n, false)
 			return
 		}
 	}

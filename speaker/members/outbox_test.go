@@ -1,0 +1,178 @@
+package members
+
+import (
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/hashicorp/memberlist"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// TestSendsToAPeerCoalesce: while a send to a peer is on its way, the states published
+// meanwhile become one more send, which carries the newest.
+func TestSendsToAPeerCoalesce(t *testing.T) {
+	gate := newGatedTransport(t)
+	cfg := testConfig("a", testKey)
+	cfg.transport = gate
+	reg := prometheus.NewRegistry()
+	m, err := Start(cfg, logr.Discard(), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Shutdown() })
+	a := member{m, "a", reg}
+	b := start(t, "b", testKey)
+	if _, err := b.Join([]string{a.Addr()}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, func() bool { return a.liveCount() == 2 && b.liveCount() == 2 },
+		func() string { return fmt.Sprintf("a sees %v, b sees %v", a.Live(), b.Live()) })
+	a.Publish([]byte("v0"))
+	eventually(t, 5*time.Second, func() bool { return string(b.Snapshot().States["a"]) == "v0" },
+		func() string { return "b has a's states " + statesString(b.Snapshot().States) })
+	eventually(t, 5*time.Second, func() bool { return !a.sending("b") },
+		func() string { return "a's sends to b do not end" })
+	before := a.sent()
+
+	gate.hold()
+	a.Publish([]byte("v1"))
+	eventually(t, 5*time.Second, func() bool { return gate.waiting() == 1 },
+		func() string { return fmt.Sprintf("%d sends wait at the gate, want 1", gate.waiting()) })
+	// The first send waits at the gate; the nine after it are due as one.
+	for i := 2; i <= 10; i++ {
+		a.Publish(fmt.Appendf(nil, "v%d", i))
+	}
+	if w := gate.waiting(); w != 1 {
+		t.Errorf("%d sends wait at the gate, want 1", w)
+	}
+	gate.release()
+	eventually(t, 5*time.Second, func() bool { return string(b.Snapshot().States["a"]) == "v10" },
+		func() string { return "b has a's states " + statesString(b.Snapshot().States) })
+	eventually(t, 5*time.Second, func() bool { return !a.sending("b") },
+		func() string { return "a's sends to b do not end" })
+	if got := a.sent() - before; got != 2 {
+		t.Errorf("ten states published while a send was on its way took %v sends, want 2", got)
+	}
+}
+
+// TestStateForAsksOnlyWhatItLacks: a message asks for the peer's state only when this
+// member does not hold it, and a peer no longer live gets none.
+func TestStateForAsksOnlyWhatItLacks(t *testing.T) {
+	m := &Members{
+		name:   "a",
+		own:    peerState{version: 7, data: []byte("mine")},
+		live:   map[string]bool{"a": true, "b": true, "c": true},
+		states: map[string]peerState{"b": {version: 3, data: []byte("b's")}},
+	}
+	for _, tc := range []struct {
+		peer      string
+		ask       bool
+		wantLive  bool
+		wantAsked bool
+	}{
+		{peer: "b", ask: true, wantLive: true, wantAsked: false}, // held: nothing to ask
+		{peer: "c", ask: true, wantLive: true, wantAsked: true},
+		{peer: "c", ask: false, wantLive: true, wantAsked: false},
+		{peer: "d", ask: true, wantLive: false},
+	} {
+		msg, live := m.stateFor(tc.peer, tc.ask)
+		if live != tc.wantLive {
+			t.Errorf("stateFor(%s, %v): live %v, want %v", tc.peer, tc.ask, live, tc.wantLive)
+			continue
+		}
+		if !live {
+			continue
+		}
+		body, ok := strings.CutPrefix(string(msg), statePrefix)
+		if !ok || !strings.HasSuffix(body, "a\n7\nmine") {
+			t.Errorf("stateFor(%s, %v) = %q, want a's state, version 7", tc.peer, tc.ask, msg)
+		}
+		if asked := strings.HasPrefix(body, stateAsk); asked != tc.wantAsked {
+			t.Errorf("stateFor(%s, %v) asks: %v, want %v", tc.peer, tc.ask, asked, tc.wantAsked)
+		}
+	}
+}
+
+// sent is how many states m sent.
+func (m *Members) sent() float64 {
+	var d dto.Metric
+	if err := m.sends.WithLabelValues(sendSent).Write(&d); err != nil {
+		panic(err)
+	}
+	return d.GetCounter().GetValue()
+}
+
+// sending says whether a goroutine still owns the sends to peer.
+func (m *Members) sending(peer string) bool {
+	m.outMu.Lock()
+	defer m.outMu.Unlock()
+	_, ok := m.out[peer]
+	return ok
+}
+
+// gatedTransport is memberlist's own transport whose connections, while the gate is
+// held, wait for its release before they are made.
+type gatedTransport struct {
+	*memberlist.NetTransport
+	mu      sync.Mutex
+	open    chan struct{} // closed while the gate is open
+	blocked int
+}
+
+func newGatedTransport(t *testing.T) *gatedTransport {
+	t.Helper()
+	nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{
+		BindAddrs: []string{"127.0.0.1"},
+		Logger:    log.New(io.Discard, "", 0),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gatedTransport{NetTransport: nt, open: make(chan struct{})}
+	close(g.open)
+	return g
+}
+
+func (g *gatedTransport) hold() {
+	g.mu.Lock()
+	g.open = make(chan struct{})
+	g.mu.Unlock()
+}
+
+func (g *gatedTransport) release() {
+	g.mu.Lock()
+	close(g.open)
+	g.mu.Unlock()
+}
+
+func (g *gatedTransport) waiting() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.blocked
+}
+
+func (g *gatedTransport) DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
+	return g.DialAddressTimeout(memberlist.Address{Addr: addr}, timeout)
+}
+
+func (g *gatedTransport) DialAddressTimeout(a memberlist.Address, timeout time.Duration) (net.Conn, error) {
+	g.mu.Lock()
+	open := g.open
+	g.blocked++
+	g.mu.Unlock()
+	<-open
+	g.mu.Lock()
+	g.blocked--
+	g.mu.Unlock()
+	return g.NetTransport.DialAddressTimeout(a, timeout)
+}
+
+var _ memberlist.NodeAwareTransport = (*gatedTransport)(nil)
