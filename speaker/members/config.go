@@ -48,11 +48,11 @@ type Config struct {
 	// round trip is well under a millisecond, so 50 ms leaves a large margin.
 	ProbeTimeout time.Duration
 	// SuspicionMult scales the suspicion timeout: a suspected member is declared dead
-	// after SuspicionMult × max(1, log10(n)) × ProbeInterval unless it refutes
-	// (default 4 → 400 ms below 10 members, 1.2 s at 1,000; LAN: 4, with 1 s probes).
-	// 0 chooses it at Start from ExpectedMembers (SuspicionMultFor: 4 below 22
+	// after SuspicionMult × max(1, log10(n)) × ProbeInterval unless it refutes (4 →
+	// 400 ms below 10 members, 1.2 s at 1,000; LAN: 4, with 1 s probes). 0, the
+	// default, chooses it at Start from ExpectedMembers (SuspicionMultFor: 4 below 22
 	// members, 3 below 100, 2 below 10,000), so that the suspicion does not grow with
-	// the cluster: 400 to 600 ms at any size.
+	// the cluster: 400 to 600 ms at any size, the tolerance of a small cluster.
 	SuspicionMult int
 	// ExpectedMembers is how many members the cluster is expected to hold, this one
 	// included (the speaker counts its peers' heartbeats); only an automatic
@@ -97,10 +97,11 @@ type Config struct {
 // ProbeTimeout, the indirect and TCP probes give up at the end of that interval, and
 // the prober suspects the member. The suspicion timeout is
 // SuspicionMult × max(1, log10(n)) × ProbeInterval = 4 × 1 × 100 ms = 400 ms for
-// n < 10 (800 ms at 100, 1.2 s at 1,000; the automatic multiplier, SuspicionMult 0,
-// keeps it at 400 to 600 ms at any size); SuspicionMaxTimeoutMult 1 makes it always
-// that minimum rather than waiting for other members to confirm the suspicion (in
-// small clusters there are none to wait for). Dead is gossiped in a few
+// n < 10 (the automatic multiplier, SuspicionMult 0, the default, keeps it at 400 to
+// 600 ms at any size; a fixed 4 grows it to 800 ms at 100, 1.2 s at 1,000);
+// SuspicionMaxTimeoutMult 1 makes it always that minimum rather than waiting for
+// other members to confirm the suspicion (in small clusters there are none to wait
+// for). Dead is gossiped in a few
 // GossipIntervals. In a three-node cluster: 0–200 ms until probed + 100 ms probe +
 // 400 ms suspicion ≈ 0.5–0.7 s (BenchmarkFailureDetection: median 0.56 s, at most
 // 0.75 s; with the former 200 ms probes and a multiplier of 2, the same suspicion,
@@ -112,19 +113,22 @@ type Config struct {
 // reach it and its refutation come back: log n rounds of gossip each way, which is
 // why gossip speeds up where the suspicion is shortened for the size). That takes a
 // member unheard for roughly 300 to 400 ms or more, at any size (a long
-// CPU-starvation pause, a saturated or dead link; BenchmarkBlipTolerance);
+// CPU-starvation pause, a saturated or dead link; BenchmarkBlipTolerance measures
+// the same at 5 members with a multiplier of 4 as at 100 with the automatic one);
 // memberlist's awareness (Lifeguard) also lengthens timeouts when the local node
 // itself is slow. A falsely dead member refutes as soon as it hears of it and comes
 // back, which moves its VIPs away and back (one flap). Clusters that prefer
 // stability over speed raise --ml-suspicion-mult (memberlist's LAN behaviour is
-// probes every second and a multiplier of 4: 4 s of suspicion).
+// probes every second and a multiplier of 4: 4 s of suspicion); a fixed multiplier
+// of 4 gives large clusters memberlist's longer suspicion (0.8 s at 100, 1.2 s at
+// 1,000).
 func DefaultConfig() Config {
 	return Config{
 		BindPort:                DefaultBindPort,
 		KeyFile:                 DefaultKeyFile,
 		ProbeInterval:           100 * time.Millisecond,
 		ProbeTimeout:            50 * time.Millisecond,
-		SuspicionMult:           4,
+		SuspicionMult:           0, // SuspicionMultFor(ExpectedMembers)
 		SuspicionMaxTimeoutMult: 1,
 		IndirectChecks:          3,
 		GossipInterval:          0, // Gossip()
