@@ -33,17 +33,13 @@ import (
 //
 //	HERALD_ML_SUSPICION_MULT=0 HERALD_ML_NODES=30,100 HERALD_ML_TRIALS=8 go test -run '^$' -bench BenchmarkBlipTolerance -benchtime 1x -timeout 0 ./speaker/members/
 func BenchmarkBlipTolerance(b *testing.B) {
-	sizes := envList(b, "HERALD_ML_NODES", "30", 3)
 	blips := envList(b, "HERALD_ML_BLIPS_MS", "200,300,400,500,600", 1)
 	trials := envInt(b, "HERALD_ML_TRIALS", 10, 1)
-	cfg := benchConfig(b)
-	for _, n := range sizes {
-		b.Run(fmt.Sprintf("members=%d", n), func(b *testing.B) {
-			for b.Loop() {
-				blipTrials(b, n, cfg, blips, trials)
-			}
-		})
-	}
+	eachSize(b, func(b *testing.B, n int, cfg Config) {
+		for b.Loop() {
+			blipTrials(b, n, cfg, blips, trials)
+		}
+	})
 }
 
 func blipTrials(b *testing.B, n int, cfg Config, blips []int, trials int) {

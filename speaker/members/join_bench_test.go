@@ -20,11 +20,7 @@ import (
 //
 //	HERALD_ML_NODES=30,100 go test -run '^$' -bench BenchmarkJoinStateSends -benchtime 5x ./speaker/members/
 func BenchmarkJoinStateSends(b *testing.B) {
-	sizes := envList(b, "HERALD_ML_NODES", "30", 3)
-	cfg := benchConfig(b)
-	for _, n := range sizes {
-		b.Run(fmt.Sprintf("members=%d", n), func(b *testing.B) { joinStateSends(b, n, cfg) })
-	}
+	eachSize(b, joinStateSends)
 }
 
 func joinStateSends(b *testing.B, n int, cfg Config) {

@@ -24,10 +24,16 @@ import (
 // machine, the members starve and the timings say more about the machine than about
 // memberlist) and how many live members were declared dead during the trials.
 func BenchmarkFailureDetectionAtScale(b *testing.B) {
+	eachSize(b, detectAtScale)
+}
+
+// eachSize runs run as a sub-benchmark for each cluster size of HERALD_ML_NODES
+// (default 30), with benchConfig's Config.
+func eachSize(b *testing.B, run func(b *testing.B, n int, cfg Config)) {
 	sizes := envList(b, "HERALD_ML_NODES", "30", 3)
 	cfg := benchConfig(b)
 	for _, n := range sizes {
-		b.Run(fmt.Sprintf("members=%d", n), func(b *testing.B) { detectAtScale(b, n, cfg) })
+		b.Run(fmt.Sprintf("members=%d", n), func(b *testing.B) { run(b, n, cfg) })
 	}
 }
 
