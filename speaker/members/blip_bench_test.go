@@ -3,8 +3,6 @@ package members
 import (
 	"errors"
 	"fmt"
-	"io"
-	"log"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -169,10 +167,7 @@ var errBlipped = errors.New("blipped: the link is down")
 
 // newBlipTransport binds a free loopback port for UDP and TCP.
 func newBlipTransport() (*blipTransport, error) {
-	nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{
-		BindAddrs: []string{"127.0.0.1"},
-		Logger:    log.New(io.Discard, "", 0),
-	})
+	nt, err := loopbackTransport()
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package members
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"net/netip"
@@ -151,8 +152,13 @@ func withExpected(cfg Config, n int) Config {
 
 // quantileMs is the q-quantile of ds (nearest rank), in milliseconds.
 func quantileMs(ds []time.Duration, q float64) float64 {
-	s := slices.Clone(ds)
+	return float64(quantile(ds, q).Microseconds()) / 1000
+}
+
+// quantile is the q-quantile of v (nearest rank).
+func quantile[T cmp.Ordered](v []T, q float64) T {
+	s := slices.Clone(v)
 	slices.Sort(s)
 	i := int(math.Ceil(q*float64(len(s)))) - 1
-	return float64(s[max(i, 0)].Microseconds()) / 1000
+	return s[max(i, 0)]
 }

@@ -2,12 +2,15 @@ package members
 
 import (
 	"fmt"
+	"io"
+	"log"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
+	"github.com/hashicorp/memberlist"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
@@ -31,6 +34,15 @@ func testConfig(name string, key []byte) Config {
 	c.BindPort = 0 // a free port
 	c.SecretKey = key
 	return c
+}
+
+// loopbackTransport is memberlist's own transport on a free loopback port, quiet, for
+// the tests' transports that wrap it.
+func loopbackTransport() (*memberlist.NetTransport, error) {
+	return memberlist.NewNetTransport(&memberlist.NetTransportConfig{
+		BindAddrs: []string{"127.0.0.1"},
+		Logger:    log.New(io.Discard, "", 0),
+	})
 }
 
 // member is a started Members with its own registry.

@@ -3,7 +3,6 @@ package members
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 
@@ -59,7 +58,7 @@ func joinStateSends(b *testing.B, n int, cfg Config) {
 		perMember = append(perMember, (totalSent(ms)-before)/float64(found))
 		b.StartTimer()
 	}
-	b.ReportMetric(median(perMember), "sends/member")
+	b.ReportMetric(quantile(perMember, 0.5), "sends/member")
 	b.ReportMetric(quantileMs(exchanged, 0.5), "ms-states-exchanged")
 	b.ReportMetric(0, "ns/op")
 	b.Logf("%d members: state messages per member found %v; states exchanged after %v", n, perMember, exchanged)
@@ -108,13 +107,4 @@ func totalSent(ms []*Members) float64 {
 		sum += m.sent()
 	}
 	return sum
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[len(s)/2]
 }

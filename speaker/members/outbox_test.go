@@ -2,8 +2,6 @@ package members
 
 import (
 	"fmt"
-	"io"
-	"log"
 	"net"
 	"strings"
 	"sync"
@@ -129,10 +127,7 @@ type gatedTransport struct {
 
 func newGatedTransport(t *testing.T) *gatedTransport {
 	t.Helper()
-	nt, err := memberlist.NewNetTransport(&memberlist.NetTransportConfig{
-		BindAddrs: []string{"127.0.0.1"},
-		Logger:    log.New(io.Discard, "", 0),
-	})
+	nt, err := loopbackTransport()
 	if err != nil {
 		t.Fatal(err)
 	}
