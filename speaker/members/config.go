@@ -87,6 +87,10 @@ type Config struct {
 	// transport, when set, replaces memberlist's own UDP and TCP transport (tests
 	// that make a member deaf and mute for a while).
 	transport memberlist.Transport
+	// noStateExchange: a member that sees a peer join sends it nothing (benchmarks
+	// of memberlist's own detection at sizes whose joins' state exchanges one process
+	// cannot hold; nothing of it runs while a member is declared dead).
+	noStateExchange bool
 }
 
 // DefaultConfig returns the defaults, tuned for sub-second failure detection on a LAN.

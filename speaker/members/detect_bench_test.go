@@ -130,7 +130,11 @@ func envInt(b *testing.B, name string, def, least int) int {
 
 // benchConfig is the test members' Config with the benchmarks' overrides from the
 // environment: HERALD_ML_PROBE_MS (the probe timeout is then half of it at most),
-// HERALD_ML_SUSPICION_MULT and HERALD_ML_GOSSIP_MS (both automatic by default).
+// HERALD_ML_SUSPICION_MULT and HERALD_ML_GOSSIP_MS (both automatic by default), and
+// HERALD_ML_TCP_TIMEOUT_MS (for the runs that slow every period: a join's TCP
+// exchange waits as long as the slowed cluster needs), and HERALD_ML_NO_STATES=1 (the
+// members exchange no states when they see a peer join: memberlist's own detection, at
+// sizes one process cannot form with the exchanges).
 func benchConfig(b *testing.B) Config {
 	cfg := testConfig("", testKey) // loopback, a free port each, the test key
 	if ms := envInt(b, "HERALD_ML_PROBE_MS", 0, 10); ms > 0 {
@@ -141,6 +145,10 @@ func benchConfig(b *testing.B) Config {
 	if ms := envInt(b, "HERALD_ML_GOSSIP_MS", 0, 1); ms > 0 {
 		cfg.GossipInterval = time.Duration(ms) * time.Millisecond
 	}
+	if ms := envInt(b, "HERALD_ML_TCP_TIMEOUT_MS", 0, 1); ms > 0 {
+		cfg.TCPTimeout = time.Duration(ms) * time.Millisecond
+	}
+	cfg.noStateExchange = envInt(b, "HERALD_ML_NO_STATES", 0, 0) == 1
 	return cfg
 }
 

@@ -42,6 +42,8 @@ type Members struct {
 	sender atomic.Pointer[memberlist.Memberlist]
 	// addr is the advertised address, as memberlist.Create set it.
 	addr string
+	// noStateExchange is Config's (benchmarks only).
+	noStateExchange bool
 	// meta is this member's metadata, onMeta who hears the peers' (meta.go).
 	meta   []byte
 	onMeta func(name string, data []byte)
@@ -75,6 +77,8 @@ func Start(cfg Config, log logr.Logger, reg prometheus.Registerer) (*Members, er
 		states:     map[string]peerState{},
 		out:        map[string]*outgoing{},
 		sends:      newSendsCounter(),
+
+		noStateExchange: cfg.noStateExchange,
 		gauge: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "herald_memberlist_members",
 			Help: "Members of the speakers' memberlist cluster that this speaker sees alive, itself included.",
@@ -307,7 +311,7 @@ func (d *eventDelegate) NotifyJoin(n *memberlist.Node) {
 	d.set(n.Name, true)
 	m := (*Members)(d)
 	m.peerMeta(n)
-	if n.Name == m.name {
+	if n.Name == m.name || m.noStateExchange {
 		return
 	}
 	m.send(n, true)

@@ -3,6 +3,7 @@ package members
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -126,6 +127,9 @@ func scaleClusterWith(b *testing.B, n int, cfg Config, configure func(i int, c *
 		}
 		if err != nil {
 			b.Fatalf("member %d of %d joining, 3 tries: %v", i, n, err)
+		}
+		if (i+1)%100 == 0 {
+			fmt.Fprintf(os.Stderr, "%s: %d of %d members joined\n", time.Now().Format(time.TimeOnly), i+1, n) // progress: b.Logf prints only at the end
 		}
 	}
 	converge(b, ms, 5*time.Minute)
