@@ -129,11 +129,11 @@ func envInt(b *testing.B, name string, def, least int) int {
 }
 
 // benchConfig is the test members' Config with the benchmarks' overrides from the
-// environment: HERALD_ML_PROBE_MS (the probe timeout keeps its share of it, half at most),
-// HERALD_ML_SUSPICION_MULT and HERALD_ML_GOSSIP_MS (both automatic by default), and
-// HERALD_ML_TCP_TIMEOUT_MS (for the runs that slow every period: a join's TCP
-// exchange waits as long as the slowed cluster needs), and HERALD_ML_NO_STATES=1 (the
-// members exchange no states when they see a peer join: memberlist's own detection, at
+// environment: HERALD_ML_PROBE_MS (the probe timeout keeps its share of it, half at
+// most); HERALD_ML_SUSPICION_MULT and HERALD_ML_GOSSIP_MS (both automatic by default);
+// HERALD_ML_TCP_TIMEOUT_MS, for the runs that slow every period (a join's TCP exchange
+// waits as long as the slowed cluster needs); HERALD_ML_NO_STATES=1, under which the
+// members exchange no states when they see a peer join (memberlist's own detection, at
 // sizes one process cannot form with the exchanges).
 func benchConfig(b *testing.B) Config {
 	cfg := testConfig("", testKey) // loopback, a free port each, the test key
@@ -141,7 +141,7 @@ func benchConfig(b *testing.B) Config {
 		// The probe timeout keeps its share of the interval: a run that slows every
 		// period must slow it too, or a process that answers pings a little late
 		// fails its probes, and the indirect probes and suspicions that follow load
-		// it more (1,000 members spiralled so with 1 s probes and 50 ms timeouts).
+		// it more (1,000 members stopped forming so, with 1 s probes and 50 ms timeouts).
 		def := cfg.ProbeInterval
 		cfg.ProbeInterval = time.Duration(ms) * time.Millisecond
 		cfg.ProbeTimeout = min(cfg.ProbeTimeout*cfg.ProbeInterval/def, cfg.ProbeInterval/2)

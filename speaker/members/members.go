@@ -77,12 +77,11 @@ func Start(cfg Config, log logr.Logger, reg prometheus.Registerer) (*Members, er
 		states:     map[string]peerState{},
 		out:        map[string]*outgoing{},
 		sends:      newSendsCounter(),
-
-		noStateExchange: cfg.noStateExchange,
 		gauge: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "herald_memberlist_members",
 			Help: "Members of the speakers' memberlist cluster that this speaker sees alive, itself included.",
 		}),
+		noStateExchange: cfg.noStateExchange,
 	}
 	if reg != nil {
 		if err := reg.Register(m.gauge); err != nil {

@@ -171,3 +171,41 @@ func (g *gatedTransport) DialAddressTimeout(a memberlist.Address, timeout time.D
 }
 
 var _ memberlist.NodeAwareTransport = (*gatedTransport)(nil)
+
+// TestNoStateExchangeSendsNothingAtJoin checks the benchmarks' switch: members that
+// see each other join exchange no state (so what BenchmarkFailureDetectionAtScale
+// measures with it is memberlist's own work), while by default each sends its own.
+func TestNoStateExchangeSendsNothingAtJoin(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		var ms [2]*Members
+		for i := range ms {
+			cfg := testConfig(fmt.Sprintf("n%d", i), testKey)
+			cfg.noStateExchange = off
+			m, err := Start(cfg, logr.Discard(), prometheus.NewRegistry())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = m.Shutdown() })
+			ms[i] = m
+		}
+		if _, err := ms[1].Join([]string{ms[0].Addr()}); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			eventually(t, 5*time.Second, func() bool { return len(m.Live()) == 2 }, func() string { return fmt.Sprintf("hears %v", m.Live()) })
+		}
+		if !off {
+			eventually(t, 5*time.Second, func() bool { return ms[0].sent() >= 1 && ms[1].sent() >= 1 },
+				func() string {
+					return fmt.Sprintf("states sent at the join: %v and %v, want one each", ms[0].sent(), ms[1].sent())
+				})
+			continue
+		}
+		time.Sleep(200 * time.Millisecond) // a send would have gone by now
+		for i, m := range ms {
+			if got := m.sent(); got != 0 {
+				t.Errorf("with noStateExchange member %d sent %v states at the join, want none", i, got)
+			}
+		}
+	}
+}
