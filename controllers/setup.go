@@ -50,8 +50,13 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			return err
 		}
 	}
+	err := mgr.Add(&HeartbeatSummarizer{Cache: mgr.GetCache(), API: mgr.GetAPIReader(), Client: mgr.GetClient(),
+		Namespace: opts.Namespace, Log: mgr.GetLogger().WithName("heartbeat-summary")})
+	if err != nil {
+		return err
+	}
 	workers := max(opts.ServiceWorkers, 1)
-	err := ctrl.NewControllerManagedBy(mgr).
+	err = ctrl.NewControllerManagedBy(mgr).
 		Named("service").
 		For(&corev1.Service{}).
 		WatchesRawSource(source.Channel(state.retryServices, &handler.EnqueueRequestForObject{})).
