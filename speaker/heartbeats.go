@@ -3,15 +3,18 @@ package speaker
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"herald.dev/herald/internal/beatsummary"
 	"herald.dev/herald/speaker/quorum"
 )
 
@@ -19,22 +22,29 @@ import (
 // which changes only when its view or mode does, every speaker renews a heartbeat, a
 // second Lease herald-heartbeat-<node>, at the record's renewal pace. A speaker needs
 // a peer's heartbeat only while it cannot hear that peer over memberlist (hearing it
-// says it is alive), so it watches, by name, the heartbeats of the peers it does not
-// hear and of no other. In steady state every speaker hears every other: the
-// heartbeats' renewals reach no watcher, and the records do not change. Before, every
-// renewal of every record went to every speaker, N²/10 watch events a second.
+// says it is alive). It then reads the heartbeat summary that herald's controller
+// writes (internal/beatsummary): one Lease saying which heartbeats are fresh,
+// rewritten only when one turns fresh or stale and renewed every 10 s. Only while the
+// summary is missing or stale (the controller down or cut off) does it watch, by name,
+// the heartbeats of the peers it does not hear. In steady state every speaker hears
+// every other and watches neither. Before the summary, an even split of N speakers
+// sent N²/40 heartbeat events a second, each side watching the other side's
+// heartbeats; with it, N/10.
 
-// When to watch. A heartbeat not watched yet counts as fresh, which only delays a
+// When to watch. A heartbeat not known yet counts as fresh, which only delays a
 // majority; and a peer that stops renewing stays fresh for the record duration minus
 // a renewal period (20 s by default) after its last renewal. So a watch that starts a
 // few seconds after its peer went unheard changes no decision, and spares the API
 // server what a speaker starting (it hears nobody until memberlist's join) or a
-// member flapping would cost: a speaker watches a peer's heartbeat once it has not
-// heard that peer for heartbeatDelay, starts at most heartbeatStarts watches a second
-// (after a burst of heartbeatBurst: a node cut off from a thousand peers opens its
-// watches over 100 s), and stops one only after its peer was heard again for
-// heartbeatLinger.
+// member flapping would cost: a speaker watches the summary once some peer has been
+// unheard for summaryDelay, a peer's heartbeat (the summary being unusable) once it
+// has not heard that peer for heartbeatDelay, starts at most heartbeatStarts watches
+// a second (after a burst of heartbeatBurst: a node cut off from a thousand peers
+// opens their watches over 100 s), and stops one only after its peer was heard again
+// for heartbeatLinger. The summary's watch starts first so that, when it is usable,
+// no heartbeat's watch starts at all.
 const (
+	summaryDelay    = 2 * time.Second
 	heartbeatDelay  = 5 * time.Second
 	heartbeatStarts = 10
 	heartbeatBurst  = 20
@@ -42,10 +52,10 @@ const (
 )
 
 // HeartbeatLabel marks the speakers' heartbeats among the Leases.
-const HeartbeatLabel = "herald.dev/speaker-heartbeat"
+const HeartbeatLabel = beatsummary.HeartbeatLabel
 
 // HeartbeatName is the name of node's heartbeat.
-func HeartbeatName(node string) string { return "herald-heartbeat-" + node }
+func HeartbeatName(node string) string { return beatsummary.HeartbeatName(node) }
 
 // liveness gives the records the freshness this speaker can vouch for.
 type liveness struct {
@@ -94,42 +104,129 @@ func sortedUnique(s []string) []string {
 	return slices.Compact(s)
 }
 
-// heartbeats watches the heartbeats of the peers this speaker does not hear, one
-// watch per peer, filtered by name at the API server.
+// heartbeats tells the liveness of the peers this speaker does not hear: from the
+// heartbeat summary while it is usable, else from one watch per peer, filtered by name
+// at the API server.
 type heartbeats struct {
 	namespace string
 	client    client.WithWatch
 	watches   *leasesByName
+	summary   *leasesByName // one watch, of the summary, under summaryKey
+	changed   func()
+	log       logr.Logger
 
 	mu sync.Mutex
 	// read holds the heartbeats last read straight from the API server (readAll),
-	// at readAt, for a decision that needs the records current.
-	read   map[string]time.Time
-	readAt time.Time
+	// at readAt, for a decision that needs the records current; readSummary the
+	// summary they came from, if they did.
+	read        map[string]time.Time
+	readAt      time.Time
+	readSummary beatsummary.Summary
+	// parsed is the summary as its watch last held it, at version parsedVersion:
+	// a decision reads it once per peer, and at a thousand nodes it lists a thousand.
+	parsed        beatsummary.Summary
+	parsedVersion string
+	// expiryPoke is when a decision is due because the summary in use turns stale.
+	expiryPoke time.Time
+	// writesFail: this speaker's last write to the API server failed (setWritesFail).
+	writesFail bool
 }
+
+// summaryKey is the one key of heartbeats.summary.
+const summaryKey = "summary"
 
 func newHeartbeats(ctx context.Context, namespace string, c client.WithWatch, changed func(), log logr.Logger) *heartbeats {
 	poke := func(any) { changed() }
+	handler := toolscache.ResourceEventHandlerFuncs{AddFunc: poke, UpdateFunc: func(_, cur any) { poke(cur) }, DeleteFunc: poke}
 	pace := byNamePace{delay: heartbeatDelay, linger: heartbeatLinger, starts: heartbeatStarts, burst: heartbeatBurst}
-	return &heartbeats{namespace: namespace, client: c,
-		watches: newLeasesByName(ctx, namespace, c, "heartbeat", HeartbeatName, pace,
-			toolscache.ResourceEventHandlerFuncs{AddFunc: poke, UpdateFunc: func(_, cur any) { poke(cur) }, DeleteFunc: poke}, changed, log)}
+	return &heartbeats{namespace: namespace, client: c, changed: changed, log: log,
+		watches: newLeasesByName(ctx, namespace, c, "heartbeat", HeartbeatName, pace, handler, changed, log),
+		summary: newLeasesByName(ctx, namespace, c, "heartbeat summary", func(string) string { return beatsummary.Name },
+			byNamePace{delay: summaryDelay, linger: heartbeatLinger, starts: 1, burst: 1}, handler, changed, log)}
 }
 
-// track watches the heartbeats of these nodes (the peers not heard) once they have
-// been passed for heartbeatDelay, starting at most heartbeatStarts watches a second;
-// it stops the watches of the others once they are not needed for heartbeatLinger. A
-// node left unwatched for now is picked up by a later call, which it pokes a decision
-// for.
-func (h *heartbeats) track(nodes []string) { h.watches.track(nodes) }
+// track follows the liveness of these nodes (the peers not heard): it watches the
+// summary once some node has been passed for summaryDelay; while the summary is
+// unusable, it watches the heartbeats of these nodes once they have been passed for
+// heartbeatDelay, starting at most heartbeatStarts watches a second. It stops the
+// watches no longer needed after heartbeatLinger. A node left unwatched for now is
+// picked up by a later call, which it pokes a decision for.
+func (h *heartbeats) track(nodes []string) {
+	if len(nodes) == 0 {
+		h.summary.track(nil)
+	} else {
+		h.summary.track([]string{summaryKey})
+	}
+	if s, ok := h.summarized(); ok {
+		h.watches.track(nil)
+		h.pokeAt(s.At.Add(s.Duration))
+		return
+	}
+	h.watches.track(nodes)
+}
 
 // watched returns the nodes whose heartbeat is watched, sorted.
 func (h *heartbeats) watched() []string { return h.watches.watched() }
 
-// beat returns when node's heartbeat was last renewed (zero if it has none), as its
-// watch saw it or as last read straight from the API server since the watch started,
-// whichever is newer; false while its heartbeat is not watched, or neither knows.
+// summaryUsed says whether the peers' liveness now comes from the summary.
+func (h *heartbeats) summaryUsed() bool {
+	_, ok := h.summarized()
+	return ok
+}
+
+// setWritesFail says whether this speaker's last write to the API server failed. The
+// quorum rule then judges every record's freshness as of its last successful write
+// (speaker/quorum), so the last summary it read stays usable whatever its age: as the
+// heartbeats' own watches keep what they last saw. Falling back to those watches,
+// which cannot start, would count every unheard peer as fresh, even one long dead.
+func (h *heartbeats) setWritesFail(fail bool) {
+	h.mu.Lock()
+	h.writesFail = fail
+	h.mu.Unlock()
+}
+
+// summarized returns the summary if one is usable now (or this speaker's writes fail,
+// see setWritesFail): the newer of what its watch holds and what readAll last read.
+func (h *heartbeats) summarized() (beatsummary.Summary, bool) {
+	var l *coordinationv1.Lease
+	if w := h.summary.watch(summaryKey); w != nil {
+		l, _ = w.lease()
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if l != nil && l.ResourceVersion != h.parsedVersion {
+		s, err := beatsummary.FromLease(l)
+		if err != nil {
+			h.log.Error(err, "the heartbeat summary is unreadable; watching the peers' heartbeats instead")
+		}
+		h.parsed, h.parsedVersion = s, l.ResourceVersion
+	}
+	best := h.readSummary
+	if l != nil && h.parsed.At.After(best.At) {
+		best = h.parsed
+	}
+	return best, best.Usable(h.watches.now()) || (h.writesFail && !best.At.IsZero())
+}
+
+// pokeAt has a decision made at t (once per t).
+func (h *heartbeats) pokeAt(t time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t.Equal(h.expiryPoke) {
+		return
+	}
+	h.expiryPoke = t
+	time.AfterFunc(t.Sub(h.watches.now()), h.changed)
+}
+
+// beat returns when node's heartbeat was last renewed (zero if it has none): as the
+// usable summary tells, else as its watch saw it or as last read straight from the
+// API server since the watch started, whichever is newer; false while the summary is
+// unusable and node's heartbeat not watched, or neither knows.
 func (h *heartbeats) beat(node string) (time.Time, bool) {
+	if s, ok := h.summarized(); ok {
+		return s.Beat(node), true
+	}
 	w := h.watches.watch(node)
 	if w == nil {
 		return time.Time{}, false
@@ -150,11 +247,28 @@ func (h *heartbeats) beat(node string) (time.Time, bool) {
 	return at, known
 }
 
-// readAll reads every heartbeat straight from the API server: a decision that needs
-// the records current needs the heartbeats current too, and a watch may lag.
+// readAll reads the heartbeats straight from the API server: a decision that needs
+// the records current needs the heartbeats current too, and a watch may lag. It reads
+// the summary, one object, and lists the heartbeats only if the summary is missing,
+// unreadable or stale.
 func (h *heartbeats) readAll(ctx context.Context) error {
-	var l coordinationv1.LeaseList
 	start := h.watches.now()
+	var sl coordinationv1.Lease
+	err := h.client.Get(ctx, types.NamespacedName{Namespace: h.namespace, Name: beatsummary.Name}, &sl)
+	if err == nil {
+		if s, err := beatsummary.FromLease(&sl); err == nil && s.Usable(start) {
+			read := make(map[string]time.Time, len(s.Fresh)+len(s.Stale))
+			maps.Copy(read, s.Stale)
+			for _, node := range s.Fresh {
+				read[node] = s.At
+			}
+			h.mu.Lock()
+			h.read, h.readAt, h.readSummary = read, start, s
+			h.mu.Unlock()
+			return nil
+		}
+	}
+	var l coordinationv1.LeaseList
 	if err := h.client.List(ctx, &l, client.InNamespace(h.namespace), client.HasLabels{HeartbeatLabel}); err != nil {
 		return fmt.Errorf("reading the speakers' heartbeats: %w", err)
 	}
@@ -165,7 +279,7 @@ func (h *heartbeats) readAll(ctx context.Context) error {
 		}
 	}
 	h.mu.Lock()
-	h.read, h.readAt = read, start
+	h.read, h.readAt, h.readSummary = read, start, beatsummary.Summary{}
 	h.mu.Unlock()
 	return nil
 }

@@ -19,6 +19,7 @@ type metrics struct {
 	mode          *prometheus.GaugeVec
 	expected      prometheus.Gauge
 	heartbeats    prometheus.Gauge
+	beatSummary   prometheus.Gauge
 	recordWatches *prometheus.GaugeVec
 	unreachable   *prometheus.GaugeVec
 	peerClaims    *prometheus.CounterVec
@@ -61,7 +62,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"node", "peer"}),
 		heartbeats: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "herald_speaker_heartbeats_watched",
-			Help: "Peers whose heartbeat (a Lease) this speaker watches: those it does not hear over memberlist, and for 30 s those heard again. 0 when every speaker hears every other.",
+			Help: "Peers whose heartbeat (a Lease) this speaker watches: those it does not hear over memberlist while the controller's heartbeat summary is missing or stale, and for 30 s after. 0 when every speaker hears every other or the summary is in use.",
+		}),
+		beatSummary: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "herald_speaker_heartbeat_summary_used",
+			Help: "1 while this speaker tells the liveness of the peers it does not hear from the controller's heartbeat summary (current, renewed every 10 s); 0 when it needs none or the summary is missing or stale.",
 		}),
 		recordWatches: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "herald_speaker_record_watches",
@@ -75,7 +80,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.owner, m.leaderChanges, m.failover, m.elections, m.problems, m.mode, m.expected, m.unreachable, m.peerClaims, m.heartbeats, m.recordWatches} {
+	for _, c := range []prometheus.Collector{m.owner, m.leaderChanges, m.failover, m.elections, m.problems, m.mode, m.expected, m.unreachable, m.peerClaims, m.heartbeats, m.beatSummary, m.recordWatches} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {

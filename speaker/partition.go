@@ -145,6 +145,11 @@ func (s *Speaker) observe(v quorum.Verdict, live []string) {
 	s.metrics.expected.Set(float64(len(v.Expected)))
 	if s.records.beats != nil {
 		s.metrics.heartbeats.Set(float64(len(s.records.beats.watched())))
+		used := 0.0
+		if len(v.Unreachable) > 0 && s.records.beats.summaryUsed() {
+			used = 1
+		}
+		s.metrics.beatSummary.Set(used)
 	}
 	if w := s.records.view; w != nil {
 		every, byName := w.counts()
