@@ -339,8 +339,17 @@ func TestLabPartitionSplit(t *testing.T) {
 			heal := inflict(t, func(ctx context.Context) error { return f.s.SplitMemberlist(ctx, a, b) },
 				func(ctx context.Context) error { return f.s.HealMemberlist(ctx, f.nodes...) })
 			time.Sleep(partitionFor)
+			summaryUse := f.heartbeatSummaryUse(t)
 			healAt := time.Now()
 			heal()
+			// The sides tell each other's liveness from the controller's heartbeat
+			// summary, one Lease, not by watching each other's heartbeats: an even
+			// split of N speakers cost N²/40 heartbeat events a second before.
+			for _, n := range f.nodes {
+				if u := summaryUse[n]; u.used != 1 || u.watched != 0 {
+					t.Errorf("%s %s into the split: heartbeat summary used %v, heartbeats watched %v; want 1 and 0", n, partitionFor, u.used, u.watched)
+				}
+			}
 
 			// A speaker writes its record at each change of its view and mode and once
 			// per peer that starts asking whether it is alive: at most a few per peer
@@ -395,6 +404,32 @@ func TestLabPartitionSplit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// summaryUse is how a speaker tells its unheard peers' liveness, from its metrics.
+type summaryUse struct{ used, watched float64 }
+
+// heartbeatSummaryUse scrapes every worker's speaker for its use of the heartbeat
+// summary; a failed scrape or a missing metric reads as -1.
+func (f *fullLab) heartbeatSummaryUse(t *testing.T) map[string]summaryUse {
+	t.Helper()
+	out := map[string]summaryUse{}
+	for _, n := range f.nodes {
+		u := summaryUse{-1, -1}
+		text, err := f.s.Scrape(t.Context(), n)
+		if err != nil {
+			t.Errorf("scraping %s's speaker: %v", n, err)
+		} else {
+			if v, ok := sampleValue(text, "herald_speaker_heartbeat_summary_used"); ok {
+				u.used = v
+			}
+			if v, ok := sampleValue(text, "herald_speaker_heartbeats_watched"); ok {
+				u.watched = v
+			}
+		}
+		out[n] = u
+	}
+	return out
 }
 
 // splitLab builds a walkthrough lab of its own with the given workers, removed when the
