@@ -28,8 +28,9 @@ import (
 // summary is missing or stale (the controller down or cut off) does it watch, by name,
 // the heartbeats of the peers it does not hear. In steady state every speaker hears
 // every other and watches neither. Before the summary, an even split of N speakers
-// sent N²/40 heartbeat events a second, each side watching the other side's
-// heartbeats; with it, N/10.
+// sent N²/20 heartbeat events a second, each side watching the other side's
+// heartbeats (BenchmarkHeartbeatsAtSplit: 601 a second at 100 speakers); with it, N/5
+// (the speakers' N/10 and the controller's own watch of the heartbeats: 22).
 
 // When to watch. A heartbeat not known yet counts as fresh, which only delays a
 // majority; and a peer that stops renewing stays fresh for the record duration minus

@@ -2,10 +2,11 @@
 // herald's controller, that says which speakers' heartbeats are fresh. A speaker that
 // cannot hear some peers over memberlist needs to know whether they still reach the
 // API server; reading their heartbeats one by one costs a watch event per heartbeat
-// renewal and per reader, N²/40 a second during an even split of N speakers. The
+// renewal and per reader, N²/20 a second during an even split of N speakers. The
 // summary changes only when a heartbeat turns fresh or stale, and is renewed every
 // Renew so that its readers can tell it is current: N/10 events a second to all its
-// readers together, whatever the split.
+// readers together, whatever the split, besides the writer's own watch of the
+// heartbeats (N/10).
 //
 // The package lives below both the controller and the speaker so that neither depends
 // on the other to write what the other reads. It is pure: no client, no clock.

@@ -17,7 +17,8 @@
 // when a peer starts asking whether it is alive (AskedBy): an announcing peer's record
 // lists it as unreachable, or a peer holds or arbitrates. Its liveness is renewed
 // apart (every 10 s, a kubelet's pace) and only the speakers that do not hear it over
-// memberlist read it: to a reader, the record of a peer it hears is renewed now, and
+// memberlist read it (through the controller's summary of every heartbeat while that
+// is current): to a reader, the record of a peer it hears is renewed now, and
 // that of a peer it does not hear as of the later of the record's write and that
 // renewal (see speaker/heartbeats.go). Readers note when each record last changed by
 // their own clock, and a change after they lost its writer, or after their trouble

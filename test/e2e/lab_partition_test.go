@@ -344,7 +344,7 @@ func TestLabPartitionSplit(t *testing.T) {
 			heal()
 			// The sides tell each other's liveness from the controller's heartbeat
 			// summary, one Lease, not by watching each other's heartbeats: an even
-			// split of N speakers cost N²/40 heartbeat events a second before.
+			// split of N speakers cost N²/20 heartbeat events a second before.
 			for _, n := range f.nodes {
 				if u := summaryUse[n]; u.used != 1 || u.watched != 0 {
 					t.Errorf("%s %s into the split: heartbeat summary used %v, heartbeats watched %v; want 1 and 0", n, partitionFor, u.used, u.watched)
