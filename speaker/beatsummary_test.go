@@ -91,12 +91,17 @@ func TestHeartbeatSummaryInUse(t *testing.T) {
 		t.Error("b's liveness known from a stale summary")
 	}
 	// Unless this speaker's own writes fail: every freshness is then judged as of its
-	// last successful write, and the summary stands as it was last read.
-	h.setWritesFail(true)
+	// last successful write, and a summary usable then stands. One that was stale
+	// already does not.
+	h.setWritesFail(true, now.Add(time.Second))
 	if at, known := h.beat("c"); !known || !at.Equal(stamp) {
-		t.Errorf("beat(c) with this speaker's writes failing = %v (known %v), want %v from the last summary", at, known, stamp)
+		t.Errorf("beat(c) with this speaker's writes failing since just after the summary = %v (known %v), want %v from the summary", at, known, stamp)
 	}
-	h.setWritesFail(false)
+	h.setWritesFail(true, now.Add(beatsummary.Duration))
+	if _, known := h.beat("c"); known {
+		t.Error("beat(c) known from a summary already stale at this speaker's last successful write")
+	}
+	h.setWritesFail(false, time.Time{})
 	later += heartbeatDelay
 	h.track(unheard)
 	eventually(t, "b's heartbeat from its own watch", func() bool {

@@ -129,8 +129,10 @@ type heartbeats struct {
 	parsedVersion string
 	// expiryPoke is when a decision is due because the summary in use turns stale.
 	expiryPoke time.Time
-	// writesFail: this speaker's last write to the API server failed (setWritesFail).
+	// writesFail: this speaker's last write to the API server failed, and its last
+	// successful one was at lastWrite (setWritesFail).
 	writesFail bool
+	lastWrite  time.Time
 }
 
 // summaryKey is the one key of heartbeats.summary.
@@ -175,19 +177,21 @@ func (h *heartbeats) summaryUsed() bool {
 	return ok
 }
 
-// setWritesFail says whether this speaker's last write to the API server failed. The
-// quorum rule then judges every record's freshness as of its last successful write
-// (speaker/quorum), so the last summary it read stays usable whatever its age: as the
-// heartbeats' own watches keep what they last saw. Falling back to those watches,
-// which cannot start, would count every unheard peer as fresh, even one long dead.
-func (h *heartbeats) setWritesFail(fail bool) {
+// setWritesFail says whether this speaker's last write to the API server failed, and
+// when its last successful one was. The quorum rule then judges every record's
+// freshness as of that write (speaker/quorum), so a summary that was usable then stays
+// usable, as the heartbeats' own watches keep what they last saw. Falling back to
+// those watches, which cannot start, would count every unheard peer as fresh, even
+// one long dead.
+func (h *heartbeats) setWritesFail(fail bool, lastWrite time.Time) {
 	h.mu.Lock()
-	h.writesFail = fail
+	h.writesFail, h.lastWrite = fail, lastWrite
 	h.mu.Unlock()
 }
 
-// summarized returns the summary if one is usable now (or this speaker's writes fail,
-// see setWritesFail): the newer of what its watch holds and what readAll last read.
+// summarized returns the summary if one is usable now (or was at this speaker's last
+// successful write while its writes fail, see setWritesFail): the newer of what its
+// watch holds and what readAll last read.
 func (h *heartbeats) summarized() (beatsummary.Summary, bool) {
 	var l *coordinationv1.Lease
 	if w := h.summary.watch(summaryKey); w != nil {
@@ -206,7 +210,7 @@ func (h *heartbeats) summarized() (beatsummary.Summary, bool) {
 	if l != nil && h.parsed.At.After(best.At) {
 		best = h.parsed
 	}
-	return best, best.Usable(h.watches.now()) || (h.writesFail && !best.At.IsZero())
+	return best, best.Usable(h.watches.now()) || (h.writesFail && best.Usable(h.lastWrite))
 }
 
 // pokeAt has a decision made at t (once per t).

@@ -553,8 +553,8 @@ func (r *records) live(recs []quorum.Record, heard []string, now time.Time) []qu
 		set[n] = true
 	}
 	lv := liveness{heard: func(n string) bool { return set[n] }, beat: r.beats.beat}
-	up, _, _ := r.status()
-	r.beats.setWritesFail(!up)
+	up, lastWrite, _ := r.status()
+	r.beats.setWritesFail(!up, lastWrite)
 	r.beats.track(lv.unheard(r.self, recs))
 	return lv.apply(r.self, recs, now)
 }
