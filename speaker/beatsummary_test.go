@@ -52,6 +52,7 @@ func TestHeartbeatSummaryInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHeartbeats(ctx, ns, wc, func() {}, logr.Discard())
+	h.summaryFrom = 4
 	var later time.Duration // how far the heartbeats' clock runs ahead; only this goroutine moves it
 	h.watches.now = func() time.Time { return time.Now().Add(later) }
 	h.summary.now = h.watches.now
@@ -62,6 +63,13 @@ func TestHeartbeatSummaryInUse(t *testing.T) {
 	summary(beatsummary.Summary{At: now, Duration: beatsummary.Duration, Fresh: []string{"b", "c"},
 		Stale: map[string]time.Time{"d": longAgo}})
 	unheard := []string{"b", "c", "d", "e"}
+	// Fewer unheard peers than summaryFrom: their heartbeats, not the summary.
+	h.track(unheard[:3])
+	later += summaryDelay
+	h.track(unheard[:3])
+	if h.summary.watch(summaryKey) != nil {
+		t.Errorf("the summary watched with 3 peers unheard, want from %d", h.summaryFrom)
+	}
 	h.track(unheard)
 	if _, known := h.beat("c"); known {
 		t.Errorf("c's liveness known as soon as it is unheard, want after %v", summaryDelay)

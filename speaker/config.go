@@ -129,6 +129,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.Records.Renew, "record-renew-interval", c.Records.Renew, "how often the speaker renews its heartbeat (a Lease in its namespace); its record is written only when what it says changes")
 	fs.DurationVar(&c.Records.FastRenew, "record-fast-renew-interval", c.Records.FastRenew, "how often it retries writing its record or heartbeat after a failed write")
 	fs.DurationVar(&c.Records.Duration, "record-duration", c.Records.Duration, "how long a speaker nobody hears stays expected after its record's or heartbeat's last write")
+	fs.IntVar(&c.Records.SummaryFrom, "heartbeat-summary-from", c.Records.SummaryFrom, "read the controller's heartbeat summary (one Lease) instead of the peers' heartbeats once this many peers are not heard over memberlist (0: never)")
 	fs.DurationVar(&c.Quorum.Grace, "quorum-grace", c.Quorum.Grace, "how long a speaker that hears no majority keeps its IPs before it arbitrates through the API server (or goes silent without it); also how long a majority it hears must leave it out before it goes silent (a rumour of its death is refuted sooner)")
 	fs.DurationVar(&c.Quorum.JoinWait, "quorum-join-wait", c.Quorum.JoinWait, "how long a returning speaker waits, at most, for a peer that hears it again to republish its record when the API server does not answer")
 	fs.StringVar(&c.ExcludeInterfaces, "exclude-interfaces", c.ExcludeInterfaces, "regular expression of interface names never answered on")

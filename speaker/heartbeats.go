@@ -22,15 +22,20 @@ import (
 // which changes only when its view or mode does, every speaker renews a heartbeat, a
 // second Lease herald-heartbeat-<node>, at the record's renewal pace. A speaker needs
 // a peer's heartbeat only while it cannot hear that peer over memberlist (hearing it
-// says it is alive). It then reads the heartbeat summary that herald's controller
-// writes (internal/beatsummary): one Lease saying which heartbeats are fresh,
-// rewritten only when one turns fresh or stale and renewed every 10 s. Only while the
-// summary is missing or stale (the controller down or cut off) does it watch, by name,
-// the heartbeats of the peers it does not hear. In steady state every speaker hears
-// every other and watches neither. Before the summary, an even split of N speakers
-// sent N²/20 heartbeat events a second, each side watching the other side's
-// heartbeats (BenchmarkHeartbeatsAtSplit: 601 a second at 100 speakers); with it, N/5
-// (the speakers' N/10 and the controller's own watch of the heartbeats: 22).
+// says it is alive). It watches, by name, the heartbeats of the peers it does not
+// hear; or, once it does not hear many (RecordConfig.SummaryFrom, 8 by default), the
+// heartbeat summary that herald's controller writes (internal/beatsummary): one Lease
+// saying which heartbeats are fresh, rewritten only when one turns fresh or stale and
+// renewed every 10 s, so that its readers can tell it is current. Each watch of a
+// live peer's heartbeat costs a tenth of an event a second and a dead peer's nothing;
+// the summary costs a tenth of an event a second, of a bigger object, whatever it
+// says. So a few unheard peers (a node down, one cut off) are cheapest by name, and
+// many (an even split: N/2 each) only through the summary: an even split of N
+// speakers sent N²/20 heartbeat events a second by name (BenchmarkHeartbeatsAtSplit:
+// 601 a second at 100 speakers), N/5 through the summary (the speakers' N/10 and the
+// controller's own watch of the heartbeats: 22). While the summary is missing or
+// stale (the controller down or cut off) the heartbeats are watched by name whatever
+// their number. In steady state every speaker hears every other and watches neither.
 
 // When to watch. A heartbeat not known yet counts as fresh, which only delays a
 // majority; and a peer that stops renewing stays fresh for the record duration minus
@@ -113,8 +118,11 @@ type heartbeats struct {
 	client    client.WithWatch
 	watches   *leasesByName
 	summary   *leasesByName // one watch, of the summary, under summaryKey
-	changed   func()
-	log       logr.Logger
+	// summaryFrom is how many unheard peers make the summary worth its renewals
+	// (RecordConfig.SummaryFrom; 0: never).
+	summaryFrom int
+	changed     func()
+	log         logr.Logger
 
 	mu sync.Mutex
 	// read holds the heartbeats last read straight from the API server (readAll),
@@ -148,18 +156,19 @@ func newHeartbeats(ctx context.Context, namespace string, c client.WithWatch, ch
 			byNamePace{delay: summaryDelay, linger: heartbeatLinger, starts: 1, burst: 1}, handler, changed, log)}
 }
 
-// track follows the liveness of these nodes (the peers not heard): it watches the
-// summary once some node has been passed for summaryDelay; while the summary is
-// unusable, it watches the heartbeats of these nodes once they have been passed for
+// track follows the liveness of these nodes (the peers not heard): from summaryFrom
+// of them, it watches the summary once they have been passed for summaryDelay; while
+// the summary is unusable or fewer are passed, it watches the heartbeats of these nodes once they have been passed for
 // heartbeatDelay, starting at most heartbeatStarts watches a second. It stops the
 // watches no longer needed after heartbeatLinger. A node left unwatched for now is
 // picked up by a later call, which it pokes a decision for.
 func (h *heartbeats) track(nodes []string) {
-	if len(nodes) == 0 {
+	if h.summaryFrom == 0 || len(nodes) < h.summaryFrom {
 		h.summary.track(nil)
-	} else {
-		h.summary.track([]string{summaryKey})
+		h.watches.track(nodes)
+		return
 	}
+	h.summary.track([]string{summaryKey})
 	if s, ok := h.summarized(); ok {
 		h.watches.track(nil)
 		h.pokeAt(s.At.Add(s.Duration))

@@ -62,7 +62,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"node", "peer"}),
 		heartbeats: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "herald_speaker_heartbeats_watched",
-			Help: "Peers whose heartbeat (a Lease) this speaker watches: those it does not hear over memberlist while the controller's heartbeat summary is missing or stale, and for 30 s after. 0 when every speaker hears every other or the summary is in use.",
+			Help: "Peers whose heartbeat (a Lease) this speaker watches: those it does not hear over memberlist, while they are fewer than --heartbeat-summary-from or the controller's heartbeat summary is missing or stale, and for 30 s after. 0 when every speaker hears every other or the summary is in use.",
 		}),
 		beatSummary: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "herald_speaker_heartbeat_summary_used",

@@ -60,14 +60,18 @@ type RecordConfig struct {
 	// Duration is how long a record stays fresh after it or its heartbeat was last
 	// written: the longest a dead speaker keeps counting among the expected ones.
 	Duration time.Duration
+	// SummaryFrom is how many peers a speaker must not hear before it reads the
+	// controller's heartbeat summary instead of their heartbeats (0: never).
+	SummaryFrom int
 }
 
 // DefaultRecordConfig renews the heartbeat every 10 s, a kubelet node lease's pace,
-// with records fresh for 30 s, and retries a failed write twice a second. Renewals are
+// with records fresh for 30 s, retries a failed write twice a second, and reads the
+// heartbeat summary from 8 unheard peers (heartbeats.go says why 8). Renewals are
 // far from the failover path: a change of view or mode is written at once, and so is
 // the record when a peer starts asking whether this speaker is alive (quorum.AskedBy).
 func DefaultRecordConfig() RecordConfig {
-	return RecordConfig{Renew: 10 * time.Second, FastRenew: 500 * time.Millisecond, Duration: 30 * time.Second}
+	return RecordConfig{Renew: 10 * time.Second, FastRenew: 500 * time.Millisecond, Duration: 30 * time.Second, SummaryFrom: 8}
 }
 
 func (c RecordConfig) validate() error {
@@ -78,6 +82,8 @@ func (c RecordConfig) validate() error {
 		return fmt.Errorf("--record-duration %v must be at least twice --record-renew-interval %v", c.Duration, c.Renew)
 	case c.Duration < time.Second:
 		return fmt.Errorf("--record-duration %v must be at least 1s (Leases count whole seconds)", c.Duration)
+	case c.SummaryFrom < 0:
+		return fmt.Errorf("--heartbeat-summary-from %d must be 0 (never) or more", c.SummaryFrom)
 	}
 	return nil
 }

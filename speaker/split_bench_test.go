@@ -135,7 +135,7 @@ func renewHeartbeats(b *testing.B, ctx context.Context, c client.Client, ns stri
 // splitReaders are the speakers' heartbeats code, one per node, each told every
 // 250 ms (a degraded speaker's decision pace) that it cannot hear the other half.
 type splitReaders struct {
-	mu  sync.Mutex
+	mu      sync.Mutex
 	readers []*heartbeats
 }
 
@@ -149,6 +149,7 @@ func startSplitReaders(b *testing.B, ctx context.Context, env *testenv.Env, ns s
 			b.Fatal(err)
 		}
 		h := newHeartbeats(ctx, ns, wc, func() {}, logr.Discard())
+		h.summaryFrom = DefaultRecordConfig().SummaryFrom
 		other := nodes[half:]
 		if i >= half {
 			other = nodes[:half]
