@@ -13,7 +13,9 @@ import (
 // the first keeps answering for its IPs until its peers took over (make before break),
 // while the IPs of the others are taken only once nobody answers for them. memberlist
 // reports both as NotifyLeave, with the node's state not filled in, so a leaving
-// member first tells every peer directly (reliable, TCP) and only then leaves.
+// member first tells every peer directly (reliable, TCP) and only then leaves. A
+// peer may still hear the leave first: the word, arriving within lateGoodbye, turns
+// the loss it reported into a goodbye.
 
 // leavingPrefix starts the message a leaving member sends, followed by its name;
 // restartingPrefix the message of one that leaves to come back soon (a restart), whose
@@ -22,6 +24,13 @@ const (
 	leavingPrefix    = "herald-leaving:"
 	restartingPrefix = "herald-restarting:"
 )
+
+// lateGoodbye is how long after memberlist reported a member gone its word that it
+// leaves still counts. The word travels over TCP and memberlist's leave over UDP, so
+// a peer may process them in either order, a few milliseconds apart; a member that
+// died or was cut off says nothing, and memberlist takes longer than this to tell
+// such a loss (its suspicion alone lasts 400 ms or more).
+const lateGoodbye = time.Second
 
 // sayLeaving tells every live peer that this member is leaving (restarting, when
 // restart is set), waiting at most timeout for them all. A peer that does not hear it
@@ -82,6 +91,18 @@ func (d *messageDelegate) NotifyMsg(b []byte) {
 	}
 	m := (*Members)(d)
 	m.mu.Lock()
+	if at, lost := m.lostAt[name]; lost && !m.live[name] && time.Since(at) < lateGoodbye {
+		// The word came after memberlist reported the departure: it was a goodbye.
+		m.left[name] = true
+		if restart {
+			m.held[name] = HeldState{Data: m.lost[name], Since: at}
+		}
+		delete(m.lost, name)
+		delete(m.lostAt, name)
+		m.mu.Unlock()
+		m.notify()
+		return
+	}
 	m.leaving[name] = true
 	m.restarting[name] = restart
 	m.mu.Unlock()

@@ -31,8 +31,9 @@ type Members struct {
 	restarting map[string]bool
 	held       map[string]HeldState
 	// lost are the last states of the members lost without a goodbye (dead or cut
-	// off), until they come back (state.go).
-	lost map[string][]byte
+	// off), until they come back (state.go); lostAt when each was lost, states or not.
+	lost   map[string][]byte
+	lostAt map[string]time.Time
 	// name is this member's; own is its state and states those of its peers (state.go).
 	name   string
 	own    peerState
@@ -74,6 +75,7 @@ func Start(cfg Config, log logr.Logger, reg prometheus.Registerer) (*Members, er
 		restarting: map[string]bool{},
 		held:       map[string]HeldState{},
 		lost:       map[string][]byte{},
+		lostAt:     map[string]time.Time{},
 		states:     map[string]peerState{},
 		out:        map[string]*outgoing{},
 		sends:      newSendsCounter(),
@@ -277,6 +279,7 @@ func (d *eventDelegate) set(name string, live bool) {
 		delete(m.left, name)
 		delete(m.held, name)
 		delete(m.lost, name)
+		delete(m.lostAt, name)
 	} else {
 		delete(m.live, name)
 		m.left[name] = m.leaving[name]
@@ -287,6 +290,11 @@ func (d *eventDelegate) set(name string, live bool) {
 			m.lost[name] = st.data
 		} else {
 			delete(m.lost, name)
+		}
+		if m.leaving[name] {
+			delete(m.lostAt, name)
+		} else {
+			m.lostAt[name] = time.Now()
 		}
 		delete(m.leaving, name)
 		delete(m.restarting, name)

@@ -192,3 +192,40 @@ func TestLostMemberKeepsItsLastState(t *testing.T) {
 		t.Error("a lists the lost b among the live members' states")
 	}
 }
+
+// A restarting member's word travels over TCP and memberlist's leave over UDP: a peer
+// may hear the leave first. The word, arriving just after, still makes the departure
+// a goodbye (its state held, not lost); long after, it changes nothing.
+func TestGoodbyeHeardAfterTheLeave(t *testing.T) {
+	ms := cluster(t, 2)
+	a, b := ms[0], ms[1]
+	b.Publish([]byte("b-claims"))
+	eventually(t, 5*time.Second, func() bool { return string(a.Snapshot().States[b.name]) == "b-claims" },
+		func() string { return "a did not get b's state: " + statesString(a.Snapshot().States) })
+
+	// memberlist reports b gone (the leave first), then b's word arrives.
+	(*eventDelegate)(a.Members).set(b.name, false)
+	if lost := a.Snapshot().Lost; string(lost[b.name]) != "b-claims" {
+		t.Fatalf("a's lost states %q before the word, want b's", lost)
+	}
+	(*messageDelegate)(a.Members).NotifyMsg([]byte(restartingPrefix + b.name))
+	s := a.Snapshot()
+	if h, ok := s.Held[b.name]; !ok || string(h.Data) != "b-claims" {
+		t.Errorf("a holds %v after b's late word, want b's state", s.Held)
+	}
+	if len(s.Lost) != 0 || !a.LeftGracefully(b.name) {
+		t.Errorf("after b's late word: lost %q, left gracefully %v; want nothing lost, a goodbye", s.Lost, a.LeftGracefully(b.name))
+	}
+
+	// The same word long after the loss: b stays lost.
+	a.Release(b.name)
+	(*eventDelegate)(a.Members).set(b.name, true)
+	(*eventDelegate)(a.Members).set(b.name, false)
+	a.mu.Lock()
+	a.lostAt[b.name] = time.Now().Add(-2 * lateGoodbye)
+	a.mu.Unlock()
+	(*messageDelegate)(a.Members).NotifyMsg([]byte(restartingPrefix + b.name))
+	if s := a.Snapshot(); len(s.Held) != 0 || a.LeftGracefully(b.name) {
+		t.Errorf("a word %v after the loss made it a goodbye: held %v", 2*lateGoodbye, s.Held)
+	}
+}
