@@ -136,6 +136,8 @@ type scaleRow struct {
 	// failover: per death, the slowest observer; medians over the deaths.
 	detect, decided []time.Duration
 	steady, flap    loadSample
+	// start: the light speakers started at once, until they hear each other.
+	start           loadSample
 	heapLight       float64 // MiB per light speaker, as they converge
 	heapLightNarrow float64 // the same once none watches every record
 	heapObserver    float64 // MiB per observer
@@ -207,6 +209,12 @@ func printScaleTable(w io.Writer, rows []scaleRow) {
 			r.heapLight, r.heapLightNarrow, r.heapObserver, r.passMs, r.passesPerS)
 	}
 	for _, r := range rows {
+		s := r.start
+		fmt.Fprintf(w, "nodes=%d: %d speakers started at once and heard each other in %.0f s: %.0f writes (%.0f of Leases), %.0f watch events (%.0f of Leases; %.0f with an informer of the records per speaker), %.0f MB of watch events\n",
+			r.nodes, r.nodes-r.observers, s.seconds, s.writes*s.seconds, s.leaseWrites*s.seconds, s.events*s.seconds,
+			s.leaseEvents*s.seconds, r.eventsAt(s)*s.seconds, r.eventMBAt(s)*s.seconds)
+	}
+	for _, r := range rows {
 		if r.leaseWatchers != r.nodes {
 			fmt.Fprintf(w, "nodes=%d: %d informers of the records instead of %d; at %d, lease events scale with the watchers: %.0f watch events/s (%.1f MB/s) steady, %.0f (%.1f MB/s) during the flap\n",
 				r.nodes, r.leaseWatchers, r.nodes, r.nodes, r.eventsAt(r.steady), r.eventMBAt(r.steady), r.eventsAt(r.flap), r.eventMBAt(r.flap))
@@ -240,9 +248,11 @@ func (h *scaleHarness) runSize(n, observers, vips, flaps int, window time.Durati
 	// Light speakers first: their heap, once they hear each other.
 	base := heapInUse()
 	progress("nodes=%d: starting %d light speakers", n, n-observers)
-	h.startSpeakers(0, n-observers, false)
-	progress("nodes=%d: started, waiting for them to converge", n)
-	h.waitConverged(n - observers)
+	r.start = h.sample(0, func() {
+		h.startSpeakers(0, n-observers, false)
+		progress("nodes=%d: started, waiting for them to converge", n)
+		h.waitConverged(n - observers)
+	})
 	r.heapLight = mib(heapInUse()-base) / float64(n-observers)
 	// Each still watches every record, 30 s (recordsWideLinger) past its Quorum; then
 	// only those that concern it.
