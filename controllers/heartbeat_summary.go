@@ -10,6 +10,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -40,7 +41,7 @@ var heartbeatsSummarized = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 func init() { metrics.Registry.MustRegister(heartbeatsSummarized) }
 
 // HeartbeatSummarizer writes the heartbeat summary in Namespace. Heartbeats are read
-// from Cache, which must hold the Leases of Namespace labelled as heartbeats.
+// from Cache, which must hold HeartbeatLeases(Namespace).
 type HeartbeatSummarizer struct {
 	Cache     cache.Cache
 	API       client.Reader // reads straight from the API server
@@ -222,6 +223,13 @@ func (s *HeartbeatSummarizer) write(ctx context.Context, sum beatsummary.Summary
 	}
 	s.written, s.last, s.wroteAt = l, sum, s.now()
 	return nil
+}
+
+// HeartbeatLeases is what a cache of Leases must hold for a HeartbeatSummarizer: the
+// speakers' heartbeats in namespace, and no other Lease.
+func HeartbeatLeases(namespace string) cache.ByObject {
+	return cache.ByObject{Namespaces: map[string]cache.Config{namespace: {}},
+		Label: labels.SelectorFromSet(labels.Set{beatsummary.HeartbeatLabel: "true"})}
 }
 
 // beatOf reads a speaker's heartbeat.

@@ -11,7 +11,6 @@ import (
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -69,8 +68,7 @@ func TestHeartbeatSummaryConfirmsStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	cc, err := cache.New(env.Config, cache.Options{Scheme: scheme.New(), ByObject: map[client.Object]cache.ByObject{
-		&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{ns: {}},
-			Label: labels.SelectorFromSet(labels.Set{beatsummary.HeartbeatLabel: "true"})}}})
+		&coordinationv1.Lease{}: HeartbeatLeases(ns)}})
 	if err != nil {
 		t.Fatal(err)
 	}

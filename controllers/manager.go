@@ -5,7 +5,6 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -14,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
-	"herald.dev/herald/internal/beatsummary"
 	"herald.dev/herald/internal/metricsserve"
 	"herald.dev/herald/internal/scheme"
 )
@@ -70,8 +68,7 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 			&heraldv1.IPAddressPool{}:   {Namespaces: map[string]cache.Config{o.Namespace: {}}},
 			&heraldv1.L2Advertisement{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},
 			// The only Leases it reads are the speakers' heartbeats (HeartbeatSummarizer).
-			&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{o.Namespace: {}},
-				Label: labels.SelectorFromSet(labels.Set{beatsummary.HeartbeatLabel: "true"})},
+			&coordinationv1.Lease{}: HeartbeatLeases(o.Namespace),
 		}},
 	})
 	if err != nil {

@@ -158,9 +158,10 @@ func newHeartbeats(ctx context.Context, namespace string, c client.WithWatch, ch
 
 // track follows the liveness of these nodes (the peers not heard): from summaryFrom
 // of them, it watches the summary once they have been passed for summaryDelay; while
-// the summary is unusable or fewer are passed, it watches the heartbeats of these nodes once they have been passed for
-// heartbeatDelay, starting at most heartbeatStarts watches a second. It stops the
-// watches no longer needed after heartbeatLinger. A node left unwatched for now is
+// the summary is unusable or fewer are passed, it watches the heartbeats of these
+// nodes once they have been passed for heartbeatDelay, starting at most
+// heartbeatStarts watches a second. It stops the watches no longer needed after
+// heartbeatLinger. A node left unwatched for now is
 // picked up by a later call, which it pokes a decision for.
 func (h *heartbeats) track(nodes []string) {
 	if h.summaryFrom == 0 || len(nodes) < h.summaryFrom {

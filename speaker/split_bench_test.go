@@ -10,14 +10,12 @@ import (
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"herald.dev/herald/controllers"
-	"herald.dev/herald/internal/beatsummary"
 	"herald.dev/herald/internal/scheme"
 	"herald.dev/herald/internal/testenv"
 )
@@ -83,8 +81,7 @@ func BenchmarkHeartbeatsAtSplit(b *testing.B) {
 		byName := measure("heartbeats watched by name", func(h *heartbeats) bool { return len(h.watched()) == n/2 })
 
 		cc, err := cache.New(env.Config, cache.Options{Scheme: scheme.New(), ByObject: map[client.Object]cache.ByObject{
-			&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{ns: {}},
-				Label: labels.SelectorFromSet(labels.Set{beatsummary.HeartbeatLabel: "true"})}}})
+			&coordinationv1.Lease{}: controllers.HeartbeatLeases(ns)}})
 		if err != nil {
 			b.Fatal(err)
 		}
