@@ -121,6 +121,12 @@ func TestTwoReplicas(t *testing.T) {
 		before[name] = h.waitAnyIP(name, 1)
 	}
 	assertUnique(t, before)
+	// The Event is written after the IP, by a goroutine of the leader's recorder, and a
+	// stop cancels a write still in flight; wait for them all, so that the count below
+	// says whether the new leader allocated again, not whether the old one was quick.
+	for name := range before {
+		h.waitEvent("default", name, "IPAllocated", "")
+	}
 	leader.stop()
 	select {
 	case <-standby.elected:
