@@ -70,7 +70,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		recordWatches: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "herald_speaker_record_watches",
-			Help: "Watches of the speakers' records beside the one of the records that leave this speaker out, by scope: every (1 while this speaker is out of Quorum, and for 30 s after), by-name (one per peer it does not hear while in Quorum), trouble (1: the records whose mode is not Quorum).",
+			Help: "Watches of the speakers' records, by scope: every (1 while this speaker is out of Quorum, and for 30 s after), leaving-out (1: the records that leave this speaker out) and trouble (1: those whose mode is not Quorum), both while in Quorum once the 30 s have passed, by-name (one per peer it does not hear while in Quorum).",
 		}, []string{"scope"}),
 		peerClaims: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_l2_peer_claims_total",

@@ -152,10 +152,11 @@ func (s *Speaker) observe(v quorum.Verdict, live []string) {
 		s.metrics.beatSummary.Set(used)
 	}
 	if w := s.records.view; w != nil {
-		every, byName := w.counts()
+		every, narrow, byName := w.counts()
 		s.metrics.recordWatches.WithLabelValues("every").Set(float64(every))
 		s.metrics.recordWatches.WithLabelValues("by-name").Set(float64(byName))
-		s.metrics.recordWatches.WithLabelValues("trouble").Set(1)
+		s.metrics.recordWatches.WithLabelValues("trouble").Set(float64(narrow))
+		s.metrics.recordWatches.WithLabelValues("leaving-out").Set(float64(narrow))
 	}
 	s.metrics.unreachable.DeletePartialMatch(prometheus.Labels{"node": s.cfg.NodeName})
 	for _, p := range v.Unreachable {

@@ -165,9 +165,8 @@ type records struct {
 	changed   func() // pokes the election
 	macs      func(node string, macs []string)
 	beats     *heartbeats // nil: every record's own renewal is all there is
-	// view, when set, holds the watches beside the cache's, which then holds only the
-	// records that do not list this speaker (recordview.go); nil: the cache holds
-	// every record.
+	// view, when set, holds the watches of the records (recordview.go), and the
+	// cache none; nil: the cache holds every record.
 	view *recordWatches
 	now  func() time.Time
 
@@ -220,13 +219,18 @@ func newRecords(self, namespace string, cfg RecordConfig, c, api client.Reader, 
 	}
 }
 
-// watch notes when each record changes (by this node's clock) and pokes the election.
+// watch notes when each record in c changes (by this node's clock) and pokes the
+// election, for records without a view (whose watches hold the records otherwise):
+// the cache then holds every record.
 func (r *records) watch(ctx context.Context, c cache.Informers) error {
+	if r.view != nil {
+		return nil
+	}
 	inf, err := c.GetInformer(ctx, &coordinationv1.Lease{})
 	if err != nil {
 		return fmt.Errorf("watching speaker records: %w", err)
 	}
-	if _, err = inf.AddEventHandler(r.handler(r.view == nil)); err != nil {
+	if _, err = inf.AddEventHandler(r.handler(true)); err != nil {
 		return fmt.Errorf("watching speaker records: %w", err)
 	}
 	return nil
@@ -448,9 +452,12 @@ func (r *records) list(ctx context.Context, fresh bool, heard []string) ([]quoru
 		src = r.api
 	}
 	// Read only, never changed: the cache's objects need no copy (a speaker lists
-	// every record before each decision, a thousand at a thousand nodes).
-	if err := src.List(ctx, &leases, client.InNamespace(r.namespace), client.HasLabels{RecordLabel}, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, fmt.Errorf("listing speaker records: %w", err)
+	// every record before each decision, a thousand at a thousand nodes). With the
+	// watches of its view, the cache holds none.
+	if fresh || r.view == nil {
+		if err := src.List(ctx, &leases, client.InNamespace(r.namespace), client.HasLabels{RecordLabel}, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, fmt.Errorf("listing speaker records: %w", err)
+		}
 	}
 	// The cache and the watches may hold one record in two versions: newer keeps the
 	// newest seen.

@@ -29,7 +29,7 @@ import (
 //
 // The record of a peer it hears, that lists it and hears a majority, tells it nothing
 // more: the peer is alive (memberlist says so) and does not depose it. So a speaker
-// in Quorum watches its cache's records that lack its hears label (a selector the API
+// in Quorum watches the records that lack its hears label (a selector the API
 // server evaluates: a record that starts listing it leaves the watch with one event),
 // the records whose mode label is not Quorum, and by name the records of the peers it
 // does not hear; it stands in for the others a record that lists it, in Quorum,
@@ -37,7 +37,11 @@ import (
 // those writes reaches a survivor. A speaker out of Quorum (in trouble, silent,
 // starting) needs every record, to count who is alive and whom each hears: it
 // watches them all until it has been back in Quorum for recordsWideLinger, and reads
-// them straight from the API server until that watch has synced.
+// them straight from the API server until that watch has synced. Meanwhile the two
+// narrow watches are stopped: they would repeat to it every record write the wide
+// one brings (at a start or an even split nearly every record leaves it out and is
+// in trouble: each write arrived three times). They start again when the linger
+// ends, and the wide watch stops only once they have synced.
 const (
 	recordsWideLinger = 30 * time.Second
 	// recordsByNameStarts limits how many watches by name start a second, after a
@@ -49,8 +53,11 @@ const (
 	recordsByNameLinger = 30 * time.Second
 )
 
-// narrowRecordsByObject is what a speaker's cache holds of the Leases: the records,
-// in herald's namespace, that do not list node among the members their writer hears.
+// narrowRecordsByObject is what a speaker's cache may hold of the Leases: the
+// records, in herald's namespace, that do not list node among the members their
+// writer hears. A speaker reads its records from recordWatches, not from the cache;
+// should anything ask the cache for Leases, it gets this narrow informer, never one
+// of every Lease in the cluster.
 func narrowRecordsByObject(namespace, node string) cache.ByObject {
 	return cache.ByObject{
 		Namespaces: map[string]cache.Config{namespace: {}},
@@ -83,13 +90,13 @@ func recordsWhere(key string, op selection.Operator, values []string) labels.Sel
 	return labels.NewSelector().Add(*is, *req)
 }
 
-// recordWatches are the watches of the records beside the cache's (the records that
-// do not list this speaker): those in trouble, always; every record while this
-// speaker is out of Quorum (wide); and by name those of the peers it does not hear,
-// while it is in Quorum.
+// recordWatches are a speaker's watches of the records: in Quorum, those that leave
+// it out (narrow), those in trouble (troubled) and by name those of the peers it does
+// not hear; out of Quorum, every record (wide) alone.
 type recordWatches struct {
 	ctx       context.Context
 	namespace string
+	self      string
 	client    client.WithWatch
 	handler   func(gone bool) toolscache.ResourceEventHandler // gone: a record leaving the watch was deleted
 	poke      func()                                          // a decision, when a linger ends
@@ -98,8 +105,9 @@ type recordWatches struct {
 	// wideLinger is recordsWideLinger (shorter in tests).
 	wideLinger time.Duration
 
-	mu       sync.Mutex
-	troubled *leaseWatch
+	mu sync.Mutex
+	// narrow and troubled run while this speaker is in Quorum (nil otherwise).
+	narrow, troubled *leaseWatch
 	// wide watches every record; wideUnneeded is since when this speaker has been in
 	// Quorum (zero while it is not).
 	wide         *leaseWatch
@@ -108,15 +116,50 @@ type recordWatches struct {
 	byName *leasesByName
 }
 
-func newRecordWatches(ctx context.Context, namespace string, c client.WithWatch, handler func(gone bool) toolscache.ResourceEventHandler, poke func(), log logr.Logger) *recordWatches {
+// newRecordWatches starts the watches of the records of a speaker that has just
+// started, out of Quorum: the wide one.
+func newRecordWatches(ctx context.Context, namespace, self string, c client.WithWatch, handler func(gone bool) toolscache.ResourceEventHandler, poke func(), log logr.Logger) *recordWatches {
 	pace := byNamePace{linger: recordsByNameLinger, starts: recordsByNameStarts, burst: recordsByNameBurst}
-	w := &recordWatches{ctx: ctx, namespace: namespace, client: c, handler: handler, poke: poke, log: log, now: time.Now, wideLinger: recordsWideLinger,
+	w := &recordWatches{ctx: ctx, namespace: namespace, self: self, client: c, handler: handler, poke: poke, log: log, now: time.Now, wideLinger: recordsWideLinger,
 		byName: newLeasesByName(ctx, namespace, c, "record", RecordName, pace, handler(true), poke, log)}
-	w.troubled = watchLeases(ctx, c, namespace, "the records of speakers in trouble", func(o *client.ListOptions) {
-		o.LabelSelector = inTrouble()
-	}, handler(false))
 	w.wide = w.startWide()
 	return w
+}
+
+// startNarrow starts the watches of the records that leave this speaker out and of
+// those in trouble, unless they run; a decision follows once both have synced (their
+// first lists may bring no event to cause one). Under mu.
+func (w *recordWatches) startNarrow() {
+	if w.narrow != nil || w.ctx.Err() != nil {
+		return
+	}
+	w.narrow = watchLeases(w.ctx, w.client, w.namespace, "the records that leave this speaker out", func(o *client.ListOptions) {
+		o.LabelSelector = notListing(w.self)
+	}, w.handler(false))
+	w.troubled = watchLeases(w.ctx, w.client, w.namespace, "the records of speakers in trouble", func(o *client.ListOptions) {
+		o.LabelSelector = inTrouble()
+	}, w.handler(false))
+	narrow, troubled := w.narrow, w.troubled
+	go func() {
+		if toolscache.WaitForCacheSync(w.ctx.Done(), narrow.synced, troubled.synced) {
+			w.poke()
+		}
+	}()
+}
+
+// stopNarrow stops the narrow watches, the wide one holding every record. Under mu.
+func (w *recordWatches) stopNarrow() {
+	if w.narrow == nil {
+		return
+	}
+	w.narrow.stop()
+	w.troubled.stop()
+	w.narrow, w.troubled = nil, nil
+}
+
+// narrowSynced says whether the narrow watches run and have synced. Under mu.
+func (w *recordWatches) narrowSynced() bool {
+	return w.narrow != nil && w.narrow.synced() && w.troubled.synced()
 }
 
 func (w *recordWatches) startWide() *leaseWatch {
@@ -127,7 +170,9 @@ func (w *recordWatches) startWide() *leaseWatch {
 }
 
 // setMode tells the watches this speaker's mode: out of Quorum it watches every
-// record; back in Quorum for recordsWideLinger, no longer.
+// record, and once that watch has synced nothing else; back in Quorum for
+// recordsWideLinger, it starts the narrow watches, and stops the wide one once they
+// and those by name have synced (it stands in for them until then).
 func (w *recordWatches) setMode(m quorum.Mode) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -138,14 +183,20 @@ func (w *recordWatches) setMode(m quorum.Mode) {
 		if w.wide == nil && w.ctx.Err() == nil {
 			w.wide = w.startWide()
 		}
+		if w.wide != nil && w.wide.synced() {
+			w.stopNarrow()
+		}
 	case w.wide == nil:
 	case w.wideUnneeded.IsZero():
 		w.wideUnneeded = now
 		time.AfterFunc(w.wideLinger, w.poke) // a decision then stops it
-	case now.Sub(w.wideUnneeded) >= w.wideLinger && w.byName.synced(): // the wide watch stands in for them until then
-		w.wide.stop()
-		w.wide = nil
-		w.log.V(1).Info("watching the records that concern this speaker only")
+	case now.Sub(w.wideUnneeded) >= w.wideLinger:
+		w.startNarrow()
+		if w.narrowSynced() && w.byName.synced() {
+			w.wide.stop()
+			w.wide = nil
+			w.log.V(1).Info("watching the records that concern this speaker only")
+		}
 	}
 }
 
@@ -176,19 +227,24 @@ func (w *recordWatches) track(nodes []string) (pending []string) {
 func (w *recordWatches) leases() []*coordinationv1.Lease {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := w.troubled.leases()
+	out := w.narrow.leases()
+	out = append(out, w.troubled.leases()...)
 	out = append(out, w.wide.leases()...)
 	return append(out, w.byName.leases()...)
 }
 
-// counts returns how many watches of every record (0 or 1) and by name run.
-func (w *recordWatches) counts() (every, byName int) {
+// counts returns how many watches of every record, of the narrow ones (each 0 or 1)
+// and by name run.
+func (w *recordWatches) counts() (every, narrow, byName int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.wide != nil {
 		every = 1
 	}
-	return every, len(w.byName.watched())
+	if w.narrow != nil {
+		narrow = 1
+	}
+	return every, narrow, len(w.byName.watched())
 }
 
 // nodeOfRecord returns the node whose record name is, or "".

@@ -57,7 +57,7 @@ func TestRecordView(t *testing.T) {
 	}
 	var events atomic.Int32
 	r := newRecords("a", ns, cfg, c, env.Client, env.Client, func() { events.Add(1) }, func(string, []string) {}, logr.Discard())
-	r.view = newRecordWatches(ctx, ns, wc, r.handler, func() {}, logr.Discard())
+	r.view = newRecordWatches(ctx, ns, "a", wc, r.handler, func() {}, logr.Discard())
 	r.view.wideLinger = 0
 	if err := r.watch(ctx, c); err != nil {
 		t.Fatal(err)
@@ -92,12 +92,34 @@ func TestRecordView(t *testing.T) {
 	}
 	r.prime()
 
-	// In Quorum, hearing everyone: the wide watch stops, and no record is watched;
-	// each stands in as listing a, in Quorum.
+	// Out of Quorum, once the wide watch has synced, it alone runs: a record that
+	// leaves a out and is in trouble reaches a once (three times while the narrow
+	// watches ran beside it).
+	r.view.setMode(quorum.ModeHold)
+	if every, narrow, _ := r.view.counts(); every != 1 || narrow != 0 {
+		t.Fatalf("out of Quorum: %d wide and %d narrow watches, want 1 and 0", every, narrow)
+	}
+	events.Store(0)
+	write("x", []string{"b", "c", "x"}, quorum.ModeHold)
+	eventually(t, "x's Hold record", func() bool { return byNode(all)["x"].Mode == quorum.ModeHold })
+	time.Sleep(500 * time.Millisecond)
+	if n := events.Load(); n != 1 {
+		t.Errorf("out of Quorum, one write reached a %d times, want once", n)
+	}
+	write("x", all, quorum.ModeQuorum)
+	eventually(t, "x's record back", func() bool { return byNode(all)["x"].Mode == quorum.ModeQuorum })
+
+	// In Quorum, hearing everyone: after the linger the narrow watches start, the
+	// wide one stops once they have synced, and no record is watched; each stands in
+	// as listing a, in Quorum.
 	r.view.setMode(quorum.ModeQuorum)
-	r.view.setMode(quorum.ModeQuorum)
-	if _, wanted := r.view.complete(); wanted {
-		t.Fatal("still watching every record in Quorum after the linger")
+	eventually(t, "the wide watch stopped in Quorum after the linger", func() bool {
+		r.view.setMode(quorum.ModeQuorum)
+		_, wanted := r.view.complete()
+		return !wanted
+	})
+	if every, narrow, _ := r.view.counts(); every != 0 || narrow != 1 {
+		t.Fatalf("in Quorum: %d wide and %d narrow watches, want 0 and 1", every, narrow)
 	}
 	got = byNode(all)
 	for _, n := range all[1:] {
@@ -171,5 +193,9 @@ func TestRecordView(t *testing.T) {
 	eventually(t, "the watch of every record synced again", func() bool { ok, _ := r.view.complete(); return ok })
 	if n := len(byNode(heard)); n != 4 {
 		t.Errorf("out of Quorum: %d records, want b, c, x and o", n)
+	}
+	r.view.setMode(quorum.ModeHold)
+	if every, narrow, _ := r.view.counts(); every != 1 || narrow != 0 {
+		t.Errorf("out of Quorum again: %d wide and %d narrow watches, want 1 and 0", every, narrow)
 	}
 }

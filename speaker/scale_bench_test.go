@@ -308,7 +308,7 @@ func (h *scaleHarness) watches() watches {
 	var w watches
 	for _, s := range h.speakers {
 		if v := s.records.view; v != nil {
-			e, n := v.counts()
+			e, _, n := v.counts()
 			w.every += e
 			w.recordsByName += n
 		}

@@ -217,7 +217,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	}
 	s.records.beats = newHeartbeats(ctx, cfg.Namespace, beatClient, s.pokeElection, log.WithName("heartbeats"))
 	s.records.beats.summaryFrom = cfg.Records.SummaryFrom
-	s.records.view = newRecordWatches(ctx, cfg.Namespace, beatClient, s.records.handler, s.pokeElection, log.WithName("records"))
+	s.records.view = newRecordWatches(ctx, cfg.Namespace, cfg.NodeName, beatClient, s.records.handler, s.pokeElection, log.WithName("records"))
 	if s.metrics, err = newMetrics(crmetrics.Registry); err != nil {
 		return err
 	}
