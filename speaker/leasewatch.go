@@ -17,6 +17,7 @@ import (
 // speakers in trouble, ...).
 type leaseWatch struct {
 	stop   context.CancelFunc
+	done   <-chan struct{} // closed once stopped
 	store  toolscache.Store
 	synced func() bool
 }
@@ -52,7 +53,7 @@ func watchLeases(ctx context.Context, c client.WithWatch, namespace, what string
 		Handler:       h,
 	})
 	go ctrl.RunWithContext(ctx)
-	return &leaseWatch{stop: cancel, store: store, synced: ctrl.HasSynced}
+	return &leaseWatch{stop: cancel, done: ctx.Done(), store: store, synced: ctrl.HasSynced}
 }
 
 // leases returns what the watch holds, nil until it has synced. Read only.

@@ -141,7 +141,8 @@ func (w *recordWatches) startNarrow() {
 	}, w.handler(false))
 	narrow, troubled := w.narrow, w.troubled
 	go func() {
-		if toolscache.WaitForCacheSync(w.ctx.Done(), narrow.synced, troubled.synced) {
+		// Both stop together (stopNarrow): narrow's end ends the wait.
+		if toolscache.WaitForCacheSync(narrow.done, narrow.synced, troubled.synced) {
 			w.poke()
 		}
 	}()
