@@ -50,6 +50,7 @@ func BenchmarkSpeakersAtScale(b *testing.B) {
 	watchers := envInts(b, "HERALD_SCALE_WATCHERS", []int{300})[0]
 	mlSlower := envInts(b, "HERALD_SCALE_ML_SLOWER", []int{1})[0]
 	mlProbe := time.Duration(envInts(b, "HERALD_SCALE_ML_PROBE_MS", []int{0})[0]) * time.Millisecond
+	splitFor := time.Duration(envInts(b, "HERALD_SCALE_SPLIT_S", []int{20})[0]) * time.Second
 
 	crlog.SetLogger(logr.Discard())
 	env := testenv.Start(b)
@@ -63,8 +64,18 @@ func BenchmarkSpeakersAtScale(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := &scaleHarness{b: b, ctx: b.Context(), c: env.Client, cfg: env.Config, watchers: watchers,
+	h := &scaleHarness{b: b, ctx: b.Context(), c: env.Client, cfg: env.Config, watchers: watchers, splitFor: splitFor,
 		sim: simEnv{cfg: cfg, api: api, namespace: "herald-system", key: key, log: logr.Discard(), mlSlower: mlSlower, mlProbe: mlProbe}}
+	if splitFor > 0 {
+		// The first half of the nodes on one side, the rest on the other.
+		h.sim.split = newSplitter(func(node string) bool {
+			i, _ := strconv.Atoi(strings.TrimPrefix(node, nodeName(0)[:len("node-")]))
+			return i >= h.sim.nodes/2
+		})
+	}
+	// herald's controller sums the heartbeats up, as in a cluster: the speakers that do
+	// not hear many peers read the summary instead of their heartbeats.
+	h.startSummarizer(env)
 	if mlProbe > 0 {
 		progress("memberlist's probe interval is %v (--ml-probe-interval)", mlProbe)
 		b.Logf("memberlist's probe interval is %v (HERALD_SCALE_ML_PROBE_MS, as --ml-probe-interval)", mlProbe)
@@ -128,6 +139,8 @@ type scaleHarness struct {
 	// records, the others share one (HERALD_SCALE_WATCHERS).
 	watchers   int
 	stopShared context.CancelFunc
+	// splitFor is how long the even split lasts (HERALD_SCALE_SPLIT_S; 0: none).
+	splitFor time.Duration
 }
 
 // scaleRow is one size's figures.
@@ -137,7 +150,11 @@ type scaleRow struct {
 	detect, decided []time.Duration
 	steady, flap    loadSample
 	// start: the light speakers started at once, until they hear each other.
-	start           loadSample
+	start loadSample
+	// split: an even split of the memberlists, and heal: from its end until every
+	// speaker hears every other again; splitModes the speakers' modes at its end.
+	split, heal     loadSample
+	splitModes      map[quorum.Mode]int
 	heapLight       float64 // MiB per light speaker, as they converge
 	heapLightNarrow float64 // the same once none watches every record
 	heapObserver    float64 // MiB per observer
@@ -213,6 +230,15 @@ func printScaleTable(w io.Writer, rows []scaleRow) {
 		fmt.Fprintf(w, "nodes=%d: %d speakers started at once and heard each other in %.0f s: %.0f writes (%.0f of Leases), %.0f watch events (%.0f of Leases; %.0f with an informer of the records per speaker), %.0f MB of watch events\n",
 			r.nodes, r.nodes-r.observers, s.seconds, s.writes*s.seconds, s.leaseWrites*s.seconds, s.events*s.seconds,
 			s.leaseEvents*s.seconds, r.eventsAt(s)*s.seconds, r.eventMBAt(s)*s.seconds)
+	}
+	for _, r := range rows {
+		if r.split.seconds == 0 {
+			continue
+		}
+		s, hl := r.split, r.heal
+		fmt.Fprintf(w, "nodes=%d: an even split of memberlist for %.0f s (modes at its end: %v): %.0f writes (%.0f of Leases), %.0f watch events (%.0f of Leases; %.0f with an informer of the records per speaker), %.0f MB; its heal, until every speaker heard every other, %.0f s: %.0f writes, %.0f watch events, %.0f MB\n",
+			r.nodes, s.seconds, r.splitModes, s.writes*s.seconds, s.leaseWrites*s.seconds, s.events*s.seconds, s.leaseEvents*s.seconds,
+			r.eventsAt(s)*s.seconds, r.eventMBAt(s)*s.seconds, hl.seconds, hl.writes*hl.seconds, hl.events*hl.seconds, r.eventMBAt(hl)*hl.seconds)
 	}
 	for _, r := range rows {
 		if r.leaseWatchers != r.nodes {
@@ -296,7 +322,45 @@ func (h *scaleHarness) runSize(n, observers, vips, flaps int, window time.Durati
 		}
 	})
 	b.Logf("nodes=%d: deaths detected after %s, decided after %s", n, durList(r.detect), durList(r.decided))
+
+	// An even split: the two halves' memberlists cannot reach each other, the API
+	// server stays reachable from both; then the heal.
+	if h.sim.split != nil && h.splitFor > 0 {
+		h.waitCalm()
+		progress("nodes=%d: an even split for %s", n, h.splitFor)
+		r.split = h.sample(h.splitFor, func() { h.sim.split.on.Store(true) })
+		r.splitModes = h.modes()
+		progress("nodes=%d: the split heals (modes at its end: %v)", n, r.splitModes)
+		r.heal = h.sample(0, func() {
+			h.sim.split.on.Store(false)
+			h.heal()
+			h.waitConverged(n)
+		})
+	}
 	return r
+}
+
+// modes counts the speakers by mode.
+func (h *scaleHarness) modes() map[quorum.Mode]int {
+	out := map[quorum.Mode]int{}
+	for _, s := range h.speakers {
+		m, _ := s.state()
+		out[m]++
+	}
+	return out
+}
+
+// heal joins the first speaker of the second half to the first of the first: each
+// side had declared the other dead, and memberlist's push/pull only reaches members
+// it holds alive (a real speaker rejoins its Nodes' addresses; join.go).
+func (h *scaleHarness) heal() {
+	other := h.speakers[len(h.speakers)/2]
+	for try := 0; ; try++ {
+		if _, err := other.members.Join([]string{h.speakers[0].members.Addr()}); err == nil || try == 20 {
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
 
 // watches counts, over the speakers, the watches of every record, of records by

@@ -76,6 +76,9 @@ type simEnv struct {
 	// nodes is the simulated cluster's size, which each speaker counts for
 	// memberlist's automatic suspicion as a speaker in a running cluster would.
 	nodes int
+	// split, when set, carries every memberlist's traffic, and cuts the cluster in
+	// two when switched on (scale_split_test.go).
+	split *splitter
 }
 
 // newRecordsCache returns a cache of every speaker's record, shared by the light
@@ -162,12 +165,24 @@ func startSim(ctx context.Context, env simEnv, node string, port int, observer, 
 	if err := s.records.watch(ctx, c); err != nil {
 		return nil, err
 	}
+	if env.split != nil {
+		t, err := env.split.transport(node, port)
+		if err != nil {
+			sim.stop()
+			return nil, fmt.Errorf("memberlist transport of %s: %w", node, err)
+		}
+		cfg.Members.Transport = t
+	}
 	if s.members, err = members.Start(cfg.Members, env.log, nil); err != nil {
+		if t := cfg.Members.Transport; t != nil {
+			_ = t.Shutdown()
+		}
 		return nil, fmt.Errorf("memberlist of %s: %w", node, err)
 	}
 	s.records.setHeard(s.members.IsLive) // as Run does
 	s.members.OnMeta(s.peers.setMeta)
 	s.records.beats = newHeartbeats(ctx, env.namespace, env.api, s.pokeElection, env.log)
+	s.records.beats.summaryFrom = cfg.Records.SummaryFrom // as Run does
 	cacheDone := make(chan struct{})
 	if shared {
 		close(cacheDone) // started by whoever made it

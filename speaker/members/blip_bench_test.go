@@ -48,7 +48,7 @@ func blipTrials(b *testing.B, n int, cfg Config, blips []int, trials int) {
 		if err != nil {
 			b.Fatalf("transport of member %d: %v", i, err)
 		}
-		ts[i], c.transport = t, t
+		ts[i], c.Transport = t, t
 	})
 	time.Sleep(settleFor)
 	rng := rand.New(rand.NewPCG(5, 6))

@@ -84,9 +84,10 @@ type Config struct {
 	// attempt to an unreachable peer blocks this long (default 3 s; LAN: 10 s).
 	TCPTimeout time.Duration
 
-	// transport, when set, replaces memberlist's own UDP and TCP transport (tests
-	// that make a member deaf and mute for a while).
-	transport memberlist.Transport
+	// Transport, when set, replaces memberlist's own UDP and TCP transport: tests and
+	// benchmarks that make a member deaf and mute for a while, or cut members apart.
+	// No flag sets it.
+	Transport memberlist.Transport
 	// noStateExchange: a member that sees a peer join sends it nothing (benchmarks
 	// of memberlist's own detection at sizes whose joins' state exchanges one process
 	// cannot hold; nothing of it runs while a member is declared dead).

@@ -117,7 +117,7 @@ func Start(cfg Config, log logr.Logger, reg prometheus.Registerer) (*Members, er
 	mc.RetransmitMult = cfg.RetransmitMult
 	mc.PushPullInterval = cfg.PushPullInterval
 	mc.TCPTimeout = cfg.TCPTimeout
-	mc.Transport = cfg.transport
+	mc.Transport = cfg.Transport
 	mc.Events = (*eventDelegate)(m)
 	mc.Delegate = (*messageDelegate)(m)
 	mc.Logger = newStdLogger(log.WithName("memberlist"))

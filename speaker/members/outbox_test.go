@@ -19,7 +19,7 @@ import (
 func TestSendsToAPeerCoalesce(t *testing.T) {
 	gate := newGatedTransport(t)
 	cfg := testConfig("a", testKey)
-	cfg.transport = gate
+	cfg.Transport = gate
 	reg := prometheus.NewRegistry()
 	m, err := Start(cfg, logr.Discard(), reg)
 	if err != nil {
