@@ -125,6 +125,18 @@ func (b *leasesByName) track(nodes []string) (pending []string) {
 	return pending
 }
 
+// stopAll stops every watch at once, and forgets the set: another watch holds
+// their Leases now.
+func (b *leasesByName) stopAll() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for n, w := range b.watching {
+		w.stop()
+		delete(b.watching, n)
+	}
+	clear(b.wantedSince)
+}
+
 func (b *leasesByName) startLocked(node string, now time.Time) *nodeLeaseWatch {
 	w := &nodeLeaseWatch{started: now, key: b.namespace + "/" + b.name(node), leaseWatch: watchLeases(b.ctx, b.client, b.namespace, b.what+" of "+node, func(o *client.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", b.name(node))

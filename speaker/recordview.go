@@ -40,8 +40,9 @@ import (
 // them straight from the API server until that watch has synced. Meanwhile the two
 // narrow watches are stopped: they would repeat to it every record write the wide
 // one brings (at a start or an even split nearly every record leaves it out and is
-// in trouble: each write arrived three times). They start again when the linger
-// ends, and the wide watch stops only once they have synced.
+// in trouble: each write arrived three times), and so would those by name, opened
+// for the peers it lost while it still heard a majority. They start again when the
+// linger ends, and the wide watch stops only once they have synced.
 const (
 	recordsWideLinger = 30 * time.Second
 	// recordsByNameStarts limits how many watches by name start a second, after a
@@ -149,6 +150,8 @@ func (w *recordWatches) startNarrow() {
 }
 
 // stopNarrow stops the narrow watches, the wide one holding every record. Under mu.
+// (The watches by name, opened while in Quorum for the peers it lost, stop with
+// them: setMode.)
 func (w *recordWatches) stopNarrow() {
 	if w.narrow == nil {
 		return
@@ -186,6 +189,7 @@ func (w *recordWatches) setMode(m quorum.Mode) {
 		}
 		if w.wide != nil && w.wide.synced() {
 			w.stopNarrow()
+			w.byName.stopAll()
 		}
 	case w.wide == nil:
 	case w.wideUnneeded.IsZero():

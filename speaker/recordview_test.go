@@ -194,8 +194,14 @@ func TestRecordView(t *testing.T) {
 	if n := len(byNode(heard)); n != 4 {
 		t.Errorf("out of Quorum: %d records, want b, c, x and o", n)
 	}
+	if w := r.view.byName.watched(); !slices.Equal(w, []string{"x"}) {
+		t.Errorf("watched by name before the wide watch took over: %v, want [x]", w)
+	}
 	r.view.setMode(quorum.ModeHold)
-	if every, narrow, _ := r.view.counts(); every != 1 || narrow != 0 {
-		t.Errorf("out of Quorum again: %d wide and %d narrow watches, want 1 and 0", every, narrow)
+	if every, narrow, byName := r.view.counts(); every != 1 || narrow != 0 || byName != 0 {
+		t.Errorf("out of Quorum again: %d wide, %d narrow and %d by-name watches, want 1, 0 and 0", every, narrow, byName)
+	}
+	if n := len(byNode(heard)); n != 4 {
+		t.Errorf("out of Quorum, the wide watch alone: %d records, want b, c, x and o", n)
 	}
 }
