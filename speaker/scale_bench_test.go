@@ -69,13 +69,13 @@ func BenchmarkSpeakersAtScale(b *testing.B) {
 	if splitFor > 0 {
 		// The first half of the nodes on one side, the rest on the other.
 		h.sim.split = newSplitter(func(node string) bool {
-			i, _ := strconv.Atoi(strings.TrimPrefix(node, nodeName(0)[:len("node-")]))
+			i, _ := strconv.Atoi(strings.TrimPrefix(node, "node-")) // nodeName's
 			return i >= h.sim.nodes/2
 		})
 	}
 	// herald's controller sums the heartbeats up, as in a cluster: the speakers that do
 	// not hear many peers read the summary instead of their heartbeats.
-	h.startSummarizer(env)
+	startSummarizer(b, h.ctx, env, h.sim.namespace)
 	if mlProbe > 0 {
 		progress("memberlist's probe interval is %v (--ml-probe-interval)", mlProbe)
 		b.Logf("memberlist's probe interval is %v (HERALD_SCALE_ML_PROBE_MS, as --ml-probe-interval)", mlProbe)

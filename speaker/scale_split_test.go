@@ -1,6 +1,7 @@
 package speaker
 
 import (
+	"context"
 	"errors"
 	"io"
 	"log"
@@ -8,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -108,15 +110,16 @@ func (t *splitTransport) DialAddressTimeout(a memberlist.Address, timeout time.D
 
 var _ memberlist.NodeAwareTransport = (*splitTransport)(nil)
 
-// startSummarizer runs herald's controller's heartbeat summary for the benchmark's
-// speakers, as a cluster runs it, until the benchmark ends.
-func (h *scaleHarness) startSummarizer(env *testenv.Env) {
+// startSummarizer runs herald's controller's heartbeat summary for the speakers of
+// namespace, with a cache of the heartbeats as the controller's, until ctx ends.
+func startSummarizer(tb testing.TB, ctx context.Context, env *testenv.Env, namespace string) {
+	tb.Helper()
 	cc, err := cache.New(env.Config, cache.Options{Scheme: scheme.New(), ByObject: map[client.Object]cache.ByObject{
-		&coordinationv1.Lease{}: controllers.HeartbeatLeases(h.sim.namespace)}})
+		&coordinationv1.Lease{}: controllers.HeartbeatLeases(namespace)}})
 	if err != nil {
-		h.b.Fatal(err)
+		tb.Fatal(err)
 	}
-	go func() { _ = cc.Start(h.ctx) }()
-	sum := &controllers.HeartbeatSummarizer{Cache: cc, API: env.Client, Client: env.Client, Namespace: h.sim.namespace, Log: logr.Discard()}
-	go func() { _ = sum.Start(h.ctx) }()
+	go func() { _ = cc.Start(ctx) }()
+	sum := &controllers.HeartbeatSummarizer{Cache: cc, API: env.Client, Client: env.Client, Namespace: namespace, Log: logr.Discard()}
+	go func() { _ = sum.Start(ctx) }()
 }

@@ -11,11 +11,9 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"herald.dev/herald/controllers"
 	"herald.dev/herald/internal/scheme"
 	"herald.dev/herald/internal/testenv"
 )
@@ -80,14 +78,7 @@ func BenchmarkHeartbeatsAtSplit(b *testing.B) {
 	for b.Loop() {
 		byName := measure("heartbeats watched by name", func(h *heartbeats) bool { return len(h.watched()) == n/2 })
 
-		cc, err := cache.New(env.Config, cache.Options{Scheme: scheme.New(), ByObject: map[client.Object]cache.ByObject{
-			&coordinationv1.Lease{}: controllers.HeartbeatLeases(ns)}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		go func() { _ = cc.Start(ctx) }()
-		sum := &controllers.HeartbeatSummarizer{Cache: cc, API: env.Client, Client: env.Client, Namespace: ns, Log: logr.Discard()}
-		go func() { _ = sum.Start(ctx) }()
+		startSummarizer(b, ctx, env, ns)
 		summary := measure("the heartbeat summary", func(h *heartbeats) bool { return h.summaryUsed() && len(h.watched()) == 0 })
 
 		b.ReportMetric(byName, "events/s-by-name")
