@@ -247,9 +247,6 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	if err := s.vips.Watch(ctx, mgr.GetCache()); err != nil {
 		return err
 	}
-	if err := s.records.watch(ctx, mgr.GetCache()); err != nil {
-		return err
-	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
