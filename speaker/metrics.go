@@ -25,7 +25,9 @@ type metrics struct {
 	peerClaims    *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// newMetrics registers the speaker's metrics, and the collectors its parts own
+// (owned: the record writes), in reg (nil: none).
+func newMetrics(reg prometheus.Registerer, owned ...prometheus.Collector) (*metrics, error) {
 	m := &metrics{
 		owner: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "herald_l2_owner",
@@ -80,7 +82,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.owner, m.leaderChanges, m.failover, m.elections, m.problems, m.mode, m.expected, m.unreachable, m.peerClaims, m.heartbeats, m.beatSummary, m.recordWatches} {
+	for _, c := range append([]prometheus.Collector{m.owner, m.leaderChanges, m.failover, m.elections, m.problems, m.mode, m.expected, m.unreachable, m.peerClaims, m.heartbeats, m.beatSummary, m.recordWatches}, owned...) {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {

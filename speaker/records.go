@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -197,6 +198,9 @@ type records struct {
 	left map[string]time.Time
 	// own are this speaker's latest writes, oldest first (writtenBefore).
 	own []ownWrite
+
+	// writes counts the record's successful writes by reason (recordwrites.go).
+	writes *prometheus.CounterVec
 }
 
 type seenVersion struct {
@@ -215,7 +219,8 @@ func newRecords(self, namespace string, cfg RecordConfig, c, api client.Reader, 
 	return &records{
 		self: self, namespace: namespace, cfg: cfg, log: log, cache: c, api: api, writer: w, changed: changed, macs: macs, now: time.Now,
 		wake: make(chan struct{}, 1), seen: map[string]seenVersion{}, left: map[string]time.Time{}, apiUp: true,
-		wish: recordWish{mode: quorum.ModeRejoining, members: []string{self}},
+		wish:   recordWish{mode: quorum.ModeRejoining, members: []string{self}},
+		writes: newRecordWrites(),
 	}
 }
 
@@ -667,6 +672,7 @@ func (r *records) run(ctx context.Context) {
 		if written == nil || !w.sameContent(*written) || w.newAsker(*written) {
 			wrote = true
 			if err = r.writeRecord(ctx, w); err == nil {
+				r.writes.WithLabelValues(writeReason(written, w)).Inc()
 				written, writtenAt = &w, r.now()
 			}
 		}

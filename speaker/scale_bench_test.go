@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	dto "github.com/prometheus/client_model/go"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -186,6 +187,9 @@ type loadSample struct {
 	eventMB                   float64 // watch event bytes, MB per second
 	apiserverCPU, etcdCPU     float64 // cores
 	observerPasses, passMsAvg float64
+	// recordWrites are the speakers' record writes in the sample, by reason (counted
+	// by the speakers, not per second).
+	recordWrites map[string]float64
 }
 
 func (r scaleRow) report(b *testing.B) {
@@ -227,8 +231,8 @@ func printScaleTable(w io.Writer, rows []scaleRow) {
 	}
 	for _, r := range rows {
 		s := r.start
-		fmt.Fprintf(w, "nodes=%d: %d speakers started at once and heard each other in %.0f s: %.0f writes (%.0f of Leases), %.0f watch events (%.0f of Leases; %.0f with an informer of the records per speaker), %.0f MB of watch events\n",
-			r.nodes, r.nodes-r.observers, s.seconds, s.writes*s.seconds, s.leaseWrites*s.seconds, s.events*s.seconds,
+		fmt.Fprintf(w, "nodes=%d: %d speakers started at once and heard each other in %.0f s: %.0f writes (%.0f of Leases; records by reason: %s), %.0f watch events (%.0f of Leases; %.0f with an informer of the records per speaker), %.0f MB of watch events\n",
+			r.nodes, r.nodes-r.observers, s.seconds, s.writes*s.seconds, s.leaseWrites*s.seconds, writesByReason(s.recordWrites), s.events*s.seconds,
 			s.leaseEvents*s.seconds, r.eventsAt(s)*s.seconds, r.eventMBAt(s)*s.seconds)
 	}
 	for _, r := range rows {
@@ -236,9 +240,9 @@ func printScaleTable(w io.Writer, rows []scaleRow) {
 			continue
 		}
 		s, hl := r.split, r.heal
-		fmt.Fprintf(w, "nodes=%d: an even split of memberlist for %.0f s (modes at its end: %v): %.0f writes (%.0f of Leases), %.0f watch events (%.0f of Leases; %.0f with an informer of the records per speaker), %.0f MB; its heal, until every speaker heard every other, %.0f s: %.0f writes, %.0f watch events, %.0f MB\n",
-			r.nodes, s.seconds, r.splitModes, s.writes*s.seconds, s.leaseWrites*s.seconds, s.events*s.seconds, s.leaseEvents*s.seconds,
-			r.eventsAt(s)*s.seconds, r.eventMBAt(s)*s.seconds, hl.seconds, hl.writes*hl.seconds, hl.events*hl.seconds, r.eventMBAt(hl)*hl.seconds)
+		fmt.Fprintf(w, "nodes=%d: an even split of memberlist for %.0f s (modes at its end: %v): %.0f writes (%.0f of Leases; records by reason: %s), %.0f watch events (%.0f of Leases; %.0f with an informer of the records per speaker), %.0f MB; its heal, until every speaker heard every other, %.0f s: %.0f writes (records by reason: %s), %.0f watch events, %.0f MB\n",
+			r.nodes, s.seconds, r.splitModes, s.writes*s.seconds, s.leaseWrites*s.seconds, writesByReason(s.recordWrites), s.events*s.seconds, s.leaseEvents*s.seconds,
+			r.eventsAt(s)*s.seconds, r.eventMBAt(s)*s.seconds, hl.seconds, hl.writes*hl.seconds, writesByReason(hl.recordWrites), hl.events*hl.seconds, r.eventMBAt(hl)*hl.seconds)
 	}
 	for _, r := range rows {
 		if r.leaseWatchers != r.nodes {
@@ -400,7 +404,7 @@ func (h *scaleHarness) waitNarrow() {
 
 // sample measures the API server while f runs, or for window if f returns at once.
 func (h *scaleHarness) sample(window time.Duration, f func()) loadSample {
-	w0 := h.watches()
+	w0, rw0 := h.watches(), h.recordWrites()
 	m0, cpu0 := h.scrape(), h.cpu()
 	p0, t0 := h.observerPasses()
 	start := time.Now()
@@ -420,6 +424,12 @@ func (h *scaleHarness) sample(window time.Duration, f func()) loadSample {
 		eventMB:      (m1.eventBytes - m0.eventBytes) / secs / 1e6,
 		apiserverCPU: (cpu1[0] - cpu0[0]) / secs,
 		etcdCPU:      (cpu1[1] - cpu0[1]) / secs,
+		recordWrites: map[string]float64{},
+	}
+	for reason, n := range h.recordWrites() {
+		if d := n - rw0[reason]; d > 0 {
+			s.recordWrites[reason] = d
+		}
 	}
 	if obs := h.countObservers(); obs > 0 && p1 > p0 {
 		s.observerPasses = float64(p1-p0) / float64(obs)
@@ -429,6 +439,30 @@ func (h *scaleHarness) sample(window time.Duration, f func()) loadSample {
 		secs, s.writes, s.leaseWrites, s.events, s.leaseEvents, s.eventMB, s.apiserverCPU, s.etcdCPU)
 	h.b.Logf("sample %.0fs: watches at start %+v, at end %+v", secs, w0, h.watches())
 	return s
+}
+
+// recordWrites sums the speakers' record writes by reason (herald_speaker_record_writes_total).
+func (h *scaleHarness) recordWrites() map[string]float64 {
+	out := map[string]float64{}
+	for _, s := range h.speakers {
+		for _, reason := range []string{writeStart, writeMode, writeView, writeMACs, writeAnswer} {
+			var m dto.Metric
+			if err := s.records.writes.WithLabelValues(reason).Write(&m); err != nil {
+				h.b.Fatalf("reading %s's record writes: %v", s.records.self, err)
+			}
+			out[reason] += m.GetCounter().GetValue()
+		}
+	}
+	return out
+}
+
+// writesByReason prints record writes by reason, in a fixed order.
+func writesByReason(m map[string]float64) string {
+	var parts []string
+	for _, reason := range []string{writeStart, writeMode, writeView, writeMACs, writeAnswer} {
+		parts = append(parts, fmt.Sprintf("%s %.0f", reason, m[reason]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (h *scaleHarness) countObservers() int {

@@ -218,7 +218,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	s.records.beats = newHeartbeats(ctx, cfg.Namespace, beatClient, s.pokeElection, log.WithName("heartbeats"))
 	s.records.beats.summaryFrom = cfg.Records.SummaryFrom
 	s.records.view = newRecordWatches(ctx, cfg.Namespace, cfg.NodeName, beatClient, s.records.handler, s.pokeElection, log.WithName("records"))
-	if s.metrics, err = newMetrics(crmetrics.Registry); err != nil {
+	if s.metrics, err = newMetrics(crmetrics.Registry, s.records.writes); err != nil {
 		return err
 	}
 	l2cfg := layer2.Config{
