@@ -129,6 +129,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.Records.Renew, "record-renew-interval", c.Records.Renew, "how often the speaker renews its heartbeat (a Lease in its namespace); its record is written only when what it says changes")
 	fs.DurationVar(&c.Records.FastRenew, "record-fast-renew-interval", c.Records.FastRenew, "how often it retries writing its record or heartbeat after a failed write")
 	fs.DurationVar(&c.Records.Duration, "record-duration", c.Records.Duration, "how long a speaker nobody hears stays expected after its record's or heartbeat's last write")
+	fs.DurationVar(&c.Records.Coalesce, "record-coalesce", c.Records.Coalesce, "how long after a write of its record a change of its view, or a new peer asking whether it is alive, waits to go with the changes that follow (0: each at once; a change of mode is always written at once)")
 	fs.IntVar(&c.Records.SummaryFrom, "heartbeat-summary-from", c.Records.SummaryFrom, "read the controller's heartbeat summary (one Lease) instead of the peers' heartbeats once this many peers are not heard over memberlist (0: never)")
 	fs.DurationVar(&c.Quorum.Grace, "quorum-grace", c.Quorum.Grace, "how long a speaker that hears no majority keeps its IPs before it arbitrates through the API server (or goes silent without it); also how long a majority it hears must leave it out before it goes silent (a rumour of its death is refuted sooner)")
 	fs.DurationVar(&c.Quorum.JoinWait, "quorum-join-wait", c.Quorum.JoinWait, "how long a returning speaker waits, at most, for a peer that hears it again to republish its record when the API server does not answer")
@@ -166,6 +167,11 @@ func (c *Config) validate() (*regexp.Regexp, error) {
 	}
 	if c.Quorum.Grace <= 0 || c.Quorum.JoinWait <= 0 {
 		errs = append(errs, fmt.Errorf("--quorum-grace %v and --quorum-join-wait %v must be positive", c.Quorum.Grace, c.Quorum.JoinWait))
+	}
+	if c.Records.Coalesce*2 > c.Quorum.Grace {
+		// An answer held back must reach an asker before it arbitrates, Grace after
+		// its trouble began.
+		errs = append(errs, fmt.Errorf("--record-coalesce %v must be at most half of --quorum-grace %v", c.Records.Coalesce, c.Quorum.Grace))
 	}
 	switch earliest := c.Members.EarliestVerdict(); {
 	case c.StallAfter < 0:

@@ -38,6 +38,10 @@ func TestConfigStallAfterBelowEarliestVerdict(t *testing.T) {
 			c.Members.ProbeInterval = 50 * time.Millisecond
 			c.Members.ProbeTimeout = 20 * time.Millisecond
 		}, ""},
+		{"coalescing off", func(c *Config) { c.Records.Coalesce = 0 }, ""},
+		{"negative coalescing", func(c *Config) { c.Records.Coalesce = -time.Millisecond }, "--record-coalesce -1ms must not be negative"},
+		{"coalescing past half of Grace", func(c *Config) { c.Records.Coalesce = 600 * time.Millisecond },
+			"--record-coalesce 600ms must be at most half of --quorum-grace 1s"},
 		{"slower probes", func(c *Config) {
 			c.Members.ProbeInterval = time.Second
 			c.Members.ProbeTimeout = 500 * time.Millisecond

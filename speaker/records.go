@@ -64,15 +64,27 @@ type RecordConfig struct {
 	// SummaryFrom is how many peers a speaker must not hear before it reads the
 	// controller's heartbeat summary instead of their heartbeats (0: never).
 	SummaryFrom int
+	// Coalesce is how long after a write of the record a change of its view, or a
+	// new peer asking, waits to be written with whatever else changes meanwhile
+	// (0: each at once). A change of mode, or one after a quiet spell, is written at
+	// once.
+	Coalesce time.Duration
 }
 
 // DefaultRecordConfig renews the heartbeat every 10 s, a kubelet node lease's pace,
 // with records fresh for 30 s, retries a failed write twice a second, and reads the
 // heartbeat summary from 8 unheard peers (heartbeats.go says why 8). Renewals are
 // far from the failover path: a change of view or mode is written at once, and so is
-// the record when a peer starts asking whether this speaker is alive (quorum.AskedBy).
+// the record when a peer starts asking whether this speaker is alive (quorum.AskedBy),
+// except that changes of view and new askers within 250 ms of the last write wait
+// for its end and go together. At a split memberlist loses the other side's peers,
+// and they start asking, one by one over a second or so: one write each costed every
+// speaker out of Quorum an event each (writes by reason, 30-node split: 60 of mode,
+// 121 of view, 84 of answers). A quarter of Grace (1 s) leaves an answer time to reach
+// an asker before it arbitrates.
 func DefaultRecordConfig() RecordConfig {
-	return RecordConfig{Renew: 10 * time.Second, FastRenew: 500 * time.Millisecond, Duration: 30 * time.Second, SummaryFrom: 8}
+	return RecordConfig{Renew: 10 * time.Second, FastRenew: 500 * time.Millisecond, Duration: 30 * time.Second, SummaryFrom: 8,
+		Coalesce: 250 * time.Millisecond}
 }
 
 func (c RecordConfig) validate() error {
@@ -85,6 +97,8 @@ func (c RecordConfig) validate() error {
 		return fmt.Errorf("--record-duration %v must be at least 1s (Leases count whole seconds)", c.Duration)
 	case c.SummaryFrom < 0:
 		return fmt.Errorf("--heartbeat-summary-from %d must be 0 (never) or more", c.SummaryFrom)
+	case c.Coalesce < 0:
+		return fmt.Errorf("--record-coalesce %v must not be negative (0: write each change at once)", c.Coalesce)
 	}
 	return nil
 }
@@ -647,6 +661,11 @@ func (r *records) want(w recordWish) {
 func (r *records) run(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	// held fires when a change held back (coalesceWait) may be written.
+	held := time.NewTimer(time.Hour)
+	held.Stop()
+	defer held.Stop()
+	holding := false
 	var written *recordWish // what the record says, once written
 	var writtenAt time.Time
 	for {
@@ -655,6 +674,8 @@ func (r *records) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-r.wake:
+		case <-held.C:
+			holding = false
 		case <-timer.C:
 			beat = true
 		}
@@ -670,10 +691,18 @@ func (r *records) run(ctx context.Context) {
 		var err error
 		wrote := false
 		if written == nil || !w.sameContent(*written) || w.newAsker(*written) {
-			wrote = true
-			if err = r.writeRecord(ctx, w); err == nil {
-				r.writes.WithLabelValues(writeReason(written, w)).Inc()
-				written, writtenAt = &w, r.now()
+			reason := writeReason(written, w)
+			if wait := coalesceWait(r.cfg.Coalesce, reason, r.now().Sub(writtenAt)); wait > 0 {
+				if !holding {
+					held.Reset(wait)
+					holding = true
+				}
+			} else {
+				wrote = true
+				if err = r.writeRecord(ctx, w); err == nil {
+					r.writes.WithLabelValues(reason).Inc()
+					written, writtenAt = &w, r.now()
+				}
 			}
 		}
 		if beat && err == nil {

@@ -2,6 +2,7 @@ package speaker
 
 import (
 	"slices"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -46,4 +47,15 @@ func newRecordWrites() *prometheus.CounterVec {
 		Name: "herald_speaker_record_writes_total",
 		Help: "Writes of this speaker's record (a Lease) to the API server, by reason: start (first write, or the stored record was found changed), mode (its quorum mode changed), view (the members it hears or misses changed), macs, answer (a peer newly asks whether it is alive). Heartbeat renewals are not counted.",
 	}, []string{"reason"})
+}
+
+// coalesceWait is how long a write for reason waits, since the last write was
+// sinceWrite ago, to go with the changes that follow: changes of view and new askers
+// within window of the last write wait for its end (RecordConfig.Coalesce); the rest,
+// and those after a quiet spell, are written at once (0).
+func coalesceWait(window time.Duration, reason string, sinceWrite time.Duration) time.Duration {
+	if (reason != writeView && reason != writeAnswer) || sinceWrite >= window {
+		return 0
+	}
+	return window - sinceWrite
 }

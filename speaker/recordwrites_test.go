@@ -2,7 +2,14 @@ package speaker
 
 import (
 	"testing"
+	"time"
 
+	"github.com/go-logr/logr"
+	dto "github.com/prometheus/client_model/go"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"herald.dev/herald/internal/testenv"
 	"herald.dev/herald/speaker/quorum"
 )
 
@@ -29,5 +36,68 @@ func TestWriteReason(t *testing.T) {
 		if got := writeReason(tc.written, tc.wish); got != tc.want {
 			t.Errorf("%s: writeReason = %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// Against a real API server: within the coalescing window after a write, a change of
+// view and a new asker are held back, a change of mode is written at once with them,
+// and a change held back is written when the window ends.
+func TestRecordsCoalesce(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := t.Context()
+	const ns = "herald-system"
+	env.CreateNamespace(t, ns)
+	w := &countingWriter{Writer: env.Client, writes: map[string]int{}}
+	start := func(node string, coalesce time.Duration) *records {
+		cfg := RecordConfig{Renew: time.Hour, FastRenew: 200 * time.Millisecond, Duration: 3 * time.Hour, Coalesce: coalesce}
+		r := newRecords(node, ns, cfg, env.Client, env.Client, w, func() {}, func(string, []string) {}, logr.Discard())
+		r.want(recordWish{members: []string{node, "b", "c"}, mode: quorum.ModeQuorum})
+		go r.run(ctx)
+		return r
+	}
+	stored := func(node string) (members string, mode string) {
+		var l coordinationv1.Lease
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: RecordName(node)}, &l); err != nil {
+			return "", ""
+		}
+		return l.Annotations[RecordMembersAnnotation], l.Annotations[RecordModeAnnotation]
+	}
+	count := func(r *records, reason string) float64 {
+		var m dto.Metric
+		if err := r.writes.WithLabelValues(reason).Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetCounter().GetValue()
+	}
+
+	// A window far longer than the test: what it holds back is never written alone.
+	a := start("a", time.Hour)
+	eventually(t, "a's first record stored", func() bool { m, _ := stored("a"); return m == "a,b,c" })
+	a.want(recordWish{members: []string{"a", "b"}, unreachable: []string{"c"}, mode: quorum.ModeQuorum})
+	a.want(recordWish{members: []string{"a", "b"}, unreachable: []string{"c"}, mode: quorum.ModeQuorum, askers: []string{"c"}})
+	time.Sleep(time.Second) // ample for a write at once (each takes milliseconds here)
+	if m, _ := stored("a"); m != "a,b,c" {
+		t.Fatalf("a change of view within the window was written at once: members %q, want a,b,c until the window ends", m)
+	}
+	a.want(recordWish{members: []string{"a"}, unreachable: []string{"b", "c"}, mode: quorum.ModeHold, askers: []string{"c"}})
+	eventually(t, "a's change of mode written at once", func() bool { m, mode := stored("a"); return m == "a" && mode == string(quorum.ModeHold) })
+	if got := w.of(RecordName("a")); got != 2 {
+		t.Errorf("a's record written %d times, want 2 (its first write, and the change of mode with the view held back)", got)
+	}
+	if s, v, md, an := count(a, writeStart), count(a, writeView), count(a, writeMode), count(a, writeAnswer); s != 1 || v != 0 || md != 1 || an != 0 {
+		t.Errorf("a's writes by reason: start %v, view %v, mode %v, answer %v; want 1, 0, 1, 0", s, v, md, an)
+	}
+
+	// A short window: the change held back is written when it ends.
+	d := start("d", 300*time.Millisecond)
+	eventually(t, "d's first record stored", func() bool { m, _ := stored("d"); return m == "b,c,d" || m == "d,b,c" })
+	d.want(recordWish{members: []string{"d", "b"}, mode: quorum.ModeQuorum})
+	d.want(recordWish{members: []string{"d"}, mode: quorum.ModeQuorum})
+	eventually(t, "d's change of view written when the window ends", func() bool { m, _ := stored("d"); return m == "d" })
+	if got := w.of(RecordName("d")); got != 2 {
+		t.Errorf("d's record written %d times, want 2 (its first write, and both changes of view in one)", got)
+	}
+	if v := count(d, writeView); v != 1 {
+		t.Errorf("d's writes of a change of view: %v, want 1", v)
 	}
 }
