@@ -84,6 +84,8 @@ func TestRecordsCoalesce(t *testing.T) {
 	if got := w.of(RecordName("a")); got != 2 {
 		t.Errorf("a's record written %d times, want 2 (its first write, and the change of mode with the view held back)", got)
 	}
+	// The count follows the stored write by a moment.
+	eventually(t, "a's change of mode counted", func() bool { return count(a, writeMode) == 1 })
 	if s, v, md, an := count(a, writeStart), count(a, writeView), count(a, writeMode), count(a, writeAnswer); s != 1 || v != 0 || md != 1 || an != 0 {
 		t.Errorf("a's writes by reason: start %v, view %v, mode %v, answer %v; want 1, 0, 1, 0", s, v, md, an)
 	}
@@ -97,6 +99,7 @@ func TestRecordsCoalesce(t *testing.T) {
 	if got := w.of(RecordName("d")); got != 2 {
 		t.Errorf("d's record written %d times, want 2 (its first write, and both changes of view in one)", got)
 	}
+	eventually(t, "d's change of view counted", func() bool { return count(d, writeView) >= 1 })
 	if v := count(d, writeView); v != 1 {
 		t.Errorf("d's writes of a change of view: %v, want 1", v)
 	}
