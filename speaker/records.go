@@ -77,11 +77,11 @@ type RecordConfig struct {
 // far from the failover path: a change of view or mode is written at once, and so is
 // the record when a peer starts asking whether this speaker is alive (quorum.AskedBy),
 // except that changes of view and new askers within 250 ms of the last write wait
-// for its end and go together. At a split memberlist loses the other side's peers,
-// and they start asking, one by one over a second or so: one write each costed every
-// speaker out of Quorum an event each (writes by reason, 30-node split: 60 of mode,
-// 121 of view, 84 of answers). A quarter of Grace (1 s) leaves an answer time to reach
-// an asker before it arbitrates.
+// for those 250 ms to end and go in one write. At a split memberlist loses the other
+// side's peers, and they start asking, in batches over a second or so; each batch
+// cost a write that reached every speaker out of Quorum (writes by reason at a
+// 30-node split: 60 of mode, 121 of view, 84 answers). A quarter of Grace (1 s)
+// leaves an answer time to reach an asker before it arbitrates.
 func DefaultRecordConfig() RecordConfig {
 	return RecordConfig{Renew: 10 * time.Second, FastRenew: 500 * time.Millisecond, Duration: 30 * time.Second, SummaryFrom: 8,
 		Coalesce: 250 * time.Millisecond}
@@ -642,7 +642,8 @@ func (r *records) status() (up bool, at, readAt time.Time) {
 }
 
 // want sets what the record should say; a change, or a new peer asking whether this
-// speaker is alive, is written at once.
+// speaker is alive, wakes run to write it (at once, or once RecordConfig.Coalesce
+// has passed since the last write).
 func (r *records) want(w recordWish) {
 	r.mu.Lock()
 	now := !r.wish.sameContent(w) || w.newAsker(r.wish)
@@ -656,8 +657,10 @@ func (r *records) want(w recordWish) {
 	}
 }
 
-// run writes the record at once when want asks, and the heartbeat every renewal
-// period, until ctx ends. After a failed write both are retried every FastRenew.
+// run writes the record when want asks (at once, or a change of view or a new asker
+// within RecordConfig.Coalesce of the last write at that window's end, with what
+// changed meanwhile), and the heartbeat every renewal period, until ctx ends. After a
+// failed write both are retried every FastRenew.
 func (r *records) run(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
