@@ -332,16 +332,43 @@ func (h *scaleHarness) runSize(n, observers, vips, flaps int, window time.Durati
 	if h.sim.split != nil && h.splitFor > 0 {
 		h.waitCalm()
 		progress("nodes=%d: an even split for %s", n, h.splitFor)
-		r.split = h.sample(h.splitFor, func() { h.sim.split.on.Store(true) })
+		rejoinCtx, stopRejoin := context.WithCancel(h.ctx)
+		r.split = h.sample(h.splitFor, func() {
+			h.sim.split.on.Store(true)
+			go h.rejoin(rejoinCtx)
+		})
 		r.splitModes = h.modes()
 		progress("nodes=%d: the split heals (modes at its end: %v)", n, r.splitModes)
 		r.heal = h.sample(0, func() {
 			h.sim.split.on.Store(false)
-			h.heal()
 			h.waitConverged(n)
 		})
+		stopRejoin()
 	}
 	return r
+}
+
+// rejoin does what each speaker's join loop does (join.go): every --ml-join-interval
+// each speaker joins the peers it does not hear, until ctx ends. Each side declared
+// the other dead at the split, and memberlist's push/pull only reaches members it
+// holds alive: the heal comes through these joins, as in a cluster.
+func (h *scaleHarness) rejoin(ctx context.Context) {
+	tick := time.NewTicker(DefaultConfig().JoinInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		addrs := make([]string, len(h.speakers))
+		for i, s := range h.speakers {
+			addrs[i] = s.members.Addr()
+		}
+		for _, s := range h.speakers {
+			s.members.Join(addrs) // only the peers it does not hear; errors expected while split
+		}
+	}
 }
 
 // modes counts the speakers by mode.
@@ -352,19 +379,6 @@ func (h *scaleHarness) modes() map[quorum.Mode]int {
 		out[m]++
 	}
 	return out
-}
-
-// heal joins the first speaker of the second half to the first of the first: each
-// side had declared the other dead, and memberlist's push/pull only reaches members
-// it holds alive (a real speaker rejoins its Nodes' addresses; join.go).
-func (h *scaleHarness) heal() {
-	other := h.speakers[len(h.speakers)/2]
-	for try := 0; ; try++ {
-		if _, err := other.members.Join([]string{h.speakers[0].members.Addr()}); err == nil || try == 20 {
-			return
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
 }
 
 // watches counts, over the speakers, the watches of every record, of records by
