@@ -664,11 +664,11 @@ func (r *records) want(w recordWish) {
 func (r *records) run(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	// held fires when a change held back (coalesceWait) may be written.
+	// held fires when a change held back (coalesceWait) may be written: at the
+	// window's end after the last write, the same moment however often it is set.
 	held := time.NewTimer(time.Hour)
 	held.Stop()
 	defer held.Stop()
-	holding := false
 	var written *recordWish // what the record says, once written
 	var writtenAt time.Time
 	for {
@@ -678,7 +678,6 @@ func (r *records) run(ctx context.Context) {
 			return
 		case <-r.wake:
 		case <-held.C:
-			holding = false
 		case <-timer.C:
 			beat = true
 		}
@@ -696,10 +695,7 @@ func (r *records) run(ctx context.Context) {
 		if written == nil || !w.sameContent(*written) || w.newAsker(*written) {
 			reason := writeReason(written, w)
 			if wait := coalesceWait(r.cfg.Coalesce, reason, r.now().Sub(writtenAt)); wait > 0 {
-				if !holding {
-					held.Reset(wait)
-					holding = true
-				}
+				held.Reset(wait)
 			} else {
 				wrote = true
 				if err = r.writeRecord(ctx, w); err == nil {

@@ -24,6 +24,9 @@ const (
 	writeAnswer = "answer"
 )
 
+// writeReasons are the reasons, in the order writeReason tries them.
+var writeReasons = []string{writeStart, writeMode, writeView, writeMACs, writeAnswer}
+
 // writeReason says why wish w is written over what the record says (nil: unknown or
 // nothing written yet). The first difference in this order names it.
 func writeReason(written *recordWish, w recordWish) string {

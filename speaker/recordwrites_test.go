@@ -1,6 +1,7 @@
 package speaker
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -63,11 +64,11 @@ func TestRecordsCoalesce(t *testing.T) {
 		return l.Annotations[RecordMembersAnnotation], l.Annotations[RecordModeAnnotation]
 	}
 	count := func(r *records, reason string) float64 {
-		var m dto.Metric
-		if err := r.writes.WithLabelValues(reason).Write(&m); err != nil {
+		n, err := r.writeCount(reason)
+		if err != nil {
 			t.Fatal(err)
 		}
-		return m.GetCounter().GetValue()
+		return n
 	}
 
 	// A window far longer than the test: what it holds back is never written alone.
@@ -103,4 +104,14 @@ func TestRecordsCoalesce(t *testing.T) {
 	if v := count(d, writeView); v != 1 {
 		t.Errorf("d's writes of a change of view: %v, want 1", v)
 	}
+}
+
+// writeCount reads the count of this speaker's record writes for reason
+// (herald_speaker_record_writes_total), for tests and benchmarks.
+func (r *records) writeCount(reason string) (float64, error) {
+	var m dto.Metric
+	if err := r.writes.WithLabelValues(reason).Write(&m); err != nil {
+		return 0, fmt.Errorf("reading %s's record writes: %w", r.self, err)
+	}
+	return m.GetCounter().GetValue(), nil
 }

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	dto "github.com/prometheus/client_model/go"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -459,12 +458,12 @@ func (h *scaleHarness) sample(window time.Duration, f func()) loadSample {
 func (h *scaleHarness) recordWrites() map[string]float64 {
 	out := map[string]float64{}
 	for _, s := range h.speakers {
-		for _, reason := range []string{writeStart, writeMode, writeView, writeMACs, writeAnswer} {
-			var m dto.Metric
-			if err := s.records.writes.WithLabelValues(reason).Write(&m); err != nil {
-				h.b.Fatalf("reading %s's record writes: %v", s.records.self, err)
+		for _, reason := range writeReasons {
+			n, err := s.records.writeCount(reason)
+			if err != nil {
+				h.b.Fatal(err)
 			}
-			out[reason] += m.GetCounter().GetValue()
+			out[reason] += n
 		}
 	}
 	return out
@@ -473,7 +472,7 @@ func (h *scaleHarness) recordWrites() map[string]float64 {
 // writesByReason prints record writes by reason, in a fixed order.
 func writesByReason(m map[string]float64) string {
 	var parts []string
-	for _, reason := range []string{writeStart, writeMode, writeView, writeMACs, writeAnswer} {
+	for _, reason := range writeReasons {
 		parts = append(parts, fmt.Sprintf("%s %.0f", reason, m[reason]))
 	}
 	return strings.Join(parts, ", ")
