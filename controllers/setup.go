@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -52,6 +53,15 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	err := mgr.Add(&HeartbeatSummarizer{Cache: mgr.GetCache(), API: mgr.GetAPIReader(), Client: mgr.GetClient(),
 		Namespace: opts.Namespace, Log: mgr.GetLogger().WithName("heartbeat-summary")})
+	if err != nil {
+		return err
+	}
+	records, err := client.NewWithWatch(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()})
+	if err != nil {
+		return fmt.Errorf("records digest client: %w", err)
+	}
+	err = mgr.Add(&RecordDigester{Watch: records, API: mgr.GetAPIReader(), Client: mgr.GetClient(),
+		Namespace: opts.Namespace, Log: mgr.GetLogger().WithName("records-digest")})
 	if err != nil {
 		return err
 	}

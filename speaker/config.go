@@ -11,6 +11,7 @@ import (
 
 	"herald.dev/herald/internal/memberkey"
 	"herald.dev/herald/internal/metricsserve"
+	"herald.dev/herald/internal/recordformat"
 	"herald.dev/herald/proxy"
 	"herald.dev/herald/speaker/layer2"
 	"herald.dev/herald/speaker/members"
@@ -130,6 +131,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.Records.FastRenew, "record-fast-renew-interval", c.Records.FastRenew, "how often it retries writing its record or heartbeat after a failed write")
 	fs.DurationVar(&c.Records.Duration, "record-duration", c.Records.Duration, "how long a speaker nobody hears stays expected after its record's or heartbeat's last write")
 	fs.DurationVar(&c.Records.Coalesce, "record-coalesce", c.Records.Coalesce, "how long after a write of its record a change of its view, or a new peer asking whether it is alive, waits to go with the changes that follow (0: each at once; a change of mode is always written at once)")
+	fs.IntVar(&c.Records.DigestFrom, "records-digest-from", c.Records.DigestFrom, "out of Quorum, read the controller's records digest (one ConfigMap) instead of every speaker's record once it lists this many records (0: never)")
 	fs.IntVar(&c.Records.SummaryFrom, "heartbeat-summary-from", c.Records.SummaryFrom, "read the controller's heartbeat summary (one Lease) instead of the peers' heartbeats once this many peers are not heard over memberlist (0: never)")
 	fs.DurationVar(&c.Quorum.Grace, "quorum-grace", c.Quorum.Grace, "how long a speaker that hears no majority keeps its IPs before it arbitrates through the API server (or goes silent without it); also how long a majority it hears must leave it out before it goes silent (a rumour of its death is refuted sooner)")
 	fs.DurationVar(&c.Quorum.JoinWait, "quorum-join-wait", c.Quorum.JoinWait, "how long a returning speaker waits, at most, for a peer that hears it again to republish its record when the API server does not answer")
@@ -172,6 +174,10 @@ func (c *Config) validate() (*regexp.Regexp, error) {
 		// An answer held back must reach an asker before it arbitrates, Grace after
 		// its trouble began.
 		errs = append(errs, fmt.Errorf("--record-coalesce %v must be at most half of --quorum-grace %v", c.Records.Coalesce, c.Quorum.Grace))
+	} else if c.Records.DigestFrom > 0 && (c.Records.Coalesce+recordformat.DigestGap)*2 > c.Quorum.Grace {
+		// Through the digest an answer also waits for the controller's next write.
+		errs = append(errs, fmt.Errorf("--record-coalesce %v plus the records digest's %v between writes must be at most half of --quorum-grace %v (or --records-digest-from 0)",
+			c.Records.Coalesce, recordformat.DigestGap, c.Quorum.Grace))
 	}
 	switch earliest := c.Members.EarliestVerdict(); {
 	case c.StallAfter < 0:

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"herald.dev/herald/internal/recordformat"
 	"herald.dev/herald/speaker/quorum"
 )
 
@@ -19,7 +20,7 @@ import (
 // writes reaches a survivor.
 const (
 	// RecordModeLabel is the record's quorum.Mode, as its mode annotation says.
-	RecordModeLabel = "herald.dev/mode"
+	RecordModeLabel = recordformat.ModeLabel
 	// hearsLabelPrefix starts the label of each member a record's writer hears.
 	hearsLabelPrefix = "hears.herald.dev/"
 )

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"herald.dev/herald/internal/recordformat"
 	"herald.dev/herald/speaker/quorum"
 )
 
@@ -34,23 +35,24 @@ import (
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;delete,namespace=herald-system
 
+// The record's format is internal/recordformat's, which herald's controller reads too.
 const (
 	// RecordLabel marks the speakers' records (and only them) among the Leases.
-	RecordLabel = "herald.dev/speaker-record"
+	RecordLabel = recordformat.Label
 	// RecordMembersAnnotation lists the memberlist members the speaker hears.
-	RecordMembersAnnotation = "herald.dev/members"
+	RecordMembersAnnotation = recordformat.MembersAnnotation
 	// RecordModeAnnotation is the speaker's quorum.Mode.
-	RecordModeAnnotation = "herald.dev/mode"
+	RecordModeAnnotation = recordformat.ModeAnnotation
 	// RecordUnreachableAnnotation lists the expected speakers it does not hear.
-	RecordUnreachableAnnotation = "herald.dev/unreachable"
+	RecordUnreachableAnnotation = recordformat.UnreachableAnnotation
 	// RecordMACsAnnotation lists the MACs its ARP/NDP responders answer with: another
 	// speaker seeing one of them answer for its IP knows it is a peer, not a foreign
 	// device.
-	RecordMACsAnnotation = "herald.dev/macs"
+	RecordMACsAnnotation = recordformat.MACsAnnotation
 )
 
 // RecordName is the name of node's record.
-func RecordName(node string) string { return "herald-speaker-" + node }
+func RecordName(node string) string { return recordformat.Name(node) }
 
 // RecordConfig says how records are renewed.
 type RecordConfig struct {
@@ -69,6 +71,9 @@ type RecordConfig struct {
 	// (0: each at once). A change of mode, or one after a quiet spell, is written at
 	// once.
 	Coalesce time.Duration
+	// DigestFrom is how many records the controller's records digest must list for
+	// a speaker out of Quorum to read it instead of every record (0: never).
+	DigestFrom int
 }
 
 // DefaultRecordConfig renews the heartbeat every 10 s, a kubelet node lease's pace,
@@ -84,7 +89,7 @@ type RecordConfig struct {
 // leaves an answer time to reach an asker before it arbitrates.
 func DefaultRecordConfig() RecordConfig {
 	return RecordConfig{Renew: 10 * time.Second, FastRenew: 500 * time.Millisecond, Duration: 30 * time.Second, SummaryFrom: 8,
-		Coalesce: 250 * time.Millisecond}
+		Coalesce: 250 * time.Millisecond, DigestFrom: 32}
 }
 
 func (c RecordConfig) validate() error {
@@ -99,6 +104,8 @@ func (c RecordConfig) validate() error {
 		return fmt.Errorf("--heartbeat-summary-from %d must be 0 (never) or more", c.SummaryFrom)
 	case c.Coalesce < 0:
 		return fmt.Errorf("--record-coalesce %v must not be negative (0: write each change at once)", c.Coalesce)
+	case c.DigestFrom < 0:
+		return fmt.Errorf("--records-digest-from %d must be 0 (never) or more", c.DigestFrom)
 	}
 	return nil
 }
@@ -377,6 +384,11 @@ func (r *records) noteLocked(l *coordinationv1.Lease, observed bool) seenVersion
 	observed = observed && r.primed
 	s, ok := r.seen[l.Name]
 	switch {
+	case ok && s.uid == l.UID && olderVersion(l.ResourceVersion, s.version):
+		// A watch that lags another (or the digest, which lags the records) brings
+		// back a version older than one seen: no change, and the newer one's time
+		// stands.
+		return s
 	case !ok || s.uid != l.UID || s.version != l.ResourceVersion:
 		last := r.lastChangeLocked(l.Name)
 		if t := r.writtenBefore(l.ResourceVersion); t.After(last) {
@@ -600,6 +612,9 @@ func (r *records) parse(l *coordinationv1.Lease) (quorum.Record, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := r.noteLocked(l, false)
+	if s.version != l.ResourceVersion {
+		return recordFromLease(l, s.at) // older than the version seen: read, not kept
+	}
 	if !s.parsed {
 		s.rec, s.ok = recordFromLease(l, s.at)
 		s.parsed = true
@@ -639,6 +654,17 @@ func (r *records) status() (up bool, at, readAt time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.apiUp, r.apiAt, r.readAt
+}
+
+// freshnessAsOf is the time the freshness of what this speaker read is judged at: now,
+// or its last successful write while its writes fail (as the quorum rule judges the
+// records), so that what it read does not expire just because it cannot renew.
+func (r *records) freshnessAsOf() time.Time {
+	up, at, _ := r.status()
+	if !up && !at.IsZero() {
+		return at
+	}
+	return r.now()
 }
 
 // want sets what the record should say; a change, or a new peer asking whether this

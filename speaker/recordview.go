@@ -2,7 +2,6 @@ package speaker
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"herald.dev/herald/internal/recordformat"
 	"herald.dev/herald/speaker/quorum"
 )
 
@@ -91,9 +91,17 @@ func recordsWhere(key string, op selection.Operator, values []string) labels.Sel
 	return labels.NewSelector().Add(*is, *req)
 }
 
+// A speaker out of Quorum in a large cluster reads the records digest instead of every
+// record (recorddigest.go): it watches the digest, and uses it while it is usable
+// (written within recordformat.DigestDuration, as of this speaker's last successful
+// write while its writes fail) and lists at least digestFrom records. Otherwise, or
+// until it has synced (at most digestSyncWait), it watches every record as before, so a
+// controller that is down or cut off costs what herald cost without the digest.
+const digestSyncWait = 2 * time.Second
+
 // recordWatches are a speaker's watches of the records: in Quorum, those that leave
 // it out (narrow), those in trouble (troubled) and by name those of the peers it does
-// not hear; out of Quorum, every record (wide) alone.
+// not hear; out of Quorum, the records digest or every record (wide) alone.
 type recordWatches struct {
 	ctx       context.Context
 	namespace string
@@ -105,25 +113,37 @@ type recordWatches struct {
 	now       func() time.Time
 	// wideLinger is recordsWideLinger (shorter in tests).
 	wideLinger time.Duration
+	// digestFrom is how many records the digest must list to be used (0: never,
+	// RecordConfig.DigestFrom); asOf is the time its freshness is judged at.
+	digestFrom int
+	asOf       func() time.Time
 
 	mu sync.Mutex
 	// narrow and troubled run while this speaker is in Quorum (nil otherwise).
 	narrow, troubled *leaseWatch
-	// wide watches every record; wideUnneeded is since when this speaker has been in
-	// Quorum (zero while it is not).
+	// wide watches every record, and digest the records digest; wideUnneeded is since
+	// when this speaker has been in Quorum (zero while it is not). digestSince is when
+	// the digest's watch started.
 	wide         *leaseWatch
+	digest       *digestWatch
+	digestSince  time.Time
 	wideUnneeded time.Time
 	// byName watches the records of the peers not heard, while in Quorum.
 	byName *leasesByName
 }
 
 // newRecordWatches starts the watches of the records of a speaker that has just
-// started, out of Quorum: the wide one.
-func newRecordWatches(ctx context.Context, namespace, self string, c client.WithWatch, handler func(gone bool) toolscache.ResourceEventHandler, poke func(), log logr.Logger) *recordWatches {
+// started, out of Quorum: the digest's if digestFrom is not 0, else the wide one.
+// asOf is when the digest's freshness is judged.
+func newRecordWatches(ctx context.Context, namespace, self string, c client.WithWatch, handler func(gone bool) toolscache.ResourceEventHandler, poke func(),
+	digestFrom int, asOf func() time.Time, log logr.Logger) *recordWatches {
 	pace := byNamePace{linger: recordsByNameLinger, starts: recordsByNameStarts, burst: recordsByNameBurst}
 	w := &recordWatches{ctx: ctx, namespace: namespace, self: self, client: c, handler: handler, poke: poke, log: log, now: time.Now, wideLinger: recordsWideLinger,
+		digestFrom: digestFrom, asOf: asOf,
 		byName: newLeasesByName(ctx, namespace, c, "record", RecordName, pace, handler(true), poke, log)}
-	w.wide = w.startWide()
+	w.mu.Lock()
+	w.everyRecordLocked(w.now())
+	w.mu.Unlock()
 	return w
 }
 
@@ -184,24 +204,67 @@ func (w *recordWatches) setMode(m quorum.Mode) {
 	switch {
 	case m != quorum.ModeQuorum:
 		w.wideUnneeded = time.Time{}
-		if w.wide == nil && w.ctx.Err() == nil {
-			w.wide = w.startWide()
-		}
-		if w.wide != nil && w.wide.synced() {
+		w.everyRecordLocked(now)
+		if (w.wide != nil && w.wide.synced()) || w.digest.used() {
 			w.stopNarrow()
 			w.byName.stopAll()
 		}
-	case w.wide == nil:
+	case w.wide == nil && w.digest == nil:
 	case w.wideUnneeded.IsZero():
 		w.wideUnneeded = now
 		time.AfterFunc(w.wideLinger, w.poke) // a decision then stops it
-	case now.Sub(w.wideUnneeded) >= w.wideLinger:
+		w.everyRecordLocked(now)
+	case now.Sub(w.wideUnneeded) < w.wideLinger:
+		w.everyRecordLocked(now) // the digest may turn stale meanwhile
+	default:
 		w.startNarrow()
 		if w.narrowSynced() && w.byName.synced() {
-			w.wide.stop()
-			w.wide = nil
+			w.stopWideLocked()
 			w.log.V(1).Info("watching the records that concern this speaker only")
 		}
+	}
+}
+
+// everyRecordLocked picks the source of every record, out of Quorum and while it
+// lingers: the digest while
+// it is usable and lists digestFrom records or more, else the wide watch. The digest's
+// watch runs throughout (its use is decided anew each time), the wide one only while
+// the digest is not used or has not synced for digestSyncWait. Under mu.
+func (w *recordWatches) everyRecordLocked(now time.Time) {
+	if w.ctx.Err() != nil {
+		return
+	}
+	if w.digestFrom > 0 && w.digest == nil {
+		w.digest = watchDigest(w.ctx, w.client, w.namespace, w.handler, w.poke, w.log)
+		w.digestSince = now
+		time.AfterFunc(digestSyncWait, w.poke) // a decision then starts the wide watch if need be
+	}
+	usable, n := w.digest.state(w.asOf())
+	use := usable && n >= w.digestFrom
+	if w.digest != nil && use != w.digest.used() {
+		w.log.V(1).Info("records source", "digest", use, "digestRecords", n)
+		w.digest.use(use)
+	}
+	switch {
+	case use && w.wide != nil:
+		w.wide.stop()
+		w.wide = nil
+	case !use && w.wide == nil && (w.digest == nil || w.digest.synced() || now.Sub(w.digestSince) >= digestSyncWait):
+		w.wide = w.startWide()
+	}
+}
+
+// stopWideLocked stops the watches of every record, the wide one and the digest's.
+// Under mu.
+func (w *recordWatches) stopWideLocked() {
+	if w.wide != nil {
+		w.wide.stop()
+		w.wide = nil
+	}
+	if w.digest != nil {
+		w.digest.use(false)
+		w.digest.stop()
+		w.digest = nil
 	}
 }
 
@@ -211,7 +274,7 @@ func (w *recordWatches) setMode(m quorum.Mode) {
 func (w *recordWatches) complete() (complete, wanted bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.wide != nil && w.wide.synced(), w.wide != nil
+	return (w.wide != nil && w.wide.synced()) || w.digest.used(), w.wide != nil || w.digest != nil
 }
 
 // track watches by name the records of these nodes (the peers not heard), at once
@@ -221,7 +284,7 @@ func (w *recordWatches) complete() (complete, wanted bool) {
 // nodes whose watch by name has not synced yet.
 func (w *recordWatches) track(nodes []string) (pending []string) {
 	w.mu.Lock()
-	if w.wide != nil && w.wideUnneeded.IsZero() {
+	if (w.wide != nil || w.digest != nil) && w.wideUnneeded.IsZero() {
 		nodes = nil
 	}
 	w.mu.Unlock()
@@ -235,6 +298,7 @@ func (w *recordWatches) leases() []*coordinationv1.Lease {
 	out := w.narrow.leases()
 	out = append(out, w.troubled.leases()...)
 	out = append(out, w.wide.leases()...)
+	out = append(out, w.digest.leases()...)
 	return append(out, w.byName.leases()...)
 }
 
@@ -243,7 +307,7 @@ func (w *recordWatches) leases() []*coordinationv1.Lease {
 func (w *recordWatches) counts() (every, narrow, byName int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.wide != nil {
+	if w.wide != nil || w.digest.used() {
 		every = 1
 	}
 	if w.narrow != nil {
@@ -253,10 +317,4 @@ func (w *recordWatches) counts() (every, narrow, byName int) {
 }
 
 // nodeOfRecord returns the node whose record name is, or "".
-func nodeOfRecord(name string) string {
-	n, _ := strings.CutPrefix(name, RecordName(""))
-	if n == name {
-		return ""
-	}
-	return n
-}
+func nodeOfRecord(name string) string { return recordformat.NodeOf(name) }

@@ -57,7 +57,7 @@ func TestRecordView(t *testing.T) {
 	}
 	var events atomic.Int32
 	r := newRecords("a", ns, cfg, c, env.Client, env.Client, func() { events.Add(1) }, func(string, []string) {}, logr.Discard())
-	r.view = newRecordWatches(ctx, ns, "a", wc, r.handler, func() {}, logr.Discard())
+	r.view = newRecordWatches(ctx, ns, "a", wc, r.handler, func() {}, 0, r.freshnessAsOf, logr.Discard())
 	r.view.wideLinger = 0
 	if err := r.watch(ctx, c); err != nil {
 		t.Fatal(err)

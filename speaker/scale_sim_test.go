@@ -154,7 +154,8 @@ func startSim(ctx context.Context, env simEnv, node string, port int, observer, 
 	sim := &simSpeaker{Speaker: s, observer: observer, cache: c, done: make(chan struct{}), owners: map[string]int{}}
 	ctx, sim.stop = context.WithCancel(ctx)
 	if !shared {
-		s.records.view = newRecordWatches(ctx, env.namespace, node, env.api, s.records.handler, s.pokeElection, env.log)
+		s.records.view = newRecordWatches(ctx, env.namespace, node, env.api, s.records.handler, s.pokeElection,
+			cfg.Records.DigestFrom, s.records.freshnessAsOf, env.log)
 	}
 
 	if observer {

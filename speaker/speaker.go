@@ -217,7 +217,8 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	}
 	s.records.beats = newHeartbeats(ctx, cfg.Namespace, beatClient, s.pokeElection, log.WithName("heartbeats"))
 	s.records.beats.summaryFrom = cfg.Records.SummaryFrom
-	s.records.view = newRecordWatches(ctx, cfg.Namespace, cfg.NodeName, beatClient, s.records.handler, s.pokeElection, log.WithName("records"))
+	s.records.view = newRecordWatches(ctx, cfg.Namespace, cfg.NodeName, beatClient, s.records.handler, s.pokeElection,
+		cfg.Records.DigestFrom, s.records.freshnessAsOf, log.WithName("records"))
 	if s.metrics, err = newMetrics(crmetrics.Registry, s.records.writes); err != nil {
 		return err
 	}

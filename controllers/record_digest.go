@@ -1,0 +1,197 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"herald.dev/herald/internal/recordformat"
+)
+
+// The controller watches the speakers' records (one event per record write) and
+// writes the records digest that the speakers of a large cluster read while they are
+// out of Quorum instead of every record (internal/recordformat says why).
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=create,namespace=herald-system
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;update,namespace=herald-system,resourceNames=herald-records
+
+var (
+	digestWrites = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "herald_records_digest_writes_total",
+		Help: "Writes of the records digest by the controller (only the leader writes it).",
+	})
+	digestRecords = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "herald_records_digest_records",
+		Help: "Speaker records the records digest last written lists.",
+	})
+	digestBytes = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "herald_records_digest_bytes",
+		Help: "Size of the records digest last written (a ConfigMap holds at most 1 MiB).",
+	})
+)
+
+func init() { metrics.Registry.MustRegister(digestWrites, digestRecords, digestBytes) }
+
+// RecordDigester writes the records digest in Namespace from its own watch of the
+// speakers' records (the manager's cache holds the heartbeats, a different selection
+// of the same kind).
+type RecordDigester struct {
+	Watch     client.WithWatch // lists and watches the records
+	API       client.Reader    // reads straight from the API server
+	Client    client.Client
+	Namespace string
+	Log       logr.Logger
+
+	now   func() time.Time
+	store toolscache.Store
+	// written is the digest's ConfigMap as last written or read; wroteAt the last
+	// write's time by this controller's clock.
+	written *corev1.ConfigMap
+	wroteAt time.Time
+}
+
+// NeedLeaderElection: only the leader writes the digest.
+func (d *RecordDigester) NeedLeaderElection() bool { return true }
+
+// Start writes the digest when a record changes, at most once per
+// recordformat.DigestGap, and renews it every recordformat.DigestRenew, until ctx
+// ends.
+func (d *RecordDigester) Start(ctx context.Context) error {
+	if d.now == nil {
+		d.now = time.Now
+	}
+	kick := make(chan struct{}, 1)
+	poke := func(any) {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
+	sel := labels.SelectorFromSet(labels.Set{recordformat.Label: "true"})
+	opts := func(raw metav1.ListOptions) *client.ListOptions {
+		return &client.ListOptions{Namespace: d.Namespace, LabelSelector: sel, Raw: &raw}
+	}
+	store, ctrl := toolscache.NewInformerWithOptions(toolscache.InformerOptions{
+		ListerWatcher: &toolscache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, raw metav1.ListOptions) (runtime.Object, error) {
+				var l coordinationv1.LeaseList
+				if err := d.Watch.List(ctx, &l, opts(raw)); err != nil {
+					return nil, fmt.Errorf("records digest: listing the records: %w", err)
+				}
+				return &l, nil
+			},
+			WatchFuncWithContext: func(ctx context.Context, raw metav1.ListOptions) (watch.Interface, error) {
+				w, err := d.Watch.Watch(ctx, &coordinationv1.LeaseList{}, opts(raw))
+				if err != nil {
+					return nil, fmt.Errorf("records digest: watching the records: %w", err)
+				}
+				return w, nil
+			},
+		},
+		ObjectType: &coordinationv1.Lease{},
+		Handler: toolscache.ResourceEventHandlerFuncs{
+			AddFunc: poke, UpdateFunc: func(_, cur any) { poke(cur) }, DeleteFunc: poke,
+		},
+	})
+	d.store = store
+	go ctrl.RunWithContext(ctx)
+	if !toolscache.WaitForCacheSync(ctx.Done(), ctrl.HasSynced) {
+		return nil
+	}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-kick:
+		case <-timer.C:
+		}
+		next, err := d.pass(ctx)
+		if err != nil {
+			d.Log.Error(err, "writing the records digest; retrying")
+			next = d.now().Add(time.Second)
+		}
+		timer.Reset(max(next.Sub(d.now()), 0))
+	}
+}
+
+// pass writes the digest if the records changed or its renewal is due, and returns
+// when to look again.
+func (d *RecordDigester) pass(ctx context.Context) (time.Time, error) {
+	now := d.now()
+	if !d.wroteAt.IsZero() && now.Sub(d.wroteAt) < recordformat.DigestGap {
+		return d.wroteAt.Add(recordformat.DigestGap), nil
+	}
+	objs := d.store.List()
+	leases := make([]*coordinationv1.Lease, 0, len(objs))
+	for _, o := range objs {
+		if l, ok := o.(*coordinationv1.Lease); ok {
+			leases = append(leases, l)
+		}
+	}
+	data, skipped, err := recordformat.EncodeDigest(now, leases)
+	if err != nil {
+		return time.Time{}, err
+	}
+	renewal := d.wroteAt.Add(recordformat.DigestRenew)
+	if d.written != nil && recordformat.SameRecords(data, d.written.Data) && now.Before(renewal) {
+		return renewal, nil
+	}
+	if err := d.write(ctx, data); err != nil {
+		return time.Time{}, err
+	}
+	if skipped > 0 {
+		d.Log.V(1).Info("records digest: Leases labelled as records that a speaker would not read left out", "leases", skipped)
+	}
+	size := 0
+	for k, v := range data {
+		size += len(k) + len(v)
+	}
+	digestWrites.Inc()
+	digestRecords.Set(float64(len(leases) - skipped))
+	digestBytes.Set(float64(size))
+	return now.Add(recordformat.DigestRenew), nil
+}
+
+// write creates or updates the digest's ConfigMap.
+func (d *RecordDigester) write(ctx context.Context, data map[string]string) error {
+	key := types.NamespacedName{Namespace: d.Namespace, Name: recordformat.DigestName}
+	if d.written == nil {
+		var cm corev1.ConfigMap
+		switch err := d.API.Get(ctx, key, &cm); {
+		case apierrors.IsNotFound(err):
+			cm = corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: recordformat.DigestName,
+				Labels: map[string]string{"app.kubernetes.io/part-of": "herald"}}, Data: data}
+			if err := d.Client.Create(ctx, &cm); err != nil {
+				return fmt.Errorf("creating records digest %s: %w", key, err)
+			}
+			d.written, d.wroteAt = &cm, d.now()
+			return nil
+		case err != nil:
+			return fmt.Errorf("reading records digest %s: %w", key, err)
+		}
+		d.written = &cm
+	}
+	cm := d.written.DeepCopy()
+	cm.Data = data
+	if err := d.Client.Update(ctx, cm); err != nil {
+		d.written = nil // read it again: another writer, or it was deleted
+		return fmt.Errorf("updating records digest %s: %w", key, err)
+	}
+	d.written, d.wroteAt = cm, d.now()
+	return nil
+}

@@ -1,0 +1,183 @@
+package speaker
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"herald.dev/herald/internal/recordformat"
+)
+
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch,namespace=herald-system,resourceNames=herald-records
+
+// digestWatch watches the records digest that herald's controller writes
+// (internal/recordformat says why), and while it is in use hands each change of a
+// record it lists to the records' handler, as a watch of the records would: a version
+// not seen before, or a record gone. recordWatches decides when it is in use.
+type digestWatch struct {
+	namespace string
+	handler   func(gone bool) toolscache.ResourceEventHandler
+	poke      func()
+	log       logr.Logger
+
+	stop   context.CancelFunc
+	synced func() bool
+
+	mu sync.Mutex
+	// digest is the digest as last decoded (zero: none, or unreadable).
+	digest recordformat.Digest
+	// inUse: its records are handed to the handler; fed are those handed, by name.
+	inUse bool
+	fed   map[string]*coordinationv1.Lease
+	// badVersion is the ConfigMap version last found unreadable (logged once).
+	badVersion string
+}
+
+// watchDigest starts a digestWatch until ctx ends or stop is called.
+func watchDigest(ctx context.Context, c client.WithWatch, namespace string, handler func(gone bool) toolscache.ResourceEventHandler, poke func(), log logr.Logger) *digestWatch {
+	ctx, cancel := context.WithCancel(ctx)
+	d := &digestWatch{namespace: namespace, handler: handler, poke: poke, log: log, stop: cancel}
+	opts := func(raw metav1.ListOptions) *client.ListOptions {
+		return &client.ListOptions{Namespace: namespace, Raw: &raw, FieldSelector: fields.OneTermEqualSelector("metadata.name", recordformat.DigestName)}
+	}
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, raw metav1.ListOptions) (runtime.Object, error) {
+			var l corev1.ConfigMapList
+			if err := c.List(ctx, &l, opts(raw)); err != nil {
+				return nil, fmt.Errorf("listing the records digest: %w", err)
+			}
+			return &l, nil
+		},
+		WatchFuncWithContext: func(ctx context.Context, raw metav1.ListOptions) (watch.Interface, error) {
+			w, err := c.Watch(ctx, &corev1.ConfigMapList{}, opts(raw))
+			if err != nil {
+				return nil, fmt.Errorf("watching the records digest: %w", err)
+			}
+			return w, nil
+		},
+	}
+	_, ctrl := toolscache.NewInformerWithOptions(toolscache.InformerOptions{
+		ListerWatcher: lw,
+		ObjectType:    &corev1.ConfigMap{},
+		Handler: toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { d.apply(obj) },
+			UpdateFunc: func(_, obj any) { d.apply(obj) },
+			DeleteFunc: func(any) { d.apply(nil) },
+		},
+	})
+	d.synced = ctrl.HasSynced
+	go ctrl.RunWithContext(ctx)
+	return d
+}
+
+// apply takes a new version of the digest's ConfigMap (nil: deleted).
+func (d *digestWatch) apply(obj any) {
+	cm, _ := obj.(*corev1.ConfigMap)
+	var dg recordformat.Digest
+	if cm != nil {
+		var err error
+		if dg, err = recordformat.DecodeDigest(d.namespace, cm.Data); err != nil {
+			d.mu.Lock()
+			if d.badVersion != cm.ResourceVersion {
+				d.badVersion = cm.ResourceVersion
+				d.log.Error(err, "the records digest is unreadable; watching the records instead")
+			}
+			d.mu.Unlock()
+			dg = recordformat.Digest{}
+		}
+	}
+	d.mu.Lock()
+	d.digest = dg
+	if d.inUse {
+		d.feedLocked(false)
+	}
+	d.mu.Unlock()
+	d.poke()
+}
+
+// feedLocked hands the handler what changed in the digest since it was last fed:
+// records first seen (as listed when initial: a digest read when it comes into use
+// tells nothing of when they changed), new versions, and records gone. Under mu.
+func (d *digestWatch) feedLocked(initial bool) {
+	now := make(map[string]*coordinationv1.Lease, len(d.digest.Records))
+	h := d.handler(false)
+	for _, l := range d.digest.Records {
+		now[l.Name] = l
+		switch prev := d.fed[l.Name]; {
+		case prev == nil:
+			h.OnAdd(l, initial)
+		case prev.UID != l.UID || prev.ResourceVersion != l.ResourceVersion:
+			h.OnUpdate(prev, l)
+		}
+	}
+	if d.digest.At.IsZero() {
+		// Unreadable or deleted: the records are not gone, only their digest.
+		return
+	}
+	gone := d.handler(true)
+	for name, prev := range d.fed {
+		if now[name] == nil {
+			gone.OnDelete(prev)
+		}
+	}
+	d.fed = now
+}
+
+// state says whether the digest is usable as of asOf and how many records it lists;
+// false until the watch has synced.
+func (d *digestWatch) state(asOf time.Time) (usable bool, records int) {
+	if d == nil || !d.synced() {
+		return false, 0
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.digest.Usable(asOf), len(d.digest.Records)
+}
+
+// use starts or stops handing the records to the handler. Starting, it hands every
+// record the digest lists as listed (not seen changing).
+func (d *digestWatch) use(on bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case on && !d.inUse:
+		d.inUse, d.fed = true, nil
+		d.feedLocked(true)
+	case !on && d.inUse:
+		d.inUse, d.fed = false, nil
+	}
+}
+
+// used says whether the digest's records are in use.
+func (d *digestWatch) used() bool {
+	if d == nil {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.inUse
+}
+
+// leases returns the records the digest lists while it is in use. Read only.
+func (d *digestWatch) leases() []*coordinationv1.Lease {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.inUse {
+		return nil
+	}
+	return d.digest.Records
+}

@@ -1,0 +1,173 @@
+package speaker
+
+import (
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"herald.dev/herald/internal/recordformat"
+	"herald.dev/herald/internal/scheme"
+	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/speaker/quorum"
+)
+
+// What a speaker out of Quorum reads through the records digest, at a real API
+// server: the digest alone while it is usable and lists enough records (no watch of
+// every record), each change of a record it carries seen as a change then, a version
+// older than one seen not taken for a change, and every record straight from the API
+// server again once the digest is stale or gone.
+func TestRecordsThroughDigest(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := t.Context()
+	const ns = "herald-system"
+	env.CreateNamespace(t, ns)
+	cfg := RecordConfig{Renew: time.Second, FastRenew: 200 * time.Millisecond, Duration: 30 * time.Second}
+	writers := map[string]*records{}
+	write := func(node string, members []string, mode quorum.Mode) {
+		t.Helper()
+		w := writers[node]
+		if w == nil {
+			w = newRecords(node, ns, cfg, env.Client, env.Client, env.Client, func() {}, func(string, []string) {}, logr.Discard())
+			writers[node] = w
+		}
+		if err := w.writeRecord(ctx, recordWish{members: members, mode: mode}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// digest writes the digest as the controller would, of the records stored now (or
+	// of those given), written at at.
+	digest := func(at time.Time, given ...*coordinationv1.Lease) []*coordinationv1.Lease {
+		t.Helper()
+		leases := given
+		if leases == nil {
+			var l coordinationv1.LeaseList
+			if err := env.Client.List(ctx, &l, client.InNamespace(ns), client.HasLabels{RecordLabel}); err != nil {
+				t.Fatal(err)
+			}
+			for i := range l.Items {
+				leases = append(leases, &l.Items[i])
+			}
+		}
+		data, _, err := recordformat.EncodeDigest(at, leases)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: recordformat.DigestName}, Data: data}
+		if err := env.Client.Update(ctx, cm); apierrors.IsNotFound(err) {
+			err = env.Client.Create(ctx, cm)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return leases
+	}
+	all := []string{"a", "b", "c", "x"}
+	for _, n := range all[1:] {
+		write(n, all, quorum.ModeQuorum)
+	}
+	stored := digest(time.Now())
+
+	c, err := cache.New(env.Config, cache.Options{Scheme: scheme.New(), ByObject: map[client.Object]cache.ByObject{
+		&coordinationv1.Lease{}: narrowRecordsByObject(ns, "a"),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events atomic.Int32
+	r := newRecords("a", ns, cfg, c, env.Client, env.Client, func() { events.Add(1) }, func(string, []string) {}, logr.Discard())
+	r.view = newRecordWatches(ctx, ns, "a", wc, r.handler, func() {}, 3, r.freshnessAsOf, logr.Discard())
+	if err := r.watch(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		t.Fatal("cache did not sync")
+	}
+	byNode := func() map[string]quorum.Record {
+		t.Helper()
+		recs, err := r.list(ctx, false, []string{"a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]quorum.Record{}
+		for _, rec := range recs {
+			out[rec.Node] = rec
+		}
+		return out
+	}
+	usesDigest := func() bool {
+		r.view.setMode(quorum.ModeHold)
+		r.view.mu.Lock()
+		defer r.view.mu.Unlock()
+		return r.view.digest.used() && r.view.wide == nil
+	}
+
+	// Starting, out of Quorum: the digest lists 3 records, enough; it alone is read.
+	eventually(t, "the digest in use, no watch of every record", usesDigest)
+	if ok, _ := r.view.complete(); !ok {
+		t.Fatal("the digest in use, but the records do not count as complete")
+	}
+	got := byNode()
+	for _, n := range all[1:] {
+		if !slices.Equal(got[n].Members, all) || got[n].Mode != quorum.ModeQuorum {
+			t.Errorf("through the digest, %s's record reads %+v, want as stored", n, got[n])
+		}
+	}
+	r.prime()
+
+	// x holds: the record changes, the digest follows, and a sees the change then.
+	before := time.Now()
+	write("x", []string{"b", "c", "x"}, quorum.ModeHold)
+	digest(time.Now())
+	eventually(t, "x's Hold record through the digest", func() bool {
+		rec := byNode()["x"]
+		return rec.Mode == quorum.ModeHold && rec.ChangedAt.After(before)
+	})
+	changed := byNode()["x"].ChangedAt
+
+	// A digest of the records as they were (a lagging writer) brings x's older version
+	// back: no change, and the newer version is what a reads.
+	digest(time.Now(), stored...)
+	time.Sleep(300 * time.Millisecond)
+	if rec := byNode()["x"]; !rec.ChangedAt.Equal(changed) {
+		t.Errorf("an older version of x's record counted as a change at %v (seen changing at %v)", rec.ChangedAt, changed)
+	}
+	digest(time.Now())
+
+	// The digest goes stale (its writer stopped): every record is watched again, read
+	// straight from the API server until that watch has synced.
+	digest(time.Now().Add(-recordformat.DigestDuration))
+	eventually(t, "the wide watch back once the digest is stale", func() bool {
+		r.view.setMode(quorum.ModeHold)
+		ok, _ := r.view.complete()
+		return ok && !r.view.digest.used()
+	})
+	if rec := byNode()["x"]; rec.Mode != quorum.ModeHold {
+		t.Errorf("with the digest stale, x's record reads %+v, want its Hold record", rec)
+	}
+
+	// A usable digest listing fewer records than --records-digest-from is not used.
+	digest(time.Now(), stored[:2]...)
+	time.Sleep(300 * time.Millisecond)
+	if usesDigest() {
+		t.Error("a digest of 2 records is in use, want 3 at least")
+	}
+	// A usable one listing enough is, again.
+	digest(time.Now())
+	eventually(t, "the digest in use again", usesDigest)
+	if rec := byNode()["x"]; rec.Mode != quorum.ModeHold || !rec.ChangedAt.Equal(changed) {
+		t.Errorf("back on the digest, x's record reads %+v, want its Hold record seen changing at %v", rec, changed)
+	}
+}
