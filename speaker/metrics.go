@@ -72,7 +72,7 @@ func newMetrics(reg prometheus.Registerer, owned ...prometheus.Collector) (*metr
 		}),
 		recordWatches: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "herald_speaker_record_watches",
-			Help: "Watches of the speakers' records, by scope: every (1 while this speaker is out of Quorum, and for 30 s after), leaving-out (1: the records that leave this speaker out) and trouble (1: those whose mode is not Quorum), both while in Quorum once the 30 s have passed, by-name (one per peer it does not hear while in Quorum).",
+			Help: "Watches of the speakers' records, by scope: every (1 while this speaker is out of Quorum, and for 30 s after, unless it reads the digest), digest (1 while it reads the controller's records digest instead: out of Quorum in a cluster of --records-digest-from speakers or more, while the digest is current), leaving-out (1: the records that leave this speaker out) and trouble (1: those whose mode is not Quorum), both while in Quorum once the 30 s have passed, by-name (one per peer it does not hear while in Quorum).",
 		}, []string{"scope"}),
 		peerClaims: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_l2_peer_claims_total",

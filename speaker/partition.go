@@ -152,8 +152,9 @@ func (s *Speaker) observe(v quorum.Verdict, live []string) {
 		s.metrics.beatSummary.Set(used)
 	}
 	if w := s.records.view; w != nil {
-		every, narrow, byName := w.counts()
+		every, digest, narrow, byName := w.counts()
 		s.metrics.recordWatches.WithLabelValues("every").Set(float64(every))
+		s.metrics.recordWatches.WithLabelValues("digest").Set(float64(digest))
 		s.metrics.recordWatches.WithLabelValues("by-name").Set(float64(byName))
 		s.metrics.recordWatches.WithLabelValues("trouble").Set(float64(narrow))
 		s.metrics.recordWatches.WithLabelValues("leaving-out").Set(float64(narrow))

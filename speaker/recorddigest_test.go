@@ -119,6 +119,9 @@ func TestRecordsThroughDigest(t *testing.T) {
 	if ok, _ := r.view.complete(); !ok {
 		t.Fatal("the digest in use, but the records do not count as complete")
 	}
+	if every, digest, _, _ := r.view.counts(); every != 0 || digest != 1 {
+		t.Errorf("the digest in use: %d watches of every record and %d of the digest counted, want 0 and 1", every, digest)
+	}
 	got := byNode()
 	for _, n := range all[1:] {
 		if !slices.Equal(got[n].Members, all) || got[n].Mode != quorum.ModeQuorum {

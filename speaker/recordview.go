@@ -302,18 +302,22 @@ func (w *recordWatches) leases() []*coordinationv1.Lease {
 	return append(out, w.byName.leases()...)
 }
 
-// counts returns how many watches of every record, of the narrow ones (each 0 or 1)
-// and by name run.
-func (w *recordWatches) counts() (every, narrow, byName int) {
+// counts returns how many watches of every record (0 or 1) run, whether the records
+// digest is read in their stead (0 or 1), how many of the narrow ones (each 0 or 1)
+// and by name.
+func (w *recordWatches) counts() (every, digest, narrow, byName int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.wide != nil || w.digest.used() {
+	if w.wide != nil {
 		every = 1
+	}
+	if w.digest.used() {
+		digest = 1
 	}
 	if w.narrow != nil {
 		narrow = 1
 	}
-	return every, narrow, len(w.byName.watched())
+	return every, digest, narrow, len(w.byName.watched())
 }
 
 // nodeOfRecord returns the node whose record name is, or "".

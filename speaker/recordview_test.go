@@ -96,7 +96,7 @@ func TestRecordView(t *testing.T) {
 	// leaves a out and is in trouble reaches a once (three times while the narrow
 	// watches ran beside it).
 	r.view.setMode(quorum.ModeHold)
-	if every, narrow, _ := r.view.counts(); every != 1 || narrow != 0 {
+	if every, _, narrow, _ := r.view.counts(); every != 1 || narrow != 0 {
 		t.Fatalf("out of Quorum: %d wide and %d narrow watches, want 1 and 0", every, narrow)
 	}
 	events.Store(0)
@@ -118,7 +118,7 @@ func TestRecordView(t *testing.T) {
 		_, wanted := r.view.complete()
 		return !wanted
 	})
-	if every, narrow, _ := r.view.counts(); every != 0 || narrow != 1 {
+	if every, _, narrow, _ := r.view.counts(); every != 0 || narrow != 1 {
 		t.Fatalf("in Quorum: %d wide and %d narrow watches, want 0 and 1", every, narrow)
 	}
 	got = byNode(all)
@@ -198,7 +198,7 @@ func TestRecordView(t *testing.T) {
 		t.Errorf("watched by name before the wide watch took over: %v, want [x]", w)
 	}
 	r.view.setMode(quorum.ModeHold)
-	if every, narrow, byName := r.view.counts(); every != 1 || narrow != 0 || byName != 0 {
+	if every, _, narrow, byName := r.view.counts(); every != 1 || narrow != 0 || byName != 0 {
 		t.Errorf("out of Quorum again: %d wide, %d narrow and %d by-name watches, want 1, 0 and 0", every, narrow, byName)
 	}
 	if n := len(byNode(heard)); n != 4 {

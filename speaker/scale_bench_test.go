@@ -51,6 +51,7 @@ func BenchmarkSpeakersAtScale(b *testing.B) {
 	mlSlower := envInts(b, "HERALD_SCALE_ML_SLOWER", []int{1})[0]
 	mlProbe := time.Duration(envInts(b, "HERALD_SCALE_ML_PROBE_MS", []int{0})[0]) * time.Millisecond
 	splitFor := time.Duration(envInts(b, "HERALD_SCALE_SPLIT_S", []int{20})[0]) * time.Second
+	digestFrom := envInts(b, "HERALD_SCALE_DIGEST_FROM", []int{-1})[0]
 
 	crlog.SetLogger(logr.Discard())
 	env := testenv.Start(b)
@@ -65,7 +66,7 @@ func BenchmarkSpeakersAtScale(b *testing.B) {
 		b.Fatal(err)
 	}
 	h := &scaleHarness{b: b, ctx: b.Context(), c: env.Client, cfg: env.Config, watchers: watchers, splitFor: splitFor,
-		sim: simEnv{cfg: cfg, api: api, namespace: "herald-system", key: key, log: logr.Discard(), mlSlower: mlSlower, mlProbe: mlProbe}}
+		sim: simEnv{cfg: cfg, api: api, namespace: "herald-system", key: key, log: logr.Discard(), mlSlower: mlSlower, mlProbe: mlProbe, digestFrom: digestFrom}}
 	if splitFor > 0 {
 		// The first half of the nodes on one side, the rest on the other.
 		h.sim.split = newSplitter(func(node string) bool {
@@ -76,6 +77,13 @@ func BenchmarkSpeakersAtScale(b *testing.B) {
 	// herald's controller sums the heartbeats up, as in a cluster: the speakers that do
 	// not hear many peers read the summary instead of their heartbeats.
 	startSummarizer(b, h.ctx, env, h.sim.namespace)
+	// ... and digests their records, which the speakers out of Quorum read instead of
+	// every record from --records-digest-from records.
+	startDigester(b, h.ctx, env, h.sim.namespace)
+	if digestFrom >= 0 {
+		progress("the speakers read the records digest from %d records (0: never)", digestFrom)
+		b.Logf("--records-digest-from %d (HERALD_SCALE_DIGEST_FROM)", digestFrom)
+	}
 	if mlProbe > 0 {
 		progress("memberlist's probe interval is %v (--ml-probe-interval)", mlProbe)
 		b.Logf("memberlist's probe interval is %v (HERALD_SCALE_ML_PROBE_MS, as --ml-probe-interval)", mlProbe)
@@ -380,17 +388,18 @@ func (h *scaleHarness) modes() map[quorum.Mode]int {
 	return out
 }
 
-// watches counts, over the speakers, the watches of every record, of records by
-// name and of heartbeats, and the speakers out of Quorum: who can receive the Lease
-// events a sample counts.
-type watches struct{ every, recordsByName, heartbeats, degraded int }
+// watches counts, over the speakers, the watches of every record (through the records
+// digest among them), of records by name and of heartbeats, and the speakers out of
+// Quorum: who can receive the Lease events a sample counts.
+type watches struct{ every, digest, recordsByName, heartbeats, degraded int }
 
 func (h *scaleHarness) watches() watches {
 	var w watches
 	for _, s := range h.speakers {
 		if v := s.records.view; v != nil {
-			e, _, n := v.counts()
+			e, d, _, n := v.counts()
 			w.every += e
+			w.digest += d
 			w.recordsByName += n
 		}
 		if s.records.beats != nil {
@@ -407,7 +416,7 @@ func (h *scaleHarness) watches() watches {
 
 // waitNarrow waits (up to 2 minutes) until no speaker watches every record.
 func (h *scaleHarness) waitNarrow() {
-	for deadline := time.Now().Add(2 * time.Minute); h.watches().every > 0; time.Sleep(500 * time.Millisecond) {
+	for deadline := time.Now().Add(2 * time.Minute); h.watches().every+h.watches().digest > 0; time.Sleep(500 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			h.b.Logf("%d speakers still watch every record after 2 minutes", h.watches().every)
 			return

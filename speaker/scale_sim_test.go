@@ -76,6 +76,9 @@ type simEnv struct {
 	// nodes is the simulated cluster's size, which each speaker counts for
 	// memberlist's automatic suspicion as a speaker in a running cluster would.
 	nodes int
+	// digestFrom, when not negative, is the speakers' --records-digest-from
+	// (HERALD_SCALE_DIGEST_FROM; 0: never read the records digest).
+	digestFrom int
 	// split, when set, carries every memberlist's traffic, and cuts the cluster in
 	// two when switched on (scale_split_test.go).
 	split *splitter
@@ -123,6 +126,9 @@ func startSim(ctx context.Context, env simEnv, node string, port int, observer, 
 	cfg.Members.BindPort = port
 	cfg.Members.SecretKey = env.key
 	cfg.Members.ExpectedMembers = env.nodes
+	if env.digestFrom >= 0 {
+		cfg.Records.DigestFrom = env.digestFrom
+	}
 	if env.mlProbe > 0 {
 		cfg.Members.ProbeInterval = env.mlProbe
 		cfg.Members.ProbeTimeout = min(cfg.Members.ProbeTimeout, env.mlProbe/2)

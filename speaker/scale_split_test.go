@@ -110,6 +110,18 @@ func (t *splitTransport) DialAddressTimeout(a memberlist.Address, timeout time.D
 
 var _ memberlist.NodeAwareTransport = (*splitTransport)(nil)
 
+// startDigester runs herald's controller's records digest for the speakers of
+// namespace until ctx ends.
+func startDigester(tb testing.TB, ctx context.Context, env *testenv.Env, namespace string) {
+	tb.Helper()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	d := &controllers.RecordDigester{Watch: wc, API: env.Client, Client: env.Client, Namespace: namespace, Log: logr.Discard()}
+	go func() { _ = d.Start(ctx) }()
+}
+
 // startSummarizer runs herald's controller's heartbeat summary for the speakers of
 // namespace, with a cache of the heartbeats as the controller's, until ctx ends.
 func startSummarizer(tb testing.TB, ctx context.Context, env *testenv.Env, namespace string) {

@@ -345,9 +345,17 @@ func TestLabPartitionSplit(t *testing.T) {
 			// The sides tell each other's liveness from the controller's heartbeat
 			// summary, one Lease, not by watching each other's heartbeats (an even
 			// split of N speakers cost N²/20 heartbeat events a second that way).
+			// Out of Quorum (every speaker of an even split, the cut-off minority of an
+			// uneven one), they read every record through the controller's records
+			// digest, one ConfigMap, not by watching every record (N² events a round
+			// of writes at an even split).
 			for _, n := range f.nodes {
 				if u := summaryUse[n]; u.used != 1 || u.watched != 0 {
 					t.Errorf("%s %s into the split: heartbeat summary used %v, heartbeats watched %v; want 1 and 0", n, partitionFor, u.used, u.watched)
+				}
+				outOfQuorum := 2*tc.minority == workers || slices.Contains(b, n)
+				if u := summaryUse[n]; outOfQuorum && u.digest != 1 {
+					t.Errorf("%s %s into the split, out of Quorum: records digest read %v, want 1", n, partitionFor, u.digest)
 				}
 			}
 
@@ -406,8 +414,10 @@ func TestLabPartitionSplit(t *testing.T) {
 	}
 }
 
-// summaryUse is how a speaker tells its unheard peers' liveness, from its metrics.
-type summaryUse struct{ used, watched float64 }
+// summaryUse is how a speaker tells its unheard peers' liveness and reads every
+// record, from its metrics: the heartbeat summary used, heartbeats watched, the records
+// digest read.
+type summaryUse struct{ used, watched, digest float64 }
 
 // heartbeatSummaryUse scrapes every worker's speaker for its use of the heartbeat
 // summary; a failed scrape or a missing metric reads as -1.
@@ -415,7 +425,7 @@ func (f *fullLab) heartbeatSummaryUse(t *testing.T) map[string]summaryUse {
 	t.Helper()
 	out := map[string]summaryUse{}
 	for _, n := range f.nodes {
-		u := summaryUse{-1, -1}
+		u := summaryUse{-1, -1, -1}
 		text, err := f.s.Scrape(t.Context(), n)
 		if err != nil {
 			t.Errorf("scraping %s's speaker: %v", n, err)
@@ -425,6 +435,9 @@ func (f *fullLab) heartbeatSummaryUse(t *testing.T) map[string]summaryUse {
 			}
 			if v, ok := sampleValue(text, "herald_speaker_heartbeats_watched"); ok {
 				u.watched = v
+			}
+			if v, ok := sampleValue(text, `herald_speaker_record_watches{scope="digest"}`); ok {
+				u.digest = v
 			}
 		}
 		out[n] = u
@@ -437,8 +450,9 @@ func (f *fullLab) heartbeatSummaryUse(t *testing.T) map[string]summaryUse {
 func splitLab(t *testing.T, workers int) *fullLab {
 	t.Helper()
 	// From one unheard peer, the speakers read the heartbeat summary (8 by default,
-	// which no split of a lab this small reaches): the splits run on it.
-	cfg := lab.Config{Workers: workers, SpeakerArgs: []string{"--heartbeat-summary-from=1"}}
+	// which no split of a lab this small reaches), and out of Quorum the records digest
+	// from one record (32 by default): the splits run on both.
+	cfg := lab.Config{Workers: workers, SpeakerArgs: []string{"--heartbeat-summary-from=1", "--records-digest-from=1"}}
 	return ownLab(t, splitPrefix, fmt.Sprintf("lab%d", workers), cfg, true)
 }
 
