@@ -42,6 +42,13 @@ func TestConfigStallAfterBelowEarliestVerdict(t *testing.T) {
 		{"negative coalescing", func(c *Config) { c.Records.Coalesce = -time.Millisecond }, "--record-coalesce -1ms must not be negative"},
 		{"coalescing past half of Grace", func(c *Config) { c.Records.Coalesce = 600 * time.Millisecond },
 			"--record-coalesce 600ms must be at most half of --quorum-grace 1s"},
+		{"the records digest from a negative count", func(c *Config) { c.Records.DigestFrom = -1 }, "--records-digest-from -1 must be 0 (never) or more"},
+		{"coalescing and the digest's gap past half of Grace", func(c *Config) { c.Records.Coalesce = 400 * time.Millisecond },
+			"--record-coalesce 400ms plus the records digest's 200ms between writes must be at most half of --quorum-grace 1s"},
+		{"the same coalescing without the digest", func(c *Config) {
+			c.Records.Coalesce = 400 * time.Millisecond
+			c.Records.DigestFrom = 0
+		}, ""},
 		{"slower probes", func(c *Config) {
 			c.Members.ProbeInterval = time.Second
 			c.Members.ProbeTimeout = 500 * time.Millisecond

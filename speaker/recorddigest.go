@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,10 +43,13 @@ type digestWatch struct {
 	fed   map[string]*coordinationv1.Lease
 	// badVersion is the ConfigMap version last found unreadable (logged once).
 	badVersion string
+	// expiryPoke is the digest's expiry a decision is due at (see apply).
+	expiryPoke time.Time
 }
 
 // watchDigest starts a digestWatch until ctx ends or stop is called.
-func watchDigest(ctx context.Context, c client.WithWatch, namespace string, handler func(gone bool) toolscache.ResourceEventHandler, poke func(), log logr.Logger) *digestWatch {
+func watchDigest(ctx context.Context, c client.WithWatch, namespace string, handler func(gone bool) toolscache.ResourceEventHandler, poke func(),
+	events prometheus.Counter, log logr.Logger) *digestWatch {
 	ctx, cancel := context.WithCancel(ctx)
 	d := &digestWatch{namespace: namespace, handler: handler, poke: poke, log: log, stop: cancel}
 	opts := func(raw metav1.ListOptions) *client.ListOptions {
@@ -70,10 +74,15 @@ func watchDigest(ctx context.Context, c client.WithWatch, namespace string, hand
 	_, ctrl := toolscache.NewInformerWithOptions(toolscache.InformerOptions{
 		ListerWatcher: lw,
 		ObjectType:    &corev1.ConfigMap{},
-		Handler: toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { d.apply(obj) },
-			UpdateFunc: func(_, obj any) { d.apply(obj) },
-			DeleteFunc: func(any) { d.apply(nil) },
+		Handler: toolscache.ResourceEventHandlerDetailedFuncs{
+			AddFunc: func(obj any, initial bool) {
+				if !initial {
+					events.Inc()
+				}
+				d.apply(obj)
+			},
+			UpdateFunc: func(_, obj any) { events.Inc(); d.apply(obj) },
+			DeleteFunc: func(any) { events.Inc(); d.apply(nil) },
 		},
 	})
 	d.synced = ctrl.HasSynced
@@ -98,12 +107,21 @@ func (d *digestWatch) apply(obj any) {
 		}
 	}
 	d.mu.Lock()
+	prev := d.digest
 	d.digest = dg
+	// A decision follows what it reads, and one that does not read it yet may start
+	// to (or stop waiting for it) when it appears, goes or changes size; the renewals
+	// of a digest it does not use change nothing. While in use, a decision is due when
+	// it expires, in case no renewal comes: a speaker in Quorum decides on events only.
+	poke := d.inUse || prev.At.IsZero() != dg.At.IsZero() || len(prev.Records) != len(dg.Records)
 	if d.inUse {
 		d.feedLocked(false)
+		d.pokeAtExpiryLocked()
 	}
 	d.mu.Unlock()
-	d.poke()
+	if poke {
+		d.poke()
+	}
 }
 
 // feedLocked hands the handler what changed in the digest since it was last fed:
@@ -134,6 +152,15 @@ func (d *digestWatch) feedLocked(initial bool) {
 	d.fed = now
 }
 
+// pokeAtExpiryLocked asks for a decision when the digest in use expires, once per
+// expiry. Under mu.
+func (d *digestWatch) pokeAtExpiryLocked() {
+	if exp := d.digest.At.Add(d.digest.Duration); !d.digest.At.IsZero() && !exp.Equal(d.expiryPoke) {
+		d.expiryPoke = exp
+		time.AfterFunc(time.Until(exp), d.poke)
+	}
+}
+
 // state says whether the digest is usable as of asOf and how many records it lists;
 // false until the watch has synced.
 func (d *digestWatch) state(asOf time.Time) (usable bool, records int) {
@@ -154,6 +181,7 @@ func (d *digestWatch) use(on bool) {
 	case on && !d.inUse:
 		d.inUse, d.fed = true, nil
 		d.feedLocked(true)
+		d.pokeAtExpiryLocked()
 	case !on && d.inUse:
 		d.inUse, d.fed = false, nil
 	}

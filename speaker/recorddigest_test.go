@@ -87,7 +87,7 @@ func TestRecordsThroughDigest(t *testing.T) {
 	}
 	var events atomic.Int32
 	r := newRecords("a", ns, cfg, c, env.Client, env.Client, func() { events.Add(1) }, func(string, []string) {}, logr.Discard())
-	r.view = newRecordWatches(ctx, ns, "a", wc, r.handler, func() {}, 3, r.freshnessAsOf, logr.Discard())
+	r.view = newRecordWatches(ctx, ns, "a", wc, r.handler, func() {}, RecordConfig{DigestFrom: 3, SummaryFrom: 2}, r.freshnessAsOf, logr.Discard())
 	if err := r.watch(ctx, c); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestRecordsThroughDigest(t *testing.T) {
 		return out
 	}
 	usesDigest := func() bool {
-		r.view.setMode(quorum.ModeHold)
+		r.view.setMode(quorum.ModeHold, 0)
 		r.view.mu.Lock()
 		defer r.view.mu.Unlock()
 		return r.view.digest.used() && r.view.wide == nil
@@ -153,7 +153,7 @@ func TestRecordsThroughDigest(t *testing.T) {
 	// straight from the API server until that watch has synced.
 	digest(time.Now().Add(-recordformat.DigestDuration))
 	eventually(t, "the wide watch back once the digest is stale", func() bool {
-		r.view.setMode(quorum.ModeHold)
+		r.view.setMode(quorum.ModeHold, 0)
 		ok, _ := r.view.complete()
 		return ok && !r.view.digest.used()
 	})
@@ -172,5 +172,29 @@ func TestRecordsThroughDigest(t *testing.T) {
 	eventually(t, "the digest in use again", usesDigest)
 	if rec := byNode()["x"]; rec.Mode != quorum.ModeHold || !rec.ChangedAt.Equal(changed) {
 		t.Errorf("back on the digest, x's record reads %+v, want its Hold record seen changing at %v", rec, changed)
+	}
+
+	// In Quorum, not hearing 2 peers (--heartbeat-summary-from here): a split forming.
+	// It keeps reading the digest, and watches nothing else (no watch by name of the
+	// peers it lost, no narrow watch), even after the linger.
+	r.view.wideLinger = 0
+	for range 3 {
+		r.view.setMode(quorum.ModeQuorum, 2)
+		time.Sleep(100 * time.Millisecond)
+	}
+	if every, digest, narrow, byName := r.view.counts(); every != 0 || digest != 1 || narrow != 0 || byName != 0 {
+		t.Errorf("in Quorum without 2 peers: %d watches of every record, %d of the digest, %d narrow, %d by name; want the digest alone", every, digest, narrow, byName)
+	}
+	if got := r.view.track([]string{"b", "x"}); len(got) != 0 || len(r.view.byName.watched()) != 0 {
+		t.Errorf("in Quorum on the digest, the records of b and x are watched by name: %v", r.view.byName.watched())
+	}
+	// Hearing all but one: the records that concern it, the digest no more.
+	eventually(t, "the narrow watches in Quorum without 1 peer", func() bool {
+		r.view.setMode(quorum.ModeQuorum, 1)
+		every, digest, narrow, _ := r.view.counts()
+		return every == 0 && digest == 0 && narrow == 1
+	})
+	if _, wanted := r.view.complete(); wanted {
+		t.Error("in Quorum hearing all but one, every record still wanted")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
@@ -114,9 +115,13 @@ type recordWatches struct {
 	// wideLinger is recordsWideLinger (shorter in tests).
 	wideLinger time.Duration
 	// digestFrom is how many records the digest must list to be used (0: never,
-	// RecordConfig.DigestFrom); asOf is the time its freshness is judged at.
-	digestFrom int
-	asOf       func() time.Time
+	// RecordConfig.DigestFrom); unheardFrom how many peers a speaker in Quorum must
+	// not hear to read it (RecordConfig.SummaryFrom: from there it reads the
+	// heartbeat summary too); asOf is the time its freshness is judged at.
+	digestFrom, unheardFrom int
+	asOf                    func() time.Time
+	// events counts the watch events received, by watch (recordevents.go).
+	events *prometheus.CounterVec
 
 	mu sync.Mutex
 	// narrow and troubled run while this speaker is in Quorum (nil otherwise).
@@ -124,8 +129,11 @@ type recordWatches struct {
 	// wide watches every record, and digest the records digest; wideUnneeded is since
 	// when this speaker has been in Quorum (zero while it is not). digestSince is when
 	// the digest's watch started.
-	wide         *leaseWatch
-	digest       *digestWatch
+	wide   *leaseWatch
+	digest *digestWatch
+	// needEvery: this speaker reads every record (out of Quorum, or not hearing many
+	// peers with the digest usable), the last decision said.
+	needEvery    bool
 	digestSince  time.Time
 	wideUnneeded time.Time
 	// byName watches the records of the peers not heard, while in Quorum.
@@ -133,14 +141,14 @@ type recordWatches struct {
 }
 
 // newRecordWatches starts the watches of the records of a speaker that has just
-// started, out of Quorum: the digest's if digestFrom is not 0, else the wide one.
+// started, out of Quorum: the digest's if cfg.DigestFrom is not 0, else the wide one.
 // asOf is when the digest's freshness is judged.
 func newRecordWatches(ctx context.Context, namespace, self string, c client.WithWatch, handler func(gone bool) toolscache.ResourceEventHandler, poke func(),
-	digestFrom int, asOf func() time.Time, log logr.Logger) *recordWatches {
+	cfg RecordConfig, asOf func() time.Time, log logr.Logger) *recordWatches {
 	pace := byNamePace{linger: recordsByNameLinger, starts: recordsByNameStarts, burst: recordsByNameBurst}
 	w := &recordWatches{ctx: ctx, namespace: namespace, self: self, client: c, handler: handler, poke: poke, log: log, now: time.Now, wideLinger: recordsWideLinger,
-		digestFrom: digestFrom, asOf: asOf,
-		byName: newLeasesByName(ctx, namespace, c, "record", RecordName, pace, handler(true), poke, log)}
+		digestFrom: cfg.DigestFrom, unheardFrom: cfg.SummaryFrom, asOf: asOf, events: newRecordEvents(), needEvery: true}
+	w.byName = newLeasesByName(ctx, namespace, c, "record", RecordName, pace, counted(handler(true), w.events, eventsByName), poke, log)
 	w.mu.Lock()
 	w.everyRecordLocked(w.now())
 	w.mu.Unlock()
@@ -156,10 +164,10 @@ func (w *recordWatches) startNarrow() {
 	}
 	w.narrow = watchLeases(w.ctx, w.client, w.namespace, "the records that leave this speaker out", func(o *client.ListOptions) {
 		o.LabelSelector = notListing(w.self)
-	}, w.handler(false))
+	}, counted(w.handler(false), w.events, eventsLeavingOut))
 	w.troubled = watchLeases(w.ctx, w.client, w.namespace, "the records of speakers in trouble", func(o *client.ListOptions) {
 		o.LabelSelector = inTrouble()
-	}, w.handler(false))
+	}, counted(w.handler(false), w.events, eventsTrouble))
 	narrow, troubled := w.narrow, w.troubled
 	go func() {
 		// Both stop together (stopNarrow): narrow's end ends the wait.
@@ -190,26 +198,40 @@ func (w *recordWatches) startWide() *leaseWatch {
 	w.log.V(1).Info("watching every record")
 	return watchLeases(w.ctx, w.client, w.namespace, "every speaker record", func(o *client.ListOptions) {
 		o.LabelSelector = labels.SelectorFromSet(labels.Set{RecordLabel: "true"})
-	}, w.handler(true))
+	}, counted(w.handler(true), w.events, eventsEvery))
 }
 
-// setMode tells the watches this speaker's mode: out of Quorum it watches every
-// record, and once that watch has synced nothing else; back in Quorum for
-// recordsWideLinger, it starts the narrow watches, and stops the wide one once they
-// and those by name have synced (it stands in for them until then).
-func (w *recordWatches) setMode(m quorum.Mode) {
+// setMode tells the watches this speaker's mode and how many expected peers it does
+// not hear: out of Quorum it reads every record, and once that source has synced
+// nothing else; back in Quorum for recordsWideLinger, it starts the narrow watches,
+// and stops reading every record once they and those by name have synced (it stands
+// in for them until then). In Quorum, not hearing unheardFrom peers or more (a split
+// forming: each side loses the other a few peers at a time before it loses its
+// majority), it reads the records digest if it is usable, as out of Quorum: the
+// records of the peers it lost, watched by name, and of the speakers in trouble
+// would each bring it every write of half the cluster.
+func (w *recordWatches) setMode(m quorum.Mode, unheard int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := w.now()
+	manyUnheard := m == quorum.ModeQuorum && w.digestFrom > 0 && w.unheardFrom > 0 && unheard >= w.unheardFrom
+	if manyUnheard && w.digest == nil {
+		w.startDigestLocked(now) // to tell whether it is usable
+	}
+	usable, n := w.digest.state(w.asOf())
+	w.needEvery = m != quorum.ModeQuorum || (manyUnheard && usable && n >= w.digestFrom)
 	switch {
-	case m != quorum.ModeQuorum:
+	case w.needEvery:
 		w.wideUnneeded = time.Time{}
 		w.everyRecordLocked(now)
 		if (w.wide != nil && w.wide.synced()) || w.digest.used() {
 			w.stopNarrow()
 			w.byName.stopAll()
 		}
-	case w.wide == nil && w.digest == nil:
+	case w.wide == nil && !w.digest.used():
+		if !manyUnheard && w.digest != nil {
+			w.stopWideLocked() // the digest's watch, started to tell whether it is usable
+		}
 	case w.wideUnneeded.IsZero():
 		w.wideUnneeded = now
 		time.AfterFunc(w.wideLinger, w.poke) // a decision then stops it
@@ -235,9 +257,7 @@ func (w *recordWatches) everyRecordLocked(now time.Time) {
 		return
 	}
 	if w.digestFrom > 0 && w.digest == nil {
-		w.digest = watchDigest(w.ctx, w.client, w.namespace, w.handler, w.poke, w.log)
-		w.digestSince = now
-		time.AfterFunc(digestSyncWait, w.poke) // a decision then starts the wide watch if need be
+		w.startDigestLocked(now)
 	}
 	usable, n := w.digest.state(w.asOf())
 	use := usable && n >= w.digestFrom
@@ -254,6 +274,13 @@ func (w *recordWatches) everyRecordLocked(now time.Time) {
 	}
 }
 
+// startDigestLocked starts the digest's watch. Under mu.
+func (w *recordWatches) startDigestLocked(now time.Time) {
+	w.digest = watchDigest(w.ctx, w.client, w.namespace, w.handler, w.poke, w.events.WithLabelValues(eventsDigest), w.log)
+	w.digestSince = now
+	time.AfterFunc(digestSyncWait, w.poke) // a decision then starts the wide watch if need be
+}
+
 // stopWideLocked stops the watches of every record, the wide one and the digest's.
 // Under mu.
 func (w *recordWatches) stopWideLocked() {
@@ -268,13 +295,13 @@ func (w *recordWatches) stopWideLocked() {
 	}
 }
 
-// complete says whether the watches hold every record: the wide one has synced.
-// wanted says whether this speaker needs every record (it is out of Quorum, or was
-// until lately).
+// complete says whether the watches hold every record: the wide one has synced, or
+// the digest is in use. wanted says whether this speaker needs every record (it is out
+// of Quorum, or was until lately).
 func (w *recordWatches) complete() (complete, wanted bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return (w.wide != nil && w.wide.synced()) || w.digest.used(), w.wide != nil || w.digest != nil
+	return (w.wide != nil && w.wide.synced()) || w.digest.used(), w.needEvery || w.wide != nil || w.digest.used()
 }
 
 // track watches by name the records of these nodes (the peers not heard), at once
@@ -284,7 +311,7 @@ func (w *recordWatches) complete() (complete, wanted bool) {
 // nodes whose watch by name has not synced yet.
 func (w *recordWatches) track(nodes []string) (pending []string) {
 	w.mu.Lock()
-	if (w.wide != nil || w.digest != nil) && w.wideUnneeded.IsZero() {
+	if w.needEvery {
 		nodes = nil
 	}
 	w.mu.Unlock()

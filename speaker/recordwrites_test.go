@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -109,9 +110,18 @@ func TestRecordsCoalesce(t *testing.T) {
 // writeCount reads the count of this speaker's record writes for reason
 // (herald_speaker_record_writes_total), for tests and benchmarks.
 func (r *records) writeCount(reason string) (float64, error) {
-	var m dto.Metric
-	if err := r.writes.WithLabelValues(reason).Write(&m); err != nil {
+	n, err := counterValue(r.writes, reason)
+	if err != nil {
 		return 0, fmt.Errorf("reading %s's record writes: %w", r.self, err)
+	}
+	return n, nil
+}
+
+// counterValue reads c's count for label.
+func counterValue(c *prometheus.CounterVec, label string) (float64, error) {
+	var m dto.Metric
+	if err := c.WithLabelValues(label).Write(&m); err != nil {
+		return 0, err
 	}
 	return m.GetCounter().GetValue(), nil
 }

@@ -194,9 +194,10 @@ type loadSample struct {
 	eventMB                   float64 // watch event bytes, MB per second
 	apiserverCPU, etcdCPU     float64 // cores
 	observerPasses, passMsAvg float64
-	// recordWrites are the speakers' record writes in the sample, by reason (counted
-	// by the speakers, not per second).
-	recordWrites map[string]float64
+	// recordWrites are the speakers' record writes in the sample, by reason, and
+	// recordEvents the watch events of records they received, by watch (counted by
+	// the speakers, not per second).
+	recordWrites, recordEvents map[string]float64
 }
 
 func (r scaleRow) report(b *testing.B) {
@@ -238,18 +239,19 @@ func printScaleTable(w io.Writer, rows []scaleRow) {
 	}
 	for _, r := range rows {
 		s := r.start
-		fmt.Fprintf(w, "nodes=%d: %d speakers started at once and heard each other in %.0f s: %.0f writes (%.0f of Leases; records by reason: %s), %.0f watch events (%.0f of Leases; %.0f with an informer of the records per speaker), %.0f MB of watch events\n",
+		fmt.Fprintf(w, "nodes=%d: %d speakers started at once and heard each other in %.0f s: %.0f writes (%.0f of Leases; records by reason: %s), %.0f watch events (%.0f of Leases; %.0f with an informer of the records per speaker; received by the speakers, by watch: %s), %.0f MB of watch events\n",
 			r.nodes, r.nodes-r.observers, s.seconds, s.writes*s.seconds, s.leaseWrites*s.seconds, writesByReason(s.recordWrites), s.events*s.seconds,
-			s.leaseEvents*s.seconds, r.eventsAt(s)*s.seconds, r.eventMBAt(s)*s.seconds)
+			s.leaseEvents*s.seconds, r.eventsAt(s)*s.seconds, byLabel(s.recordEvents, recordEventWatches), r.eventMBAt(s)*s.seconds)
 	}
 	for _, r := range rows {
 		if r.split.seconds == 0 {
 			continue
 		}
 		s, hl := r.split, r.heal
-		fmt.Fprintf(w, "nodes=%d: an even split of memberlist for %.0f s (modes at its end: %v): %.0f writes (%.0f of Leases; records by reason: %s), %.0f watch events (%.0f of Leases; %.0f with an informer of the records per speaker), %.0f MB; its heal, until every speaker heard every other, %.0f s: %.0f writes (records by reason: %s), %.0f watch events, %.0f MB\n",
+		fmt.Fprintf(w, "nodes=%d: an even split of memberlist for %.0f s (modes at its end: %v): %.0f writes (%.0f of Leases; records by reason: %s), %.0f watch events (%.0f of Leases; %.0f with an informer of the records per speaker; received by the speakers, by watch: %s), %.0f MB; its heal, until every speaker heard every other, %.0f s: %.0f writes (records by reason: %s), %.0f watch events (by watch: %s), %.0f MB\n",
 			r.nodes, s.seconds, r.splitModes, s.writes*s.seconds, s.leaseWrites*s.seconds, writesByReason(s.recordWrites), s.events*s.seconds, s.leaseEvents*s.seconds,
-			r.eventsAt(s)*s.seconds, r.eventMBAt(s)*s.seconds, hl.seconds, hl.writes*hl.seconds, writesByReason(hl.recordWrites), hl.events*hl.seconds, r.eventMBAt(hl)*hl.seconds)
+			r.eventsAt(s)*s.seconds, byLabel(s.recordEvents, recordEventWatches), r.eventMBAt(s)*s.seconds, hl.seconds, hl.writes*hl.seconds, writesByReason(hl.recordWrites), hl.events*hl.seconds,
+			byLabel(hl.recordEvents, recordEventWatches), r.eventMBAt(hl)*hl.seconds)
 	}
 	for _, r := range rows {
 		if r.leaseWatchers != r.nodes {
@@ -426,7 +428,7 @@ func (h *scaleHarness) waitNarrow() {
 
 // sample measures the API server while f runs, or for window if f returns at once.
 func (h *scaleHarness) sample(window time.Duration, f func()) loadSample {
-	w0, rw0 := h.watches(), h.recordWrites()
+	w0, rw0, re0 := h.watches(), h.recordWrites(), h.recordEvents()
 	m0, cpu0 := h.scrape(), h.cpu()
 	p0, t0 := h.observerPasses()
 	start := time.Now()
@@ -447,10 +449,16 @@ func (h *scaleHarness) sample(window time.Duration, f func()) loadSample {
 		apiserverCPU: (cpu1[0] - cpu0[0]) / secs,
 		etcdCPU:      (cpu1[1] - cpu0[1]) / secs,
 		recordWrites: map[string]float64{},
+		recordEvents: map[string]float64{},
 	}
 	for reason, n := range h.recordWrites() {
 		if d := n - rw0[reason]; d > 0 {
 			s.recordWrites[reason] = d
+		}
+	}
+	for watch, n := range h.recordEvents() {
+		if d := n - re0[watch]; d > 0 {
+			s.recordEvents[watch] = d
 		}
 	}
 	if obs := h.countObservers(); obs > 0 && p1 > p0 {
@@ -459,8 +467,27 @@ func (h *scaleHarness) sample(window time.Duration, f func()) loadSample {
 	}
 	h.b.Logf("sample %.0fs: %.1f writes/s (%.1f leases), %.0f watch events/s (%.0f leases, %.2f MB/s), apiserver %.2f cores, etcd %.2f cores",
 		secs, s.writes, s.leaseWrites, s.events, s.leaseEvents, s.eventMB, s.apiserverCPU, s.etcdCPU)
-	h.b.Logf("sample %.0fs: watches at start %+v, at end %+v", secs, w0, h.watches())
+	h.b.Logf("sample %.0fs: watches at start %+v, at end %+v; record events received by watch: %s", secs, w0, h.watches(), byLabel(s.recordEvents, recordEventWatches))
 	return s
+}
+
+// recordEvents sums the watch events of records the speakers received, by watch
+// (herald_speaker_record_events_total).
+func (h *scaleHarness) recordEvents() map[string]float64 {
+	out := map[string]float64{}
+	for _, s := range h.speakers {
+		if s.records.view == nil {
+			continue
+		}
+		for _, watch := range recordEventWatches {
+			n, err := counterValue(s.records.view.events, watch)
+			if err != nil {
+				h.b.Fatal(err)
+			}
+			out[watch] += n
+		}
+	}
+	return out
 }
 
 // recordWrites sums the speakers' record writes by reason (herald_speaker_record_writes_total).
@@ -479,10 +506,13 @@ func (h *scaleHarness) recordWrites() map[string]float64 {
 }
 
 // writesByReason prints record writes by reason, in a fixed order.
-func writesByReason(m map[string]float64) string {
+func writesByReason(m map[string]float64) string { return byLabel(m, writeReasons) }
+
+// byLabel prints m's counts in the order of labels.
+func byLabel(m map[string]float64, labels []string) string {
 	var parts []string
-	for _, reason := range writeReasons {
-		parts = append(parts, fmt.Sprintf("%s %.0f", reason, m[reason]))
+	for _, l := range labels {
+		parts = append(parts, fmt.Sprintf("%s %.0f", l, m[l]))
 	}
 	return strings.Join(parts, ", ")
 }

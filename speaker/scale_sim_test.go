@@ -161,7 +161,7 @@ func startSim(ctx context.Context, env simEnv, node string, port int, observer, 
 	ctx, sim.stop = context.WithCancel(ctx)
 	if !shared {
 		s.records.view = newRecordWatches(ctx, env.namespace, node, env.api, s.records.handler, s.pokeElection,
-			cfg.Records.DigestFrom, s.records.freshnessAsOf, env.log)
+			cfg.Records, s.records.freshnessAsOf, env.log)
 	}
 
 	if observer {

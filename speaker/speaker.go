@@ -218,8 +218,8 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	s.records.beats = newHeartbeats(ctx, cfg.Namespace, beatClient, s.pokeElection, log.WithName("heartbeats"))
 	s.records.beats.summaryFrom = cfg.Records.SummaryFrom
 	s.records.view = newRecordWatches(ctx, cfg.Namespace, cfg.NodeName, beatClient, s.records.handler, s.pokeElection,
-		cfg.Records.DigestFrom, s.records.freshnessAsOf, log.WithName("records"))
-	if s.metrics, err = newMetrics(crmetrics.Registry, s.records.writes); err != nil {
+		cfg.Records, s.records.freshnessAsOf, log.WithName("records"))
+	if s.metrics, err = newMetrics(crmetrics.Registry, s.records.writes, s.records.view.events); err != nil {
 		return err
 	}
 	l2cfg := layer2.Config{
