@@ -56,6 +56,14 @@ func watchLeases(ctx context.Context, c client.WithWatch, namespace, what string
 	return &leaseWatch{stop: cancel, done: ctx.Done(), store: store, synced: ctrl.HasSynced}
 }
 
+// held returns how many Leases the watch holds (0 for none).
+func (w *leaseWatch) held() int {
+	if w == nil {
+		return 0
+	}
+	return len(w.store.ListKeys())
+}
+
 // leases returns what the watch holds, nil until it has synced. Read only.
 func (w *leaseWatch) leases() []*coordinationv1.Lease {
 	if w == nil || !w.synced() {

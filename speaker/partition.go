@@ -59,7 +59,7 @@ func (s *Speaker) decide(ctx context.Context, live []string) (quorum.Verdict, []
 	s.qstate = st
 	s.records.prime()
 	if s.records.view != nil {
-		s.records.view.setMode(v.Mode, len(v.Unreachable))
+		s.records.view.setMode(v.Mode, len(v.Expected), len(v.Unreachable))
 	}
 	if at := v.DecideAgainAt; !at.IsZero() && !at.Equal(s.decideAgainAt) {
 		s.decideAgainAt = at // one timer per deadline

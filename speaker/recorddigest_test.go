@@ -108,7 +108,7 @@ func TestRecordsThroughDigest(t *testing.T) {
 		return out
 	}
 	usesDigest := func() bool {
-		r.view.setMode(quorum.ModeHold, 0)
+		r.view.setMode(quorum.ModeHold, 4, 0)
 		r.view.mu.Lock()
 		defer r.view.mu.Unlock()
 		return r.view.digest.used() && r.view.wide == nil
@@ -153,7 +153,7 @@ func TestRecordsThroughDigest(t *testing.T) {
 	// straight from the API server until that watch has synced.
 	digest(time.Now().Add(-recordformat.DigestDuration))
 	eventually(t, "the wide watch back once the digest is stale", func() bool {
-		r.view.setMode(quorum.ModeHold, 0)
+		r.view.setMode(quorum.ModeHold, 4, 0)
 		ok, _ := r.view.complete()
 		return ok && !r.view.digest.used()
 	})
@@ -179,7 +179,7 @@ func TestRecordsThroughDigest(t *testing.T) {
 	// peers it lost, no narrow watch), even after the linger.
 	r.view.wideLinger = 0
 	for range 3 {
-		r.view.setMode(quorum.ModeQuorum, 2)
+		r.view.setMode(quorum.ModeQuorum, 4, 2)
 		time.Sleep(100 * time.Millisecond)
 	}
 	if every, digest, narrow, byName := r.view.counts(); every != 0 || digest != 1 || narrow != 0 || byName != 0 {
@@ -188,13 +188,26 @@ func TestRecordsThroughDigest(t *testing.T) {
 	if got := r.view.track([]string{"b", "x"}); len(got) != 0 || len(r.view.byName.watched()) != 0 {
 		t.Errorf("in Quorum on the digest, the records of b and x are watched by name: %v", r.view.byName.watched())
 	}
-	// Hearing all but one: the records that concern it, the digest no more.
+	// x is back in Quorum listing a, and a hears all but one: few records concern
+	// it, and it watches those, the digest no more.
+	write("x", all, quorum.ModeQuorum)
+	digest(time.Now())
 	eventually(t, "the narrow watches in Quorum without 1 peer", func() bool {
-		r.view.setMode(quorum.ModeQuorum, 1)
+		r.view.setMode(quorum.ModeQuorum, 4, 1)
 		every, digest, narrow, _ := r.view.counts()
 		return every == 0 && digest == 0 && narrow == 1
 	})
 	if _, wanted := r.view.complete(); wanted {
 		t.Error("in Quorum hearing all but one, every record still wanted")
 	}
+	// Hearing everyone, but x holds and leaves a out: its record is in both narrow
+	// watches, two records of concern, and a reads the digest again (the first
+	// speakers in trouble write while the others still hear a majority).
+	write("x", []string{"b", "c", "x"}, quorum.ModeHold)
+	digest(time.Now())
+	eventually(t, "the digest in Quorum with two records of concern", func() bool {
+		r.view.setMode(quorum.ModeQuorum, 4, 0)
+		every, digest, narrow, _ := r.view.counts()
+		return every == 0 && digest == 1 && narrow == 0
+	})
 }

@@ -201,25 +201,27 @@ func (w *recordWatches) startWide() *leaseWatch {
 	}, counted(w.handler(true), w.events, eventsEvery))
 }
 
-// setMode tells the watches this speaker's mode and how many expected peers it does
-// not hear: out of Quorum it reads every record, and once that source has synced
+// setMode tells the watches this speaker's mode, how many speakers it expects and how
+// many of them it does not hear: out of Quorum it reads every record, and once that source has synced
 // nothing else; back in Quorum for recordsWideLinger, it starts the narrow watches,
 // and stops reading every record once they and those by name have synced (it stands
-// in for them until then). In Quorum, not hearing unheardFrom peers or more (a split
-// forming: each side loses the other a few peers at a time before it loses its
-// majority), it reads the records digest if it is usable, as out of Quorum: the
-// records of the peers it lost, watched by name, and of the speakers in trouble
-// would each bring it every write of half the cluster.
-func (w *recordWatches) setMode(m quorum.Mode, unheard int) {
+// in for them until then). In Quorum, when the records that concern it are many
+// (unheardFrom or more, counting the peers it does not hear and the records its
+// narrow watches hold: a split forming, each side losing the other a few peers at a
+// time and the first speakers in trouble writing while the others still hear a
+// majority), it reads the records digest if it is usable, as out of Quorum: each
+// write of those records would reach it, and half the cluster writes.
+func (w *recordWatches) setMode(m quorum.Mode, expected, unheard int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := w.now()
-	manyUnheard := m == quorum.ModeQuorum && w.digestFrom > 0 && w.unheardFrom > 0 && unheard >= w.unheardFrom
-	if manyUnheard && w.digest == nil {
+	concern := unheard + w.narrow.held() + w.troubled.held()
+	manyConcern := m == quorum.ModeQuorum && w.digestFrom > 0 && expected >= w.digestFrom && w.unheardFrom > 0 && concern >= w.unheardFrom
+	if manyConcern && w.digest == nil {
 		w.startDigestLocked(now) // to tell whether it is usable
 	}
 	usable, n := w.digest.state(w.asOf())
-	w.needEvery = m != quorum.ModeQuorum || (manyUnheard && usable && n >= w.digestFrom)
+	w.needEvery = m != quorum.ModeQuorum || (manyConcern && usable && n >= w.digestFrom)
 	switch {
 	case w.needEvery:
 		w.wideUnneeded = time.Time{}
@@ -229,7 +231,7 @@ func (w *recordWatches) setMode(m quorum.Mode, unheard int) {
 			w.byName.stopAll()
 		}
 	case w.wide == nil && !w.digest.used():
-		if !manyUnheard && w.digest != nil {
+		if !manyConcern && w.digest != nil {
 			w.stopWideLocked() // the digest's watch, started to tell whether it is usable
 		}
 	case w.wideUnneeded.IsZero():

@@ -95,7 +95,7 @@ func TestRecordView(t *testing.T) {
 	// Out of Quorum, once the wide watch has synced, it alone runs: a record that
 	// leaves a out and is in trouble reaches a once (three times while the narrow
 	// watches ran beside it).
-	r.view.setMode(quorum.ModeHold, 0)
+	r.view.setMode(quorum.ModeHold, 4, 0)
 	if every, _, narrow, _ := r.view.counts(); every != 1 || narrow != 0 {
 		t.Fatalf("out of Quorum: %d wide and %d narrow watches, want 1 and 0", every, narrow)
 	}
@@ -112,9 +112,9 @@ func TestRecordView(t *testing.T) {
 	// In Quorum, hearing everyone: after the linger the narrow watches start, the
 	// wide one stops once they have synced, and no record is watched; each stands in
 	// as listing a, in Quorum.
-	r.view.setMode(quorum.ModeQuorum, 0)
+	r.view.setMode(quorum.ModeQuorum, 4, 0)
 	eventually(t, "the wide watch stopped in Quorum after the linger", func() bool {
-		r.view.setMode(quorum.ModeQuorum, 0)
+		r.view.setMode(quorum.ModeQuorum, 4, 0)
 		_, wanted := r.view.complete()
 		return !wanted
 	})
@@ -185,7 +185,7 @@ func TestRecordView(t *testing.T) {
 	eventually(t, "the older version's record", func() bool { return slices.Equal(byNode(append(heard, "o"))["o"].Members, []string{"a", "o"}) })
 
 	// Out of Quorum: every record again, read straight until the watch syncs.
-	r.view.setMode(quorum.ModeHold, 0)
+	r.view.setMode(quorum.ModeHold, 4, 0)
 	got = byNode(heard)
 	if !slices.Equal(got["c"].Members, []string{"a", "c"}) || !slices.Equal(got["b"].Members, []string{"a", "b", "c"}) {
 		t.Errorf("out of Quorum: b lists %v, c %v; want the stored records", got["b"].Members, got["c"].Members)
@@ -197,7 +197,7 @@ func TestRecordView(t *testing.T) {
 	if w := r.view.byName.watched(); !slices.Equal(w, []string{"x"}) {
 		t.Errorf("watched by name before the wide watch took over: %v, want [x]", w)
 	}
-	r.view.setMode(quorum.ModeHold, 0)
+	r.view.setMode(quorum.ModeHold, 4, 0)
 	if every, _, narrow, byName := r.view.counts(); every != 1 || narrow != 0 || byName != 0 {
 		t.Errorf("out of Quorum again: %d wide, %d narrow and %d by-name watches, want 1, 0 and 0", every, narrow, byName)
 	}
