@@ -197,6 +197,17 @@ func (d *digestWatch) used() bool {
 	return d.inUse
 }
 
+// byName returns the records the digest lists, by name, in use or not. Read only.
+func (d *digestWatch) byName() map[string]*coordinationv1.Lease {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[string]*coordinationv1.Lease, len(d.digest.Records))
+	for _, l := range d.digest.Records {
+		out[l.Name] = l
+	}
+	return out
+}
+
 // leases returns the records the digest lists while it is in use. Read only.
 func (d *digestWatch) leases() []*coordinationv1.Lease {
 	if d == nil {

@@ -558,7 +558,14 @@ func (r *records) unwatched(ctx context.Context, have map[string]*coordinationv1
 	}
 	r.mu.Unlock()
 	slices.Sort(unheard)
+	r.mu.Lock()
+	known := len(r.seen)
+	r.mu.Unlock()
 	pending := r.view.track(unheard)
+	var digested map[string]*coordinationv1.Lease
+	if len(pending) > 0 {
+		digested = r.view.digestFor(ctx, len(unheard), known)
+	}
 	for _, node := range unheard {
 		name := RecordName(node)
 		if have[name] != nil {
@@ -566,7 +573,10 @@ func (r *records) unwatched(ctx context.Context, have map[string]*coordinationv1
 		}
 		var l coordinationv1.Lease
 		var err error = apierrors.NewNotFound(coordinationv1.Resource("leases"), name) // its synced watch holds none
-		if slices.Contains(pending, node) {
+		switch d := digested[name]; {
+		case d != nil && slices.Contains(pending, node):
+			l, err = *d, nil // the digest's version: read, not seen changing, as a direct read
+		case slices.Contains(pending, node):
 			err = r.api.Get(ctx, types.NamespacedName{Namespace: r.namespace, Name: name}, &l)
 		}
 		switch {

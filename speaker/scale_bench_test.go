@@ -345,6 +345,7 @@ func (h *scaleHarness) runSize(n, observers, vips, flaps int, window time.Durati
 		r.split = h.sample(h.splitFor, func() {
 			h.sim.split.on.Store(true)
 			go h.rejoin(rejoinCtx)
+			go h.trace(rejoinCtx, 2*time.Second)
 		})
 		r.splitModes = h.modes()
 		progress("nodes=%d: the split heals (modes at its end: %v)", n, r.splitModes)
@@ -355,6 +356,28 @@ func (h *scaleHarness) runSize(n, observers, vips, flaps int, window time.Durati
 		stopRejoin()
 	}
 	return r
+}
+
+// trace prints, every period until ctx ends, the speakers' modes, their watches of the
+// records and the record events they received so far: where a split's events go, and
+// when.
+func (h *scaleHarness) trace(ctx context.Context, period time.Duration) {
+	start, ev0 := time.Now(), h.recordEvents()
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		ev := h.recordEvents()
+		for k, v := range ev0 {
+			ev[k] -= v
+		}
+		progress("  +%s: modes %v, watches %+v, record events received: %s", time.Since(start).Round(time.Second), h.modes(), h.watches(),
+			byLabel(ev, recordEventWatches))
+	}
 }
 
 // rejoin does what each speaker's join loop does (join.go): every --ml-join-interval
@@ -393,15 +416,16 @@ func (h *scaleHarness) modes() map[quorum.Mode]int {
 // watches counts, over the speakers, the watches of every record (through the records
 // digest among them), of records by name and of heartbeats, and the speakers out of
 // Quorum: who can receive the Lease events a sample counts.
-type watches struct{ every, digest, recordsByName, heartbeats, degraded int }
+type watches struct{ every, digest, narrow, recordsByName, heartbeats, degraded int }
 
 func (h *scaleHarness) watches() watches {
 	var w watches
 	for _, s := range h.speakers {
 		if v := s.records.view; v != nil {
-			e, d, _, n := v.counts()
+			e, d, nw, n := v.counts()
 			w.every += e
 			w.digest += d
+			w.narrow += nw
 			w.recordsByName += n
 		}
 		if s.records.beats != nil {
