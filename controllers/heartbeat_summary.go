@@ -70,41 +70,21 @@ func (s *HeartbeatSummarizer) Start(ctx context.Context) error {
 		s.now = time.Now
 	}
 	s.confirmed = map[string]time.Time{}
-	kick := make(chan struct{}, 1)
-	poke := func(any) {
-		select {
-		case kick <- struct{}{}:
-		default:
-		}
-	}
+	kick := newKicker()
 	inf, err := s.Cache.GetInformer(ctx, &coordinationv1.Lease{})
 	if err != nil {
 		return fmt.Errorf("heartbeat summary: watching the heartbeats: %w", err)
 	}
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: poke, UpdateFunc: func(_, cur any) { poke(cur) }, DeleteFunc: poke,
+		AddFunc: kick.poke, UpdateFunc: func(_, cur any) { kick.poke(cur) }, DeleteFunc: kick.poke,
 	}); err != nil {
 		return fmt.Errorf("heartbeat summary: watching the heartbeats: %w", err)
 	}
 	if !s.Cache.WaitForCacheSync(ctx) {
 		return ctx.Err()
 	}
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-kick:
-		case <-timer.C:
-		}
-		next, err := s.pass(ctx)
-		if err != nil {
-			s.Log.Error(err, "writing the heartbeat summary; retrying")
-			next = s.now().Add(summaryWriteGap)
-		}
-		timer.Reset(max(next.Sub(s.now()), 0))
-	}
+	runPasses(ctx, kick, s.pass, s.now, summaryWriteGap, s.Log, "writing the heartbeat summary")
+	return nil
 }
 
 // pass writes the summary if it changed or its renewal is due, and returns when to

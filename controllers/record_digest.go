@@ -73,13 +73,7 @@ func (d *RecordDigester) Start(ctx context.Context) error {
 	if d.now == nil {
 		d.now = time.Now
 	}
-	kick := make(chan struct{}, 1)
-	poke := func(any) {
-		select {
-		case kick <- struct{}{}:
-		default:
-		}
-	}
+	kick := newKicker()
 	sel := labels.SelectorFromSet(labels.Set{recordformat.Label: "true"})
 	opts := func(raw metav1.ListOptions) *client.ListOptions {
 		return &client.ListOptions{Namespace: d.Namespace, LabelSelector: sel, Raw: &raw}
@@ -103,7 +97,7 @@ func (d *RecordDigester) Start(ctx context.Context) error {
 		},
 		ObjectType: &coordinationv1.Lease{},
 		Handler: toolscache.ResourceEventHandlerFuncs{
-			AddFunc: poke, UpdateFunc: func(_, cur any) { poke(cur) }, DeleteFunc: poke,
+			AddFunc: kick.poke, UpdateFunc: func(_, cur any) { kick.poke(cur) }, DeleteFunc: kick.poke,
 		},
 	})
 	d.store = store
@@ -111,22 +105,8 @@ func (d *RecordDigester) Start(ctx context.Context) error {
 	if !toolscache.WaitForCacheSync(ctx.Done(), ctrl.HasSynced) {
 		return nil
 	}
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-kick:
-		case <-timer.C:
-		}
-		next, err := d.pass(ctx)
-		if err != nil {
-			d.Log.Error(err, "writing the records digest; retrying")
-			next = d.now().Add(time.Second)
-		}
-		timer.Reset(max(next.Sub(d.now()), 0))
-	}
+	runPasses(ctx, kick, d.pass, d.now, time.Second, d.Log, "writing the records digest")
+	return nil
 }
 
 // pass writes the digest if the records changed or its renewal is due, and returns

@@ -230,9 +230,11 @@ func (w *recordWatches) setMode(m quorum.Mode, expected, unheard int) {
 			w.stopNarrow()
 			w.byName.stopAll()
 		}
-	case w.wide == nil && !w.digest.used():
+	case w.narrow != nil && w.wide == nil && !w.digest.used():
+		// Settled in Quorum on the narrow watches. A digest's watch started to tell
+		// whether it is usable stops once the records of concern are few again.
 		if !manyConcern && w.digest != nil {
-			w.stopWideLocked() // the digest's watch, started to tell whether it is usable
+			w.stopWideLocked()
 		}
 	case w.wideUnneeded.IsZero():
 		w.wideUnneeded = now
@@ -339,7 +341,9 @@ func (w *recordWatches) stopWideLocked() {
 func (w *recordWatches) complete() (complete, wanted bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return (w.wide != nil && w.wide.synced()) || w.digest.used(), w.needEvery || w.wide != nil || w.digest.used()
+	// In Quorum, every record is wanted until the narrow watches run (a speaker that
+	// has just started, or is back from trouble, lingers on every record).
+	return (w.wide != nil && w.wide.synced()) || w.digest.used(), w.needEvery || w.narrow == nil || w.wide != nil || w.digest.used()
 }
 
 // track watches by name the records of these nodes (the peers not heard), at once
