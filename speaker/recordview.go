@@ -202,10 +202,10 @@ func (w *recordWatches) startWide() *leaseWatch {
 }
 
 // setMode tells the watches this speaker's mode, how many speakers it expects and how
-// many of them it does not hear: out of Quorum it reads every record, and once that source has synced
-// nothing else; back in Quorum for recordsWideLinger, it starts the narrow watches,
-// and stops reading every record once they and those by name have synced (it stands
-// in for them until then). In Quorum, when the records that concern it are many
+// many of them it does not hear: out of Quorum it reads every record, and once that
+// source has synced nothing else; back in Quorum (or just started) it keeps reading
+// every record for recordsWideLinger, then starts the narrow watches, and stops
+// reading every record once they and those by name have synced. In Quorum, when the records that concern it are many
 // (unheardFrom or more, counting the peers it does not hear and the records its
 // narrow watches hold: a split forming, each side losing the other a few peers at a
 // time and the first speakers in trouble writing while the others still hear a
@@ -252,10 +252,10 @@ func (w *recordWatches) setMode(m quorum.Mode, expected, unheard int) {
 }
 
 // everyRecordLocked picks the source of every record, out of Quorum and while it
-// lingers: the digest while
-// it is usable and lists digestFrom records or more, else the wide watch. The digest's
-// watch runs throughout (its use is decided anew each time), the wide one only while
-// the digest is not used or has not synced for digestSyncWait. Under mu.
+// lingers: the digest while it is usable and lists digestFrom records or more, else
+// the wide watch. The digest's watch runs throughout (its use is decided anew each
+// time), the wide one only while the digest is not used or has not synced for
+// digestSyncWait. Under mu.
 func (w *recordWatches) everyRecordLocked(now time.Time) {
 	if w.ctx.Err() != nil {
 		return
