@@ -25,7 +25,10 @@ import (
 //   - HeraldVIPMultipleOwners fires while two speakers announce the VIP (the owner's
 //     memberlist traffic is dropped, so each side thinks the other is dead) and clears
 //     once they see each other again;
-//   - HeraldVIPWithoutOwner fires while every node is excluded and clears afterwards.
+//   - HeraldVIPWithoutOwner fires while every node is excluded and clears afterwards;
+//   - while a speaker is cut off from memberlist, the quorum panel and
+//     HeraldSpeakerSilent name it, and the API-load panels show the records' writes
+//     and watch events the partition caused.
 //
 // The alerts' `for` is cut to a few seconds here; the expressions are the shipped ones.
 func TestLabObservability(t *testing.T) {
@@ -216,6 +219,29 @@ func TestLabObservability(t *testing.T) {
 			}
 			return nil
 		})
+		// The quorum panels and HeraldSpeakerSilent name worker3, silent in Minority.
+		notInQuorum := dashboardQuery("Speakers not in Quorum")
+		labtest.Eventually(t, "the panel of speakers not in Quorum shows worker3 in Minority", func() error {
+			s, err := prom.Query(ctx, notInQuorum)
+			if err != nil {
+				return err
+			}
+			if len(s) != 1 || s[0].Labels["instance"] != "worker3" || s[0].Labels["mode"] != "Minority" {
+				return fmt.Errorf("%s gives %v, want worker3 in Minority alone", notInQuorum, s)
+			}
+			return nil
+		})
+		silent := `ALERTS{alertname="HeraldSpeakerSilent", alertstate="firing"}`
+		labtest.Eventually(t, "HeraldSpeakerSilent fires for worker3", func() error {
+			s, err := prom.Query(ctx, silent)
+			if err != nil {
+				return err
+			}
+			if len(s) != 1 || s[0].Labels["instance"] != "worker3" || s[0].Labels["mode"] != "Minority" {
+				return fmt.Errorf("%s gives %v, want worker3 in Minority alone", silent, s)
+			}
+			return nil
+		})
 		// From 2 s after the cut on, no two speakers exported themselves as owner,
 		// and the multiple-owners alert never went pending.
 		window := time.Since(cut) - 2*time.Second
@@ -234,16 +260,38 @@ func TestLabObservability(t *testing.T) {
 		f.expectOwner(t, vip, next, "after the partition healed (no fail-back)")
 		f.rebalance(t, "observed")
 		labtest.Eventually(t, "worker3 owns "+vip.String()+" again after a rebalance", ownersAre("worker3"))
-		labtest.Eventually(t, "HeraldMemberlistPartitioned clears", func() error {
-			s, err := prom.Query(ctx, `ALERTS{alertname="HeraldMemberlistPartitioned"}`)
+		for _, alert := range []string{"HeraldMemberlistPartitioned", "HeraldSpeakerSilent"} {
+			labtest.Eventually(t, alert+" clears", func() error {
+				s, err := prom.Query(ctx, fmt.Sprintf(`ALERTS{alertname=%q}`, alert))
+				if err != nil {
+					return err
+				}
+				if len(s) > 0 {
+					return fmt.Errorf("still %v", s)
+				}
+				return nil
+			})
+		}
+		// The partition made the speakers write their records (worker3's mode, the
+		// others' view) and their watches bring those writes: the API-load panels
+		// show both.
+		for _, title := range []string{"Speaker record writes by reason", "Record watch events received by the speakers"} {
+			i := slices.IndexFunc(dash.Panels, func(p observability.Panel) bool { return p.Title == title && len(p.Targets) > 0 })
+			if i < 0 {
+				t.Fatalf("the dashboard has no panel %q", title)
+			}
+			// Over the whole partition rather than Grafana's rate interval.
+			expr, err := observability.ForPrometheus(strings.ReplaceAll(dash.Panels[i].Targets[0].Expr, "$__rate_interval", "10m"))
 			if err != nil {
-				return err
+				t.Fatal(err)
 			}
-			if len(s) > 0 {
-				return fmt.Errorf("still %v", s)
+			s, err := prom.Query(ctx, expr)
+			if err != nil {
+				t.Error(err)
+			} else if len(s) == 0 || !slices.ContainsFunc(s, func(x lab.Sample) bool { return x.Value > 0 }) {
+				t.Errorf("panel %q: %s gives %v after a partition, want a rate above 0", title, expr, s)
 			}
-			return nil
-		})
+		}
 	})
 
 	t.Run("no owner", func(t *testing.T) {

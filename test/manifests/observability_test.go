@@ -27,6 +27,9 @@ var requiredPanels = []string{
 	"Pool usage",
 	"iptables sync time",
 	"iptables rules",
+	"Speakers by quorum mode",
+	"Speaker record writes by reason",
+	"Record watch events received by the speakers",
 }
 
 // The alerts the rules must have.
@@ -36,6 +39,7 @@ var requiredAlerts = []string{
 	"HeraldVIPMultipleOwners",
 	"HeraldVIPFlapping",
 	"HeraldProxySyncFailing",
+	"HeraldSpeakerSilent",
 }
 
 // TestDashboardLayout: the dashboard has the required panels, every query goes to the
