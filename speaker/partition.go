@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
 	"herald.dev/herald/speaker/quorum"
@@ -124,12 +125,34 @@ func interfaceOf(addr string) string {
 func (s *Speaker) publishRecord(v quorum.Verdict, live []string, recs []quorum.Record) {
 	macs := responderMACs(s.l2.Responders())
 	s.records.want(recordWish{members: live, unreachable: v.Unreachable, macs: macs, mode: v.Mode,
+		misses: s.recordMisses(v, live),
 		askers: quorum.AskedBy(s.cfg.NodeName, recs, time.Now())})
 	// The peers that hear this speaker learn its MACs from memberlist; too many for
 	// memberlist's metadata, they learn them from the record alone.
 	if s.members != nil && !s.members.SetMeta([]byte(strings.Join(macs, ","))) {
 		s.log.V(1).Info("too many MACs for memberlist's metadata; peers read them from the record", "macs", len(macs))
 	}
+}
+
+// recordMisses returns the speakers this one's record labels as missed (missed): those
+// it expects or whose record it has seen, that it does not hear, less the writers of
+// records seen whose Node is gone. A record goes with its Node (its owner), and a
+// speaker in Quorum may never see that deletion: a record that listed it leaves none
+// of its watches. Without the check, every Node replaced would stay in every record.
+func (s *Speaker) recordMisses(v quorum.Verdict, live []string) []string {
+	out := missed(s.cfg.NodeName, s.records.known(v.Expected), live)
+	expected := make(map[string]bool, len(v.Expected))
+	for _, n := range v.Expected {
+		expected[n] = true
+	}
+	return slices.DeleteFunc(out, func(n string) bool {
+		if expected[n] {
+			return false
+		}
+		var node corev1.Node
+		err := s.cache.Get(context.Background(), types.NamespacedName{Name: n}, &node)
+		return apierrors.IsNotFound(err)
+	})
 }
 
 // observe makes the verdict visible: the metrics, a log line and an Event on this

@@ -1,41 +1,96 @@
 package speaker
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"herald.dev/herald/internal/testenv"
 	"herald.dev/herald/speaker/quorum"
 )
 
 // Every node name gives a valid, distinct label; a name that is not a label name is
-// hashed.
-func TestHearsLabel(t *testing.T) {
+// hashed. Rewriting a record drops the misses labels no longer wanted and the older
+// format's labels.
+func TestMissesLabel(t *testing.T) {
 	long := strings.Repeat("a", 64)
 	names := []string{"kind-worker", "node-0042", "ip-10-0-0-1.ec2.internal", long, long + "b"}
 	seen := map[string]string{}
 	for _, n := range names {
-		l := HearsLabel(n)
+		l := MissesLabel(n)
 		if errs := validation.IsQualifiedName(l); len(errs) > 0 {
-			t.Errorf("HearsLabel(%q) = %q: %v", n, l, errs)
+			t.Errorf("MissesLabel(%q) = %q: %v", n, l, errs)
 		}
 		if o, ok := seen[l]; ok {
 			t.Errorf("%q and %q share the label %q", o, n, l)
 		}
 		seen[l] = n
 	}
-	if got := HearsLabel("kind-worker"); got != "hears.herald.dev/kind-worker" {
-		t.Errorf("HearsLabel(kind-worker) = %q, want the name itself", got)
+	if got := MissesLabel("kind-worker"); got != "misses.herald.dev/kind-worker" {
+		t.Errorf("MissesLabel(kind-worker) = %q, want the name itself", got)
 	}
-	labels := setLabels(map[string]string{HearsLabel("gone"): "", "other": "x"}, recordLabels([]string{"a"}, quorum.ModeHold))
-	if _, ok := labels[HearsLabel("gone")]; ok {
-		t.Error("setLabels kept the label of a member no longer heard")
+	older := map[string]string{MissesLabel("back"): "", hearsLabelPrefix + "a": "", olderModeLabel: "Quorum", "other": "x"}
+	labels := setLabels(older, recordLabels([]string{"gone"}, quorum.ModeHold))
+	for _, k := range []string{MissesLabel("back"), hearsLabelPrefix + "a", olderModeLabel} {
+		if _, ok := labels[k]; ok {
+			t.Errorf("setLabels kept %s: %v", k, labels)
+		}
 	}
 	if labels["other"] != "x" || labels[RecordModeLabel] != "Hold" || labels[RecordLabel] != "true" {
 		t.Errorf("setLabels: %v", labels)
 	}
-	if _, ok := labels[HearsLabel("a")]; !ok {
-		t.Errorf("setLabels: no label for the member heard: %v", labels)
+	if _, ok := labels[MissesLabel("gone")]; !ok {
+		t.Errorf("setLabels: no label for the speaker missed: %v", labels)
+	}
+	if len(labels) != 4 {
+		t.Errorf("setLabels: %v, want the record, mode, one misses label and other", labels)
+	}
+}
+
+// missed: the speakers known and not heard, itself aside, sorted and unique.
+func TestMissed(t *testing.T) {
+	for _, c := range []struct {
+		known, heard, want []string
+	}{
+		{known: []string{"a", "b", "c"}, heard: []string{"a", "b", "c"}, want: []string{}},
+		{known: []string{"c", "b", "a", "c", "d"}, heard: []string{"a", "b"}, want: []string{"c", "d"}},
+		{known: []string{"a", "b"}, heard: []string{"b"}, want: []string{}}, // a is self
+		{known: nil, heard: []string{"a"}, want: []string{}},
+	} {
+		if got := missed("a", c.known, c.heard); !slices.Equal(got, c.want) {
+			t.Errorf("missed(a, %v, %v) = %v, want %v", c.known, c.heard, got, c.want)
+		}
+	}
+}
+
+// recordMisses, at a real API server: the speakers expected or whose record was seen,
+// not heard, less the writers seen whose Node is gone (an expected one stays).
+func TestRecordMisses(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := t.Context()
+	for _, n := range []string{"a", "b", "c"} {
+		if err := env.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := newRecords("a", "herald-system", DefaultRecordConfig(), env.Client, env.Client, env.Client, func() {}, func(string, []string) {}, logr.Discard())
+	for i, n := range []string{"b", "c", "gone", "d"} {
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: RecordName(n), ResourceVersion: fmt.Sprint(i + 1)}}
+		r.note(l, true)
+	}
+	s := &Speaker{cfg: Config{NodeName: "a"}, cache: env.Client, records: r}
+	v := quorum.Verdict{Expected: []string{"a", "b", "e"}}
+	if got, want := s.recordMisses(v, []string{"a", "b"}), []string{"c", "e"}; !slices.Equal(got, want) {
+		t.Errorf("recordMisses = %v, want %v (c: seen, its Node exists; e: expected; gone and d: seen, no Node)", got, want)
+	}
+	if got := s.recordMisses(quorum.Verdict{Expected: []string{"a", "b", "c"}}, []string{"a", "b", "c"}); len(got) != 0 {
+		t.Errorf("hearing every speaker whose Node exists: recordMisses = %v, want none", got)
 	}
 }

@@ -139,6 +139,9 @@ func splitList(s string) []string {
 type recordWish struct {
 	members, unreachable, macs []string
 	mode                       quorum.Mode
+	// misses are the speakers known to this one that it does not hear (missed): its
+	// record's labels, which the annotations do not repeat.
+	misses []string
 	// askers are the peers asking whether this speaker is alive (quorum.AskedBy): a
 	// new one gets a renewal at once. Not written: the renewal is the answer.
 	askers []string
@@ -161,7 +164,7 @@ var recordContentKeys = slices.Sorted(maps.Keys(recordWish{}.content()))
 // sameContent says whether w and o make the record say the same.
 func (w recordWish) sameContent(o recordWish) bool {
 	return w.mode == o.mode && slices.Equal(w.members, o.members) && slices.Equal(w.unreachable, o.unreachable) &&
-		slices.Equal(w.macs, o.macs)
+		slices.Equal(w.macs, o.macs) && slices.Equal(w.misses, o.misses)
 }
 
 // newAsker says whether w has an asker that o has not.
@@ -457,6 +460,20 @@ func (r *records) writtenBefore(resourceVersion string) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// known returns the writers of the records this speaker has seen (and not seen
+// deleted), and expected: the speakers its record's misses labels are taken from.
+func (r *records) known(expected []string) []string {
+	r.mu.Lock()
+	out := make([]string, 0, len(r.seen)+len(expected))
+	for name := range r.seen {
+		if node := nodeOfRecord(name); node != "" {
+			out = append(out, node)
+		}
+	}
+	r.mu.Unlock()
+	return append(out, expected...)
 }
 
 // prime marks the start-up over: versions seen from now on are changes.
@@ -799,7 +816,7 @@ func (r *records) recordStored(ctx context.Context, w recordWish) bool {
 
 // writeRecord creates or rewrites the record with the wish.
 func (r *records) writeRecord(ctx context.Context, w recordWish) error {
-	l, err := r.put(ctx, RecordName(r.self), recordLabels(w.members, w.mode), w.content(), &r.lease)
+	l, err := r.put(ctx, RecordName(r.self), recordLabels(w.misses, w.mode), w.content(), &r.lease)
 	if err != nil {
 		return err
 	}
@@ -814,7 +831,7 @@ func (r *records) writeHeartbeat(ctx context.Context) error {
 	return err
 }
 
-// put creates or renews the Lease name with these labels (replacing the hears labels
+// put creates or renews the Lease name with these labels (replacing the misses labels
 // it had, see setLabels) and annotations; last is the version this speaker wrote last
 // (nil: read it first).
 func (r *records) put(ctx context.Context, name string, labels, annotations map[string]string, last **coordinationv1.Lease) (*coordinationv1.Lease, error) {
@@ -855,7 +872,7 @@ func (r *records) put(ctx context.Context, name string, labels, annotations map[
 	l.Spec.LeaseDurationSeconds = ptr.To(int32(r.cfg.Duration / time.Second))
 	l.Spec.RenewTime = &now
 	// No managedFields: the API server would list in them every label and
-	// annotation again (a record's hears labels, 35 KB of its 77 at a thousand
+	// annotation again (the older format's hears labels, 35 KB of its 77 at a thousand
 	// members), in every write stored and every watch event sent. Nothing reads
 	// them, and one empty entry strips them (documented API behaviour; on an update
 	// only: a create keeps them until the first rewrite).

@@ -16,8 +16,8 @@ import (
 
 // A record and a heartbeat, as stored by a real API server, carry no managedFields once
 // rewritten (a create keeps them: the API server strips them on an update only): at a
-// thousand members they would repeat every hears label. The test logs what a record
-// of a thousand members weighs.
+// thousand members they would repeat every label and annotation key. The test logs
+// what a record of a thousand members weighs, in steady state and split in two.
 func TestRecordsStoredWithoutManagedFields(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := t.Context()
@@ -37,9 +37,9 @@ func TestRecordsStoredWithoutManagedFields(t *testing.T) {
 		return &l
 	}
 	for i, w := range []recordWish{
-		{members: members, mode: quorum.ModeQuorum},     // created
-		{members: members[:600], mode: quorum.ModeHold}, // updated
-		{members: members, mode: quorum.ModeQuorum},     // updated again
+		{members: members, mode: quorum.ModeQuorum},                            // created
+		{members: members[:600], misses: members[600:], mode: quorum.ModeHold}, // updated: a split
+		{members: members, mode: quorum.ModeQuorum},                            // updated again
 	} {
 		if err := r.writeRecord(ctx, w); err != nil {
 			t.Fatal(err)
@@ -56,8 +56,11 @@ func TestRecordsStoredWithoutManagedFields(t *testing.T) {
 				if got := l.Labels[RecordModeLabel]; got != string(w.mode) {
 					t.Errorf("write %d: the record's mode label %q, want %q", i+1, got, w.mode)
 				}
+				if got, want := len(l.Labels), len(w.misses)+2; got != want {
+					t.Errorf("write %d: the record has %d labels, want %d (one per speaker missed, its mode, the record's)", i+1, got, want)
+				}
 				raw, _ := json.Marshal(l)
-				t.Logf("write %d: a record of %d members is %d bytes as JSON (%d managedFields entries)", i+1, len(w.members), len(raw), len(l.ManagedFields))
+				t.Logf("write %d: a record of %d members, missing %d, is %d bytes as JSON (%d managedFields entries)", i+1, len(w.members), len(w.misses), len(raw), len(l.ManagedFields))
 			}
 		}
 		time.Sleep(10 * time.Millisecond)

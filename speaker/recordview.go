@@ -30,7 +30,7 @@ import (
 //
 // The record of a peer it hears, that lists it and hears a majority, tells it nothing
 // more: the peer is alive (memberlist says so) and does not depose it. So a speaker
-// in Quorum watches the records that lack its hears label (a selector the API
+// in Quorum watches the records that carry its misses label (a selector the API
 // server evaluates: a record that starts listing it leaves the watch with one event),
 // the records whose mode label is not Quorum, and by name the records of the peers it
 // does not hear; it stands in for the others a record that lists it, in Quorum,
@@ -56,30 +56,30 @@ const (
 )
 
 // narrowRecordsByObject is what a speaker's cache may hold of the Leases: the
-// records, in herald's namespace, that do not list node among the members their
-// writer hears. A speaker reads its records from recordWatches, not from the cache;
+// records, in herald's namespace, whose writer misses node. A speaker reads its records from recordWatches, not from the cache;
 // should anything ask the cache for Leases, it gets this narrow informer, never one
 // of every Lease in the cluster.
 func narrowRecordsByObject(namespace, node string) cache.ByObject {
 	return cache.ByObject{
 		Namespaces: map[string]cache.Config{namespace: {}},
-		Label:      notListing(node),
+		Label:      missing(node),
 	}
 }
 
-// notListing selects the records that do not list node.
-func notListing(node string) labels.Selector {
-	return recordsWhere(HearsLabel(node), selection.DoesNotExist, nil)
+// missing selects the records whose writer knows of node and does not hear it: those
+// that do not list it (recordlabels.go).
+func missing(node string) labels.Selector {
+	return recordsWhere(MissesLabel(node), selection.Exists, nil)
 }
 
 // inTrouble selects the records whose mode is not Quorum (and those of speakers of
-// an older version, which have no mode label).
+// an older version, which have no mode label under its key).
 func inTrouble() labels.Selector {
 	return recordsWhere(RecordModeLabel, selection.NotEquals, []string{string(quorum.ModeQuorum)})
 }
 
 // recordsWhere selects the records whose label key satisfies op with values. The keys
-// are constants or HearsLabel's, always valid.
+// are constants or MissesLabel's, always valid.
 func recordsWhere(key string, op selection.Operator, values []string) labels.Selector {
 	is, err := labels.NewRequirement(RecordLabel, selection.Equals, []string{"true"})
 	if err != nil {
@@ -163,7 +163,7 @@ func (w *recordWatches) startNarrow() {
 		return
 	}
 	w.narrow = watchLeases(w.ctx, w.client, w.namespace, "the records that leave this speaker out", func(o *client.ListOptions) {
-		o.LabelSelector = notListing(w.self)
+		o.LabelSelector = missing(w.self)
 	}, counted(w.handler(false), w.events, eventsLeavingOut))
 	w.troubled = watchLeases(w.ctx, w.client, w.namespace, "the records of speakers in trouble", func(o *client.ListOptions) {
 		o.LabelSelector = inTrouble()

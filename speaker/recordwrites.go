@@ -15,7 +15,8 @@ const (
 	writeStart = "start"
 	// writeMode: its quorum mode changed.
 	writeMode = "mode"
-	// writeView: the members it hears, or the expected ones it does not, changed.
+	// writeView: the members it hears, the expected ones it does not, or the known ones
+	// it does not (its misses labels), changed.
 	writeView = "view"
 	// writeMACs: the MACs its responders answer with changed.
 	writeMACs = "macs"
@@ -35,7 +36,7 @@ func writeReason(written *recordWish, w recordWish) string {
 		return writeStart
 	case written.mode != w.mode:
 		return writeMode
-	case !slices.Equal(written.members, w.members) || !slices.Equal(written.unreachable, w.unreachable):
+	case !slices.Equal(written.members, w.members) || !slices.Equal(written.unreachable, w.unreachable) || !slices.Equal(written.misses, w.misses):
 		return writeView
 	case !slices.Equal(written.macs, w.macs):
 		return writeMACs

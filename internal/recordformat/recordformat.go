@@ -12,7 +12,9 @@ const (
 	// Label marks the speakers' records (and only them) among the Leases.
 	Label = "herald.dev/speaker-record"
 	// ModeLabel repeats the record's mode as a label, for the API server's selectors.
-	ModeLabel = "herald.dev/mode"
+	// Its key is new with the misses labels (the speaker's recordlabels.go): a record
+	// of the older format, labelled with the members heard, lacks it.
+	ModeLabel = "herald.dev/quorum-mode"
 	// MembersAnnotation lists the memberlist members the speaker hears, sorted.
 	MembersAnnotation = "herald.dev/members"
 	// ModeAnnotation is the speaker's quorum mode.
