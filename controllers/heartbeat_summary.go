@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -53,8 +52,8 @@ type HeartbeatSummarizer struct {
 	// confirmed holds heartbeats read straight from the API server because the cache
 	// had them stale: a lagging watch must not make a live speaker stale.
 	confirmed map[string]time.Time
-	// written is the summary's Lease as last written or read; last what it says.
-	written *coordinationv1.Lease
+	// summary is the Lease as last written or read; last what it says.
+	summary *aggregate[*coordinationv1.Lease]
 	last    beatsummary.Summary
 	// wroteAt is the last write's time by this controller's clock.
 	wroteAt time.Time
@@ -107,7 +106,7 @@ func (s *HeartbeatSummarizer) pass(ctx context.Context) (time.Time, error) {
 	}
 	sum := beatsummary.Summary{At: now, Duration: beatsummary.Duration, Fresh: fresh, Stale: stale}
 	renewal := s.last.At.Add(beatsummary.Renew)
-	if s.written != nil && sum.SameSets(s.last) && now.Before(renewal) {
+	if _, ok := s.aggregate().current(); ok && sum.SameSets(s.last) && now.Before(renewal) {
 		return earliest(next, renewal), nil
 	}
 	if err := s.write(ctx, sum); err != nil {
@@ -177,32 +176,20 @@ func (s *HeartbeatSummarizer) confirm(ctx context.Context, stale map[string]time
 
 // write creates or updates the summary's Lease.
 func (s *HeartbeatSummarizer) write(ctx context.Context, sum beatsummary.Summary) error {
-	key := types.NamespacedName{Namespace: s.Namespace, Name: beatsummary.Name}
-	if s.written == nil {
-		var l coordinationv1.Lease
-		switch err := s.API.Get(ctx, key, &l); {
-		case apierrors.IsNotFound(err):
-			l = coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: beatsummary.Name,
-				Labels: map[string]string{"app.kubernetes.io/part-of": "herald"}}}
-			sum.Apply(&l)
-			if err := s.Client.Create(ctx, &l); err != nil {
-				return fmt.Errorf("creating heartbeat summary %s: %w", key, err)
-			}
-			s.written, s.last, s.wroteAt = &l, sum, s.now()
-			return nil
-		case err != nil:
-			return fmt.Errorf("reading heartbeat summary %s: %w", key, err)
-		}
-		s.written = &l
+	if err := s.aggregate().put(ctx, func(l *coordinationv1.Lease) { sum.Apply(l) }); err != nil {
+		return err
 	}
-	l := s.written.DeepCopy()
-	sum.Apply(l)
-	if err := s.Client.Update(ctx, l); err != nil {
-		s.written = nil // read it again: another writer, or it was deleted
-		return fmt.Errorf("updating heartbeat summary %s: %w", key, err)
-	}
-	s.written, s.last, s.wroteAt = l, sum, s.now()
+	s.last, s.wroteAt = sum, s.now()
 	return nil
+}
+
+func (s *HeartbeatSummarizer) aggregate() *aggregate[*coordinationv1.Lease] {
+	if s.summary == nil {
+		s.summary = &aggregate[*coordinationv1.Lease]{what: "heartbeat summary", api: s.API, writer: s.Client,
+			key:    types.NamespacedName{Namespace: s.Namespace, Name: beatsummary.Name},
+			newObj: func() *coordinationv1.Lease { return &coordinationv1.Lease{} }}
+	}
+	return s.summary
 }
 
 // HeartbeatLeases is what a cache of Leases must hold for a HeartbeatSummarizer: the

@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -57,9 +56,9 @@ type RecordDigester struct {
 
 	now   func() time.Time
 	store toolscache.Store
-	// written is the digest's ConfigMap as last written or read; wroteAt the last
-	// write's time by this controller's clock.
-	written *corev1.ConfigMap
+	// digest is the ConfigMap as last written or read; wroteAt the last write's time
+	// by this controller's clock.
+	digest  *aggregate[*corev1.ConfigMap]
 	wroteAt time.Time
 }
 
@@ -128,7 +127,7 @@ func (d *RecordDigester) pass(ctx context.Context) (time.Time, error) {
 		return time.Time{}, err
 	}
 	renewal := d.wroteAt.Add(recordformat.DigestRenew)
-	if d.written != nil && recordformat.SameRecords(data, d.written.Data) && now.Before(renewal) {
+	if cm, ok := d.aggregate().current(); ok && recordformat.SameRecords(data, cm.Data) && now.Before(renewal) {
 		return renewal, nil
 	}
 	if err := d.write(ctx, data); err != nil {
@@ -149,29 +148,18 @@ func (d *RecordDigester) pass(ctx context.Context) (time.Time, error) {
 
 // write creates or updates the digest's ConfigMap.
 func (d *RecordDigester) write(ctx context.Context, data map[string]string) error {
-	key := types.NamespacedName{Namespace: d.Namespace, Name: recordformat.DigestName}
-	if d.written == nil {
-		var cm corev1.ConfigMap
-		switch err := d.API.Get(ctx, key, &cm); {
-		case apierrors.IsNotFound(err):
-			cm = corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: recordformat.DigestName,
-				Labels: map[string]string{"app.kubernetes.io/part-of": "herald"}}, Data: data}
-			if err := d.Client.Create(ctx, &cm); err != nil {
-				return fmt.Errorf("creating records digest %s: %w", key, err)
-			}
-			d.written, d.wroteAt = &cm, d.now()
-			return nil
-		case err != nil:
-			return fmt.Errorf("reading records digest %s: %w", key, err)
-		}
-		d.written = &cm
+	if err := d.aggregate().put(ctx, func(cm *corev1.ConfigMap) { cm.Data = data }); err != nil {
+		return err
 	}
-	cm := d.written.DeepCopy()
-	cm.Data = data
-	if err := d.Client.Update(ctx, cm); err != nil {
-		d.written = nil // read it again: another writer, or it was deleted
-		return fmt.Errorf("updating records digest %s: %w", key, err)
-	}
-	d.written, d.wroteAt = cm, d.now()
+	d.wroteAt = d.now()
 	return nil
+}
+
+func (d *RecordDigester) aggregate() *aggregate[*corev1.ConfigMap] {
+	if d.digest == nil {
+		d.digest = &aggregate[*corev1.ConfigMap]{what: "records digest", api: d.API, writer: d.Client,
+			key:    types.NamespacedName{Namespace: d.Namespace, Name: recordformat.DigestName},
+			newObj: func() *corev1.ConfigMap { return &corev1.ConfigMap{} }}
+	}
+	return d.digest
 }
