@@ -2,23 +2,20 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"herald.dev/herald/internal/recordformat"
+	"herald.dev/herald/internal/selectwatch"
 )
 
 // The controller watches the speakers' records (one event per record write) and
@@ -73,35 +70,15 @@ func (d *RecordDigester) Start(ctx context.Context) error {
 		d.now = time.Now
 	}
 	kick := newKicker()
-	sel := labels.SelectorFromSet(labels.Set{recordformat.Label: "true"})
-	opts := func(raw metav1.ListOptions) *client.ListOptions {
-		return &client.ListOptions{Namespace: d.Namespace, LabelSelector: sel, Raw: &raw}
-	}
-	store, ctrl := toolscache.NewInformerWithOptions(toolscache.InformerOptions{
-		ListerWatcher: &toolscache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, raw metav1.ListOptions) (runtime.Object, error) {
-				var l coordinationv1.LeaseList
-				if err := d.Watch.List(ctx, &l, opts(raw)); err != nil {
-					return nil, fmt.Errorf("records digest: listing the records: %w", err)
-				}
-				return &l, nil
-			},
-			WatchFuncWithContext: func(ctx context.Context, raw metav1.ListOptions) (watch.Interface, error) {
-				w, err := d.Watch.Watch(ctx, &coordinationv1.LeaseList{}, opts(raw))
-				if err != nil {
-					return nil, fmt.Errorf("records digest: watching the records: %w", err)
-				}
-				return w, nil
-			},
+	w := selectwatch.Start(ctx, d.Watch, d.Namespace, "the speakers' records", func() client.ObjectList { return &coordinationv1.LeaseList{} }, &coordinationv1.Lease{},
+		func(o *client.ListOptions) {
+			o.LabelSelector = labels.SelectorFromSet(labels.Set{recordformat.Label: "true"})
 		},
-		ObjectType: &coordinationv1.Lease{},
-		Handler: toolscache.ResourceEventHandlerFuncs{
+		toolscache.ResourceEventHandlerFuncs{
 			AddFunc: kick.poke, UpdateFunc: func(_, cur any) { kick.poke(cur) }, DeleteFunc: kick.poke,
-		},
-	})
-	d.store = store
-	go ctrl.RunWithContext(ctx)
-	if !toolscache.WaitForCacheSync(ctx.Done(), ctrl.HasSynced) {
+		})
+	d.store = w.Store
+	if !toolscache.WaitForCacheSync(ctx.Done(), w.Synced) {
 		return nil
 	}
 	runPasses(ctx, kick, d.pass, d.now, time.Second, d.Log, "writing the records digest")

@@ -2,14 +2,12 @@ package speaker
 
 import (
 	"context"
-	"fmt"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"herald.dev/herald/internal/selectwatch"
 )
 
 // leaseWatch is one informer of the Leases a selection picks at the API server,
@@ -25,35 +23,8 @@ type leaseWatch struct {
 // watchLeases starts a leaseWatch of the Leases in namespace that sel picks, calling
 // h on its events, until ctx ends or stop is called. what names it in errors.
 func watchLeases(ctx context.Context, c client.WithWatch, namespace, what string, sel func(*client.ListOptions), h toolscache.ResourceEventHandler) *leaseWatch {
-	ctx, cancel := context.WithCancel(ctx)
-	opts := func(raw metav1.ListOptions) *client.ListOptions {
-		o := &client.ListOptions{Namespace: namespace, Raw: &raw}
-		sel(o)
-		return o
-	}
-	lw := &toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, raw metav1.ListOptions) (runtime.Object, error) {
-			var l coordinationv1.LeaseList
-			if err := c.List(ctx, &l, opts(raw)); err != nil {
-				return nil, fmt.Errorf("listing %s: %w", what, err)
-			}
-			return &l, nil
-		},
-		WatchFuncWithContext: func(ctx context.Context, raw metav1.ListOptions) (watch.Interface, error) {
-			w, err := c.Watch(ctx, &coordinationv1.LeaseList{}, opts(raw))
-			if err != nil {
-				return nil, fmt.Errorf("watching %s: %w", what, err)
-			}
-			return w, nil
-		},
-	}
-	store, ctrl := toolscache.NewInformerWithOptions(toolscache.InformerOptions{
-		ListerWatcher: lw,
-		ObjectType:    &coordinationv1.Lease{},
-		Handler:       h,
-	})
-	go ctrl.RunWithContext(ctx)
-	return &leaseWatch{stop: cancel, done: ctx.Done(), store: store, synced: ctrl.HasSynced}
+	w := selectwatch.Start(ctx, c, namespace, what, func() client.ObjectList { return &coordinationv1.LeaseList{} }, &coordinationv1.Lease{}, sel, h)
+	return &leaseWatch{stop: w.Stop, done: w.Done, store: w.Store, synced: w.Synced}
 }
 
 // held returns how many Leases the watch holds (0 for none).

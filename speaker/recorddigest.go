@@ -2,7 +2,6 @@ package speaker
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -10,14 +9,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"herald.dev/herald/internal/recordformat"
+	"herald.dev/herald/internal/selectwatch"
 )
 
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch,namespace=herald-system,resourceNames=herald-records
@@ -50,31 +47,12 @@ type digestWatch struct {
 // watchDigest starts a digestWatch until ctx ends or stop is called.
 func watchDigest(ctx context.Context, c client.WithWatch, namespace string, handler func(gone bool) toolscache.ResourceEventHandler, poke func(),
 	events prometheus.Counter, log logr.Logger) *digestWatch {
-	ctx, cancel := context.WithCancel(ctx)
-	d := &digestWatch{namespace: namespace, handler: handler, poke: poke, log: log, stop: cancel}
-	opts := func(raw metav1.ListOptions) *client.ListOptions {
-		return &client.ListOptions{Namespace: namespace, Raw: &raw, FieldSelector: fields.OneTermEqualSelector("metadata.name", recordformat.DigestName)}
-	}
-	lw := &toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, raw metav1.ListOptions) (runtime.Object, error) {
-			var l corev1.ConfigMapList
-			if err := c.List(ctx, &l, opts(raw)); err != nil {
-				return nil, fmt.Errorf("listing the records digest: %w", err)
-			}
-			return &l, nil
+	d := &digestWatch{namespace: namespace, handler: handler, poke: poke, log: log}
+	w := selectwatch.Start(ctx, c, namespace, "the records digest", func() client.ObjectList { return &corev1.ConfigMapList{} }, &corev1.ConfigMap{},
+		func(o *client.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", recordformat.DigestName)
 		},
-		WatchFuncWithContext: func(ctx context.Context, raw metav1.ListOptions) (watch.Interface, error) {
-			w, err := c.Watch(ctx, &corev1.ConfigMapList{}, opts(raw))
-			if err != nil {
-				return nil, fmt.Errorf("watching the records digest: %w", err)
-			}
-			return w, nil
-		},
-	}
-	_, ctrl := toolscache.NewInformerWithOptions(toolscache.InformerOptions{
-		ListerWatcher: lw,
-		ObjectType:    &corev1.ConfigMap{},
-		Handler: toolscache.ResourceEventHandlerDetailedFuncs{
+		toolscache.ResourceEventHandlerDetailedFuncs{
 			AddFunc: func(obj any, initial bool) {
 				if !initial {
 					events.Inc()
@@ -83,10 +61,8 @@ func watchDigest(ctx context.Context, c client.WithWatch, namespace string, hand
 			},
 			UpdateFunc: func(_, obj any) { events.Inc(); d.apply(obj) },
 			DeleteFunc: func(any) { events.Inc(); d.apply(nil) },
-		},
-	})
-	d.synced = ctrl.HasSynced
-	go ctrl.RunWithContext(ctx)
+		})
+	d.stop, d.synced = w.Stop, w.Synced
 	return d
 }
 
