@@ -2,21 +2,16 @@ package speaker
 
 import (
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"herald.dev/herald/internal/recordformat"
-	"herald.dev/herald/internal/scheme"
-	"herald.dev/herald/internal/testenv"
 	"herald.dev/herald/speaker/quorum"
 )
 
@@ -26,25 +21,9 @@ import (
 // older than one seen not taken for a change, and every record straight from the API
 // server again once the digest is stale or gone.
 func TestRecordsThroughDigest(t *testing.T) {
-	env := testenv.Start(t)
-	ctx := t.Context()
-	const ns = "herald-system"
-	env.CreateNamespace(t, ns)
-	cfg := RecordConfig{Renew: time.Second, FastRenew: 200 * time.Millisecond, Duration: 30 * time.Second}
-	writers := map[string]*records{}
-	write := func(node string, members []string, mode quorum.Mode) {
-		t.Helper()
-		w := writers[node]
-		if w == nil {
-			w = newRecords(node, ns, cfg, env.Client, env.Client, env.Client, func() {}, func(string, []string) {}, logr.Discard())
-			writers[node] = w
-		}
-		// As publishRecord: its labels name the speakers of the test it does not hear.
-		misses := missed(node, []string{"a", "b", "c", "x", "o"}, members)
-		if err := w.writeRecord(ctx, recordWish{members: members, misses: misses, mode: mode}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f := newRecordFixture(t)
+	ctx, env, ns := f.ctx, f.env, f.ns
+	write := func(node string, members []string, mode quorum.Mode) { t.Helper(); f.write(t, node, members, mode) }
 	// digest writes the digest as the controller would, of the records stored now (or
 	// of those given), written at at.
 	digest := func(at time.Time, given ...*coordinationv1.Lease) []*coordinationv1.Lease {
@@ -77,26 +56,7 @@ func TestRecordsThroughDigest(t *testing.T) {
 	}
 	stored := digest(time.Now())
 
-	c, err := cache.New(env.Config, cache.Options{Scheme: scheme.New(), ByObject: map[client.Object]cache.ByObject{
-		&coordinationv1.Lease{}: narrowRecordsByObject(ns, "a"),
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var events atomic.Int32
-	r := newRecords("a", ns, cfg, c, env.Client, env.Client, func() { events.Add(1) }, func(string, []string) {}, logr.Discard())
-	r.view = newRecordWatches(ctx, ns, "a", wc, r.handler, func() {}, RecordConfig{DigestFrom: 3, SummaryFrom: 2}, r.freshnessAsOf, logr.Discard())
-	if err := r.watch(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
-		t.Fatal("cache did not sync")
-	}
+	r, _ := f.reader(t, RecordConfig{DigestFrom: 3, SummaryFrom: 2})
 	byNode := func() map[string]quorum.Record {
 		t.Helper()
 		recs, err := r.list(ctx, false, []string{"a"})

@@ -2,19 +2,13 @@ package speaker
 
 import (
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"herald.dev/herald/internal/scheme"
-	"herald.dev/herald/internal/testenv"
 	"herald.dev/herald/speaker/quorum"
 )
 
@@ -22,52 +16,17 @@ import (
 // that leave it out, those in trouble and by name those of peers it does not hear,
 // and nothing of a death's rewrites; out of Quorum, every record.
 func TestRecordView(t *testing.T) {
-	env := testenv.Start(t)
-	ctx := t.Context()
-	const ns = "herald-system"
-	env.CreateNamespace(t, ns)
-	cfg := RecordConfig{Renew: time.Second, FastRenew: 200 * time.Millisecond, Duration: 30 * time.Second}
-	writers := map[string]*records{}
-	write := func(node string, members []string, mode quorum.Mode) {
-		t.Helper()
-		w := writers[node]
-		if w == nil {
-			w = newRecords(node, ns, cfg, env.Client, env.Client, env.Client, func() {}, func(string, []string) {}, logr.Discard())
-			writers[node] = w
-		}
-		// As publishRecord: its labels name the speakers of the test it does not hear.
-		misses := missed(node, []string{"a", "b", "c", "x", "o"}, members)
-		if err := w.writeRecord(ctx, recordWish{members: members, misses: misses, mode: mode}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f := newRecordFixture(t)
+	ctx, cfg, env, ns := f.ctx, f.cfg, f.env, f.ns
+	write := func(node string, members []string, mode quorum.Mode) { t.Helper(); f.write(t, node, members, mode) }
 	all := []string{"a", "b", "c", "x"}
 	for _, n := range all[1:] {
 		write(n, all, quorum.ModeQuorum)
 	}
 
 	// The reader, a, as Run sets it up.
-	c, err := cache.New(env.Config, cache.Options{Scheme: scheme.New(), ByObject: map[client.Object]cache.ByObject{
-		&coordinationv1.Lease{}: narrowRecordsByObject(ns, "a"),
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var events atomic.Int32
-	r := newRecords("a", ns, cfg, c, env.Client, env.Client, func() { events.Add(1) }, func(string, []string) {}, logr.Discard())
-	r.view = newRecordWatches(ctx, ns, "a", wc, r.handler, func() {}, cfg, r.freshnessAsOf, logr.Discard())
+	r, events := f.reader(t, cfg)
 	r.view.wideLinger = 0
-	if err := r.watch(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
-		t.Fatal("cache did not sync")
-	}
 	byNode := func(heard []string) map[string]quorum.Record {
 		t.Helper()
 		recs, err := r.list(ctx, false, heard)

@@ -1,0 +1,77 @@
+package speaker
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"herald.dev/herald/internal/scheme"
+	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/speaker/quorum"
+)
+
+// recordFixture is, at a real API server, the speakers a, b, c, x (and o) writing
+// their records, and the reading of a as Run sets it up (reader).
+type recordFixture struct {
+	env *testenv.Env
+	ctx context.Context
+	ns  string
+	cfg RecordConfig
+	// writers write the others' records, each as its own speaker would.
+	writers map[string]*records
+}
+
+func newRecordFixture(t *testing.T) *recordFixture {
+	f := &recordFixture{env: testenv.Start(t), ctx: t.Context(), ns: "herald-system", writers: map[string]*records{},
+		cfg: RecordConfig{Renew: time.Second, FastRenew: 200 * time.Millisecond, Duration: 30 * time.Second}}
+	f.env.CreateNamespace(t, f.ns)
+	return f
+}
+
+// write writes node's record saying it hears members, in mode; its labels name the
+// speakers of the test it does not hear, as publishRecord's would.
+func (f *recordFixture) write(t *testing.T, node string, members []string, mode quorum.Mode) {
+	t.Helper()
+	w := f.writers[node]
+	if w == nil {
+		w = newRecords(node, f.ns, f.cfg, f.env.Client, f.env.Client, f.env.Client, func() {}, func(string, []string) {}, logr.Discard())
+		f.writers[node] = w
+	}
+	misses := missed(node, []string{"a", "b", "c", "x", "o"}, members)
+	if err := w.writeRecord(f.ctx, recordWish{members: members, misses: misses, mode: mode}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reader starts a's records with its watches (view configured by viewCfg) and cache,
+// as Run does; events counts the changes they report.
+func (f *recordFixture) reader(t *testing.T, viewCfg RecordConfig) (r *records, events *atomic.Int32) {
+	t.Helper()
+	c, err := cache.New(f.env.Config, cache.Options{Scheme: scheme.New(), ByObject: map[client.Object]cache.ByObject{
+		&coordinationv1.Lease{}: narrowRecordsByObject(f.ns, "a"),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc, err := client.NewWithWatch(f.env.Config, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events = &atomic.Int32{}
+	r = newRecords("a", f.ns, f.cfg, c, f.env.Client, f.env.Client, func() { events.Add(1) }, func(string, []string) {}, logr.Discard())
+	r.view = newRecordWatches(f.ctx, f.ns, "a", wc, r.handler, func() {}, viewCfg, r.freshnessAsOf, logr.Discard())
+	if err := r.watch(f.ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = c.Start(f.ctx) }()
+	if !c.WaitForCacheSync(f.ctx) {
+		t.Fatal("cache did not sync")
+	}
+	return r, events
+}
