@@ -220,28 +220,22 @@ func TestLabObservability(t *testing.T) {
 			return nil
 		})
 		// The quorum panels and HeraldSpeakerSilent name worker3, silent in Minority.
-		notInQuorum := dashboardQuery("Speakers not in Quorum")
-		labtest.Eventually(t, "the panel of speakers not in Quorum shows worker3 in Minority", func() error {
-			s, err := prom.Query(ctx, notInQuorum)
-			if err != nil {
-				return err
+		worker3InMinority := func(expr string) func() error {
+			return func() error {
+				s, err := prom.Query(ctx, expr)
+				if err != nil {
+					return err
+				}
+				if len(s) != 1 || s[0].Labels["instance"] != "worker3" || s[0].Labels["mode"] != "Minority" {
+					return fmt.Errorf("%s gives %v, want worker3 in Minority alone", expr, s)
+				}
+				return nil
 			}
-			if len(s) != 1 || s[0].Labels["instance"] != "worker3" || s[0].Labels["mode"] != "Minority" {
-				return fmt.Errorf("%s gives %v, want worker3 in Minority alone", notInQuorum, s)
-			}
-			return nil
-		})
-		silent := `ALERTS{alertname="HeraldSpeakerSilent", alertstate="firing"}`
-		labtest.Eventually(t, "HeraldSpeakerSilent fires for worker3", func() error {
-			s, err := prom.Query(ctx, silent)
-			if err != nil {
-				return err
-			}
-			if len(s) != 1 || s[0].Labels["instance"] != "worker3" || s[0].Labels["mode"] != "Minority" {
-				return fmt.Errorf("%s gives %v, want worker3 in Minority alone", silent, s)
-			}
-			return nil
-		})
+		}
+		labtest.Eventually(t, "the panel of speakers not in Quorum shows worker3 in Minority",
+			worker3InMinority(dashboardQuery("Speakers not in Quorum")))
+		labtest.Eventually(t, "HeraldSpeakerSilent fires for worker3",
+			worker3InMinority(`ALERTS{alertname="HeraldSpeakerSilent", alertstate="firing"}`))
 		// From 2 s after the cut on, no two speakers exported themselves as owner,
 		// and the multiple-owners alert never went pending.
 		window := time.Since(cut) - 2*time.Second
