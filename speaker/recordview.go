@@ -56,9 +56,9 @@ const (
 )
 
 // narrowRecordsByObject is what a speaker's cache may hold of the Leases: the
-// records, in herald's namespace, whose writer misses node. A speaker reads its records from recordWatches, not from the cache;
-// should anything ask the cache for Leases, it gets this narrow informer, never one
-// of every Lease in the cluster.
+// records, in herald's namespace, whose writer misses node. A speaker reads its
+// records from recordWatches, not from the cache; should anything ask the cache for
+// Leases, it gets this narrow informer, never one of every Lease in the cluster.
 func narrowRecordsByObject(namespace, node string) cache.ByObject {
 	return cache.ByObject{
 		Namespaces: map[string]cache.Config{namespace: {}},
