@@ -135,8 +135,11 @@ func TestRecordView(t *testing.T) {
 	write("c", []string{"a", "c"}, quorum.ModeHold)
 	eventually(t, "c's Hold record", func() bool { return byNode(heard)["c"].Mode == quorum.ModeHold })
 
-	// A record of an older version, without labels, is watched as it is.
-	old := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: RecordName("o"), Labels: map[string]string{RecordLabel: "true"},
+	// A record of an older version, labelled with the members it hears and its mode
+	// under the older key, is watched as it is (as in trouble), though it lists a and
+	// says Quorum: a newer speaker cannot tell from its labels whom it leaves out.
+	oldLabels := map[string]string{RecordLabel: "true", olderModeLabel: "Quorum", hearsLabelPrefix + "a": "", hearsLabelPrefix + "o": ""}
+	old := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: RecordName("o"), Labels: oldLabels,
 		Annotations: map[string]string{RecordMembersAnnotation: "a,o", RecordModeAnnotation: "Quorum"}}}
 	old.Spec.HolderIdentity, old.Spec.LeaseDurationSeconds = ptr.To("o"), ptr.To(int32(30))
 	old.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
