@@ -573,11 +573,9 @@ func (r *records) unwatched(ctx context.Context, have map[string]*coordinationv1
 		synth = append(synth, quorum.Record{Node: node, Members: []string{r.self}, Mode: quorum.ModeQuorum,
 			RenewedAt: now, Duration: r.cfg.Duration, ChangedAt: r.lastChangeLocked(name)})
 	}
-	r.mu.Unlock()
-	slices.Sort(unheard)
-	r.mu.Lock()
 	known := len(r.seen)
 	r.mu.Unlock()
+	slices.Sort(unheard)
 	pending := r.view.track(unheard)
 	var digested map[string]*coordinationv1.Lease
 	if len(pending) > 0 {
