@@ -95,7 +95,7 @@ func (b *leasesByName) track(nodes []string) (pending []string) {
 			w.unneeded = now
 			time.AfterFunc(b.linger, b.poke) // a decision then stops it
 		case now.Sub(w.unneeded) >= b.linger:
-			w.stop()
+			w.Stop()
 			delete(b.watching, n)
 		}
 	}
@@ -109,7 +109,7 @@ func (b *leasesByName) track(nodes []string) (pending []string) {
 				held = true
 			}
 		}
-		if w == nil || !w.synced() {
+		if w == nil || !w.Synced() {
 			pending = append(pending, n)
 		}
 	}
@@ -131,7 +131,7 @@ func (b *leasesByName) stopAll() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for n, w := range b.watching {
-		w.stop()
+		w.Stop()
 		delete(b.watching, n)
 	}
 	clear(b.wantedSince)
@@ -156,10 +156,10 @@ func (b *leasesByName) watch(node string) *nodeLeaseWatch {
 // lease returns the Lease as the watch holds it (nil if there is none), and whether
 // the watch has synced.
 func (w *nodeLeaseWatch) lease() (*coordinationv1.Lease, bool) {
-	if !w.synced() {
+	if !w.Synced() {
 		return nil, false
 	}
-	obj, ok, _ := w.store.GetByKey(w.key)
+	obj, ok, _ := w.Store.GetByKey(w.key)
 	if !ok {
 		return nil, true
 	}
@@ -178,7 +178,7 @@ func (b *leasesByName) synced() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, w := range b.watching {
-		if !w.synced() {
+		if !w.Synced() {
 			return false
 		}
 	}

@@ -171,7 +171,7 @@ func (w *recordWatches) startNarrow() {
 	narrow, troubled := w.narrow, w.troubled
 	go func() {
 		// Both stop together (stopNarrow): narrow's end ends the wait.
-		if toolscache.WaitForCacheSync(narrow.done, narrow.synced, troubled.synced) {
+		if toolscache.WaitForCacheSync(narrow.Done, narrow.Synced, troubled.Synced) {
 			w.poke()
 		}
 	}()
@@ -184,14 +184,14 @@ func (w *recordWatches) stopNarrow() {
 	if w.narrow == nil {
 		return
 	}
-	w.narrow.stop()
-	w.troubled.stop()
+	w.narrow.Stop()
+	w.troubled.Stop()
 	w.narrow, w.troubled = nil, nil
 }
 
 // narrowSynced says whether the narrow watches run and have synced. Under mu.
 func (w *recordWatches) narrowSynced() bool {
-	return w.narrow != nil && w.narrow.synced() && w.troubled.synced()
+	return w.narrow != nil && w.narrow.Synced() && w.troubled.Synced()
 }
 
 func (w *recordWatches) startWide() *leaseWatch {
@@ -226,7 +226,7 @@ func (w *recordWatches) setMode(m quorum.Mode, expected, unheard int) {
 	case w.needEvery:
 		w.wideUnneeded = time.Time{}
 		w.everyRecordLocked(now)
-		if (w.wide != nil && w.wide.synced()) || w.digest.used() {
+		if (w.wide != nil && w.wide.Synced()) || w.digest.used() {
 			w.stopNarrow()
 			w.byName.stopAll()
 		}
@@ -271,7 +271,7 @@ func (w *recordWatches) everyRecordLocked(now time.Time) {
 	}
 	switch {
 	case use && w.wide != nil:
-		w.wide.stop()
+		w.wide.Stop()
 		w.wide = nil
 	case !use && w.wide == nil && (w.digest == nil || w.digest.synced() || now.Sub(w.digestSince) >= digestSyncWait):
 		w.wide = w.startWide()
@@ -325,7 +325,7 @@ func (w *recordWatches) startDigestLocked(now time.Time) {
 // Under mu.
 func (w *recordWatches) stopWideLocked() {
 	if w.wide != nil {
-		w.wide.stop()
+		w.wide.Stop()
 		w.wide = nil
 	}
 	if w.digest != nil {
@@ -343,7 +343,7 @@ func (w *recordWatches) complete() (complete, wanted bool) {
 	defer w.mu.Unlock()
 	// In Quorum, every record is wanted until the narrow watches run (a speaker that
 	// has just started, or is back from trouble, lingers on every record).
-	return (w.wide != nil && w.wide.synced()) || w.digest.used(), w.needEvery || w.narrow == nil || w.wide != nil || w.digest.used()
+	return (w.wide != nil && w.wide.Synced()) || w.digest.used(), w.needEvery || w.narrow == nil || w.wide != nil || w.digest.used()
 }
 
 // track watches by name the records of these nodes (the peers not heard), at once
