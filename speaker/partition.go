@@ -135,12 +135,13 @@ func (s *Speaker) publishRecord(v quorum.Verdict, live []string, recs []quorum.R
 }
 
 // recordMisses returns the speakers this one's record labels as missed (missed): those
-// it expects or whose record it has seen, that it does not hear, less the writers of
-// records seen whose Node is gone. A record goes with its Node (its owner), and a
-// speaker in Quorum may never see that deletion: a record that listed it leaves none
-// of its watches. Without the check, every Node replaced would stay in every record.
+// it expects, has heard or whose record it has seen, that it does not hear, less those
+// not expected whose Node is gone (forgotten then). A record goes with its Node (its
+// owner), and a speaker in Quorum may never see that deletion: a record that listed it
+// leaves none of its watches. Without the check, every Node replaced would stay in
+// every record.
 func (s *Speaker) recordMisses(v quorum.Verdict, live []string) []string {
-	out := missed(s.cfg.NodeName, s.records.known(v.Expected), live)
+	out := missed(s.cfg.NodeName, s.records.known(v.Expected, live), live)
 	expected := make(map[string]bool, len(v.Expected))
 	for _, n := range v.Expected {
 		expected[n] = true
@@ -150,8 +151,11 @@ func (s *Speaker) recordMisses(v quorum.Verdict, live []string) []string {
 			return false
 		}
 		var node corev1.Node
-		err := s.cache.Get(context.Background(), types.NamespacedName{Name: n}, &node)
-		return apierrors.IsNotFound(err)
+		if err := s.cache.Get(context.Background(), types.NamespacedName{Name: n}, &node); apierrors.IsNotFound(err) {
+			s.records.forgetNode(n)
+			return true
+		}
+		return false
 	})
 }
 

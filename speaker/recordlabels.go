@@ -77,11 +77,12 @@ func setLabels(have map[string]string, want map[string]string) map[string]string
 }
 
 // missed returns the speakers a record's writer misses: those it knows of (known:
-// the writers of the records it has seen, and those it expects) that it does not hear
-// (heard), itself aside. Sorted, unique. Every speaker that may read the record
-// while in Quorum has written a record this writer has seen (its first one, written
-// in trouble, reaches every speaker's watch), so a record that does not list a reader
-// carries the reader's misses label.
+// the writers of the records it has seen, the members it has heard, and those it
+// expects) that it does not hear (heard), itself aside. Sorted, unique. Every speaker
+// that may read the record while in Quorum has written a record this writer has seen
+// (its first one, written in trouble, reaches every speaker's watch) or has been
+// heard by it, so a record that does not list a reader carries the reader's misses
+// label.
 func missed(self string, known, heard []string) []string {
 	hears := make(map[string]bool, len(heard))
 	for _, n := range heard {

@@ -93,4 +93,24 @@ func TestRecordMisses(t *testing.T) {
 	if got := s.recordMisses(quorum.Verdict{Expected: []string{"a", "b", "c"}}, []string{"a", "b", "c"}); len(got) != 0 {
 		t.Errorf("hearing every speaker whose Node exists: recordMisses = %v, want none", got)
 	}
+	// f was heard, its record never seen (the event of its first record lost): once
+	// unheard and no longer expected, it is still missed while its Node exists.
+	if err := env.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "f"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.recordMisses(quorum.Verdict{Expected: []string{"a", "b", "c", "f", "h"}}, []string{"a", "b", "c", "f", "h"}); len(got) != 0 {
+		t.Errorf("hearing f and h: recordMisses = %v, want none", got)
+	}
+	if got, want := s.recordMisses(quorum.Verdict{Expected: []string{"a", "b", "c"}}, []string{"a", "b", "c"}), []string{"f"}; !slices.Equal(got, want) {
+		t.Errorf("f and h heard once, no longer: recordMisses = %v, want %v (h has no Node)", got, want)
+	}
+	if err := env.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "f"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.recordMisses(quorum.Verdict{Expected: []string{"a", "b", "c"}}, []string{"a", "b", "c"}); len(got) != 0 {
+		t.Errorf("f's Node deleted: recordMisses = %v, want none", got)
+	}
+	if got := s.records.known(nil, nil); slices.Contains(got, "f") || slices.Contains(got, "h") {
+		t.Errorf("known = %v: f and h, heard once, whose Nodes are gone, are still known", got)
+	}
 }

@@ -222,6 +222,9 @@ type records struct {
 	left map[string]time.Time
 	// own are this speaker's latest writes, oldest first (writtenBefore).
 	own []ownWrite
+	// heardOnce are the members this speaker has heard over memberlist since it
+	// started, whether or not it saw their records (see known).
+	heardOnce map[string]struct{}
 
 	// writes counts the record's successful writes by reason (recordwrites.go).
 	writes *prometheus.CounterVec
@@ -242,7 +245,7 @@ func newRecords(self, namespace string, cfg RecordConfig, c, api client.Reader, 
 	macs func(node string, macs []string), log logr.Logger) *records {
 	return &records{
 		self: self, namespace: namespace, cfg: cfg, log: log, cache: c, api: api, writer: w, changed: changed, macs: macs, now: time.Now,
-		wake: make(chan struct{}, 1), seen: map[string]seenVersion{}, left: map[string]time.Time{}, apiUp: true,
+		wake: make(chan struct{}, 1), seen: map[string]seenVersion{}, left: map[string]time.Time{}, heardOnce: map[string]struct{}{}, apiUp: true,
 		wish:   recordWish{mode: quorum.ModeRejoining, members: []string{self}},
 		writes: newRecordWrites(),
 	}
@@ -339,6 +342,7 @@ func (r *records) forgetLocked(name string) {
 	delete(r.seen, name)
 	delete(r.left, name)
 	delete(r.newest, name)
+	delete(r.heardOnce, nodeOfRecord(name))
 }
 
 // hears says whether this speaker hears node over memberlist.
@@ -462,18 +466,35 @@ func (r *records) writtenBefore(resourceVersion string) time.Time {
 	return time.Time{}
 }
 
-// known returns the writers of the records this speaker has seen (and not seen
-// deleted), and expected: the speakers its record's misses labels are taken from.
-func (r *records) known(expected []string) []string {
+// known returns the speakers this one's record's misses labels are taken from: the
+// writers of the records it has seen (and not seen deleted), the members it has heard
+// since it started (heard now included), and expected. A reader's first record,
+// written in trouble, reaches every writer's watches; the members heard stand in for
+// it where a watch lost that event (a relist lists only what its selector holds now):
+// a reader this speaker once heard and no longer does gets its misses label even so.
+func (r *records) known(expected, heard []string) []string {
 	r.mu.Lock()
-	out := make([]string, 0, len(r.seen)+len(expected))
+	for _, n := range heard {
+		r.heardOnce[n] = struct{}{}
+	}
+	out := make([]string, 0, len(r.seen)+len(r.heardOnce)+len(expected))
 	for name := range r.seen {
 		if node := nodeOfRecord(name); node != "" {
 			out = append(out, node)
 		}
 	}
+	for n := range r.heardOnce {
+		out = append(out, n)
+	}
 	r.mu.Unlock()
 	return append(out, expected...)
+}
+
+// forgetNode forgets a speaker whose Node is gone: it is no longer known (known).
+func (r *records) forgetNode(node string) {
+	r.mu.Lock()
+	delete(r.heardOnce, node)
+	r.mu.Unlock()
 }
 
 // prime marks the start-up over: versions seen from now on are changes.
