@@ -24,13 +24,11 @@ import (
 // record it lists to the records' handler, as a watch of the records would: a version
 // not seen before, or a record gone. recordWatches decides when it is in use.
 type digestWatch struct {
-	namespace string
-	handler   func(gone bool) toolscache.ResourceEventHandler
-	poke      func()
-	log       logr.Logger
-
-	stop   context.CancelFunc
-	synced func() bool
+	*selectwatch.Watch // Stop, Synced: of the ConfigMap's informer
+	namespace          string
+	handler            func(gone bool) toolscache.ResourceEventHandler
+	poke               func()
+	log                logr.Logger
 
 	mu sync.Mutex
 	// digest is the digest as last decoded (zero: none, or unreadable).
@@ -48,7 +46,7 @@ type digestWatch struct {
 func watchDigest(ctx context.Context, c client.WithWatch, namespace string, handler func(gone bool) toolscache.ResourceEventHandler, poke func(),
 	events prometheus.Counter, log logr.Logger) *digestWatch {
 	d := &digestWatch{namespace: namespace, handler: handler, poke: poke, log: log}
-	w := selectwatch.Start(ctx, c, namespace, "the records digest", func() client.ObjectList { return &corev1.ConfigMapList{} }, &corev1.ConfigMap{},
+	d.Watch = selectwatch.Start(ctx, c, namespace, "the records digest", func() client.ObjectList { return &corev1.ConfigMapList{} }, &corev1.ConfigMap{},
 		func(o *client.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", recordformat.DigestName)
 		},
@@ -62,7 +60,6 @@ func watchDigest(ctx context.Context, c client.WithWatch, namespace string, hand
 			UpdateFunc: func(_, obj any) { events.Inc(); d.apply(obj) },
 			DeleteFunc: func(any) { events.Inc(); d.apply(nil) },
 		})
-	d.stop, d.synced = w.Stop, w.Synced
 	return d
 }
 
@@ -140,7 +137,7 @@ func (d *digestWatch) pokeAtExpiryLocked() {
 // state says whether the digest is usable as of asOf and how many records it lists;
 // false until the watch has synced.
 func (d *digestWatch) state(asOf time.Time) (usable bool, records int) {
-	if d == nil || !d.synced() {
+	if d == nil || !d.Synced() {
 		return false, 0
 	}
 	d.mu.Lock()

@@ -273,7 +273,7 @@ func (w *recordWatches) everyRecordLocked(now time.Time) {
 	case use && w.wide != nil:
 		w.wide.Stop()
 		w.wide = nil
-	case !use && w.wide == nil && (w.digest == nil || w.digest.synced() || now.Sub(w.digestSince) >= digestSyncWait):
+	case !use && w.wide == nil && (w.digest == nil || w.digest.Synced() || now.Sub(w.digestSince) >= digestSyncWait):
 		w.wide = w.startWide()
 	}
 }
@@ -298,9 +298,9 @@ func (w *recordWatches) digestFor(ctx context.Context, unheard, known int) map[s
 	}
 	d := w.digest
 	w.mu.Unlock()
-	if !d.synced() {
+	if !d.Synced() {
 		wctx, cancel := context.WithTimeout(ctx, digestFirstWait)
-		toolscache.WaitForCacheSync(wctx.Done(), d.synced)
+		toolscache.WaitForCacheSync(wctx.Done(), d.Synced)
 		cancel()
 	}
 	if usable, n := d.state(w.asOf()); !usable || n < w.digestFrom {
@@ -330,7 +330,7 @@ func (w *recordWatches) stopWideLocked() {
 	}
 	if w.digest != nil {
 		w.digest.use(false)
-		w.digest.stop()
+		w.digest.Stop()
 		w.digest = nil
 	}
 }
