@@ -6,10 +6,6 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"herald.dev/herald/internal/recordformat"
 	"herald.dev/herald/speaker/quorum"
@@ -22,33 +18,11 @@ import (
 // server again once the digest is stale or gone.
 func TestRecordsThroughDigest(t *testing.T) {
 	f := newRecordFixture(t)
-	ctx, env, ns := f.ctx, f.env, f.ns
+	ctx := f.ctx
 	write := func(node string, members []string, mode quorum.Mode) { t.Helper(); f.write(t, node, members, mode) }
-	// digest writes the digest as the controller would, of the records stored now (or
-	// of those given), written at at.
 	digest := func(at time.Time, given ...*coordinationv1.Lease) []*coordinationv1.Lease {
 		t.Helper()
-		leases := given
-		if leases == nil {
-			var l coordinationv1.LeaseList
-			if err := env.Client.List(ctx, &l, client.InNamespace(ns), client.HasLabels{RecordLabel}); err != nil {
-				t.Fatal(err)
-			}
-			for i := range l.Items {
-				leases = append(leases, &l.Items[i])
-			}
-		}
-		data, _, err := recordformat.EncodeDigest(at, leases)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: recordformat.DigestName}, Data: data}
-		if err := env.Client.Update(ctx, cm); apierrors.IsNotFound(err) {
-			err = env.Client.Create(ctx, cm)
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return leases
+		return f.digest(t, at, given...)
 	}
 	all := []string{"a", "b", "c", "x"}
 	for _, n := range all[1:] {

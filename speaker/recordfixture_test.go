@@ -8,9 +8,13 @@ import (
 
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"herald.dev/herald/internal/recordformat"
 	"herald.dev/herald/internal/scheme"
 	"herald.dev/herald/internal/testenv"
 	"herald.dev/herald/speaker/quorum"
@@ -74,4 +78,34 @@ func (f *recordFixture) reader(t *testing.T, viewCfg RecordConfig) (r *records, 
 		t.Fatal("cache did not sync")
 	}
 	return r, events
+}
+
+// digest writes the records digest as the controller would, of the records stored now
+// (or of those given), written at at, and returns the records it lists.
+func (f *recordFixture) digest(t *testing.T, at time.Time, given ...*coordinationv1.Lease) []*coordinationv1.Lease {
+	t.Helper()
+	leases := given
+	if leases == nil {
+		var l coordinationv1.LeaseList
+		if err := f.env.Client.List(f.ctx, &l, client.InNamespace(f.ns), client.HasLabels{RecordLabel}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range l.Items {
+			leases = append(leases, &l.Items[i])
+		}
+	}
+	data, _, err := recordformat.EncodeDigest(at, leases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: recordformat.DigestName}, Data: data}
+	if err := f.env.Client.Update(f.ctx, cm); apierrors.IsNotFound(err) {
+		err = f.env.Client.Create(f.ctx, cm)
+		if err != nil {
+			t.Fatal(err)
+		}
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return leases
 }
