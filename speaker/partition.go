@@ -47,7 +47,7 @@ func (s *Speaker) decide(ctx context.Context, live []string) (quorum.Verdict, []
 	v, st := quorum.Decide(s.cfg.Quorum, s.qstate, in)
 	if v.NeedRecords {
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
-		recs, err := s.records.list(rctx, true, live)
+		recs, err := s.records.listAfresh(rctx, st.SilentSince, live)
 		cancel()
 		if err != nil {
 			s.log.V(1).Info("reading the speakers' records before announcing again", "error", err.Error())

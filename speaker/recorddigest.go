@@ -2,6 +2,7 @@ package speaker
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
@@ -143,6 +144,26 @@ func (d *digestWatch) state(asOf time.Time) (usable bool, records int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.digest.Usable(asOf), len(d.digest.Records)
+}
+
+// revision returns the highest etcd revision among the versions of the records the
+// digest in use lists (false: not in use, or none parses). The controller writes it
+// from one snapshot of its watch of the records, which brings every write in the
+// order of its revision: the digest holds every record as it stood once the write of
+// that revision was made, or later.
+func (d *digestWatch) revision() (uint64, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.inUse {
+		return 0, false
+	}
+	var top uint64
+	for _, l := range d.digest.Records {
+		if rev, err := strconv.ParseUint(l.ResourceVersion, 10, 64); err == nil {
+			top = max(top, rev)
+		}
+	}
+	return top, top > 0
 }
 
 // use starts or stops handing the records to the handler. Starting, it hands every

@@ -226,8 +226,9 @@ type records struct {
 	// started, whether or not it saw their records (see known).
 	heardOnce map[string]struct{}
 
-	// writes counts the record's successful writes by reason (recordwrites.go).
-	writes *prometheus.CounterVec
+	// writes counts the record's successful writes by reason (recordwrites.go);
+	// reads the reads of every record afresh by source (recordreads.go).
+	writes, reads *prometheus.CounterVec
 }
 
 type seenVersion struct {
@@ -247,7 +248,7 @@ func newRecords(self, namespace string, cfg RecordConfig, c, api client.Reader, 
 		self: self, namespace: namespace, cfg: cfg, log: log, cache: c, api: api, writer: w, changed: changed, macs: macs, now: time.Now,
 		wake: make(chan struct{}, 1), seen: map[string]seenVersion{}, left: map[string]time.Time{}, heardOnce: map[string]struct{}{}, apiUp: true,
 		wish:   recordWish{mode: quorum.ModeRejoining, members: []string{self}},
-		writes: newRecordWrites(),
+		writes: newRecordWrites(), reads: newRecordReads(),
 	}
 }
 
@@ -460,6 +461,20 @@ func (r *records) writtenBefore(resourceVersion string) time.Time {
 	}
 	for i := len(r.own) - 1; i >= 0; i-- {
 		if r.own[i].rev < rev {
+			return r.own[i].at
+		}
+	}
+	return time.Time{}
+}
+
+// writtenUpTo returns when this speaker made the latest of its remembered writes
+// whose etcd revision is rev or lower, zero if none: what holds every record as of
+// revision rev holds them as they stood after that write was made.
+func (r *records) writtenUpTo(rev uint64) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.own) - 1; i >= 0; i-- {
+		if r.own[i].rev <= rev {
 			return r.own[i].at
 		}
 	}

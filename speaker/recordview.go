@@ -346,6 +346,20 @@ func (w *recordWatches) complete() (complete, wanted bool) {
 	return (w.wide != nil && w.wide.Synced()) || w.digest.used(), w.needEvery || w.narrow == nil || w.wide != nil || w.digest.used()
 }
 
+// digestRevision returns, while the records digest is in use and usable, the etcd
+// revision it holds every record as of (digestWatch.revision).
+func (w *recordWatches) digestRevision() (uint64, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.digest.used() {
+		return 0, false
+	}
+	if usable, n := w.digest.state(w.asOf()); !usable || n < w.digestFrom {
+		return 0, false
+	}
+	return w.digest.revision()
+}
+
 // track watches by name the records of these nodes (the peers not heard), at once
 // as the limit allows, and stops the others once they have been unneeded for
 // recordsByNameLinger. Only in Quorum: out of it the wide watch holds them all (and a

@@ -219,7 +219,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	s.records.beats.summaryFrom = cfg.Records.SummaryFrom
 	s.records.view = newRecordWatches(ctx, cfg.Namespace, cfg.NodeName, beatClient, s.records.handler, s.pokeElection,
 		cfg.Records, s.records.freshnessAsOf, log.WithName("records"))
-	if s.metrics, err = newMetrics(crmetrics.Registry, s.records.writes, s.records.view.events); err != nil {
+	if s.metrics, err = newMetrics(crmetrics.Registry, s.records.writes, s.records.reads, s.records.view.events); err != nil {
 		return err
 	}
 	l2cfg := layer2.Config{

@@ -388,6 +388,27 @@ func TestLabPartitionSplit(t *testing.T) {
 			// A majority took the minority's VIPs, and keeps them (no fail-back).
 			if 2*tc.minority < workers {
 				f.expectOwners(t, vips, "after the heal", a...)
+				// The minority, back from silence, reads every record afresh once before
+				// it announces: from the records digest it read while out of Quorum,
+				// which holds them as of a write of its own made since (its heartbeats
+				// go on), not by listing every record from the API server.
+				deadline := time.Now().Add(labWait)
+				for _, n := range b {
+					for {
+						now := f.heartbeatSummaryUse(t)[n]
+						was := summaryUse[n]
+						if now.afreshDigest > was.afreshDigest {
+							t.Logf("FIGURE %s back from silence: read every record afresh %v times from the digest, %v from the API server", n, now.afreshDigest-was.afreshDigest, now.afreshAPI-was.afreshAPI)
+							break
+						}
+						if time.Now().After(deadline) {
+							t.Errorf("%s, back from silence: read every record afresh %v times from the digest and %v from the API server since the heal; want one from the digest",
+								n, now.afreshDigest-was.afreshDigest, now.afreshAPI-was.afreshAPI)
+							break
+						}
+						time.Sleep(500 * time.Millisecond)
+					}
+				}
 				return
 			}
 			// An even split elects with the claims of when it began, so nothing moved
@@ -416,8 +437,9 @@ func TestLabPartitionSplit(t *testing.T) {
 
 // summaryUse is how a speaker tells its unheard peers' liveness and reads every
 // record, from its metrics: the heartbeat summary used, heartbeats watched, the records
-// digest read.
-type summaryUse struct{ used, watched, digest float64 }
+// digest read; and how many times it read every record afresh (back from silence)
+// from the digest and from the API server.
+type summaryUse struct{ used, watched, digest, afreshDigest, afreshAPI float64 }
 
 // heartbeatSummaryUse scrapes every worker's speaker for its use of the heartbeat
 // summary; a failed scrape or a missing metric reads as -1.
@@ -425,7 +447,7 @@ func (f *fullLab) heartbeatSummaryUse(t *testing.T) map[string]summaryUse {
 	t.Helper()
 	out := map[string]summaryUse{}
 	for _, n := range f.nodes {
-		u := summaryUse{-1, -1, -1}
+		u := summaryUse{-1, -1, -1, 0, 0} // a counter never incremented has no series
 		text, err := f.s.Scrape(t.Context(), n)
 		if err != nil {
 			t.Errorf("scraping %s's speaker: %v", n, err)
@@ -438,6 +460,12 @@ func (f *fullLab) heartbeatSummaryUse(t *testing.T) map[string]summaryUse {
 			}
 			if v, ok := sampleValue(text, `herald_speaker_record_watches{scope="digest"}`); ok {
 				u.digest = v
+			}
+			if v, ok := sampleValue(text, `herald_speaker_record_reads_total{source="digest"}`); ok {
+				u.afreshDigest = v
+			}
+			if v, ok := sampleValue(text, `herald_speaker_record_reads_total{source="api"}`); ok {
+				u.afreshAPI = v
 			}
 		}
 		out[n] = u
