@@ -220,7 +220,7 @@ type records struct {
 	// listing this speaker, or left trouble): a change, whose new version only a
 	// watch by name would show.
 	left map[string]time.Time
-	// own are this speaker's latest writes, oldest first (writtenBefore).
+	// own are this speaker's latest writes, oldest first (writtenUpTo).
 	own []ownWrite
 	// heardOnce are the members this speaker has heard over memberlist since it
 	// started, whether or not it saw their records (see known).
@@ -453,18 +453,13 @@ func (r *records) noteOwnWrite(resourceVersion string, at time.Time) {
 // that precedes resourceVersion, zero if none: a version with a higher etcd revision
 // was written after it, whenever this speaker read it. That is how a version it did
 // not see changing (read from a list) still tells a peer's answer to a record this
-// speaker wrote (quorum.AskedBy) from what the peer wrote before.
+// speaker wrote (quorum.AskedBy) from what the peer wrote before. Under mu.
 func (r *records) writtenBefore(resourceVersion string) time.Time {
 	rev, err := strconv.ParseUint(resourceVersion, 10, 64)
-	if err != nil {
+	if err != nil || rev == 0 {
 		return time.Time{}
 	}
-	for i := len(r.own) - 1; i >= 0; i-- {
-		if r.own[i].rev < rev {
-			return r.own[i].at
-		}
-	}
-	return time.Time{}
+	return r.writtenUpToLocked(rev - 1)
 }
 
 // writtenUpTo returns when this speaker made the latest of its remembered writes
@@ -473,6 +468,10 @@ func (r *records) writtenBefore(resourceVersion string) time.Time {
 func (r *records) writtenUpTo(rev uint64) time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.writtenUpToLocked(rev)
+}
+
+func (r *records) writtenUpToLocked(rev uint64) time.Time {
 	for i := len(r.own) - 1; i >= 0; i-- {
 		if r.own[i].rev <= rev {
 			return r.own[i].at
