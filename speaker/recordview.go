@@ -220,8 +220,7 @@ func (w *recordWatches) setMode(m quorum.Mode, expected, unheard int) {
 	if manyConcern && w.digest == nil {
 		w.startDigestLocked(now) // to tell whether it is usable
 	}
-	usable, n := w.digest.state(w.asOf())
-	w.needEvery = m != quorum.ModeQuorum || (manyConcern && usable && n >= w.digestFrom)
+	w.needEvery = m != quorum.ModeQuorum || (manyConcern && w.readable(w.digest))
 	switch {
 	case w.needEvery:
 		w.wideUnneeded = time.Time{}
@@ -263,9 +262,9 @@ func (w *recordWatches) everyRecordLocked(now time.Time) {
 	if w.digestFrom > 0 && w.digest == nil {
 		w.startDigestLocked(now)
 	}
-	usable, n := w.digest.state(w.asOf())
-	use := usable && n >= w.digestFrom
+	use := w.readable(w.digest)
 	if w.digest != nil && use != w.digest.used() {
+		_, n := w.digest.state(w.asOf())
 		w.log.V(1).Info("records source", "digest", use, "digestRecords", n)
 		w.digest.use(use)
 	}
@@ -303,7 +302,7 @@ func (w *recordWatches) digestFor(ctx context.Context, unheard, known int) map[s
 		toolscache.WaitForCacheSync(wctx.Done(), d.Synced)
 		cancel()
 	}
-	if usable, n := d.state(w.asOf()); !usable || n < w.digestFrom {
+	if !w.readable(d) {
 		return nil
 	}
 	return d.byName()
@@ -313,6 +312,13 @@ func (w *recordWatches) digestFor(ctx context.Context, unheard, known int) map[s
 // it reads the records it lacks one by one (the digest is one object: milliseconds
 // on an API server that answers).
 const digestFirstWait = 500 * time.Millisecond
+
+// readable says whether digest d (nil: none) may be read instead of every record: it
+// has synced, is usable as of asOf and lists digestFrom records or more.
+func (w *recordWatches) readable(d *digestWatch) bool {
+	usable, n := d.state(w.asOf())
+	return usable && n >= w.digestFrom
+}
 
 // startDigestLocked starts the digest's watch. Under mu.
 func (w *recordWatches) startDigestLocked(now time.Time) {
@@ -354,7 +360,7 @@ func (w *recordWatches) digestRevision() (uint64, bool) {
 	if !w.digest.used() {
 		return 0, false
 	}
-	if usable, n := w.digest.state(w.asOf()); !usable || n < w.digestFrom {
+	if !w.readable(w.digest) {
 		return 0, false
 	}
 	return w.digest.revision()
