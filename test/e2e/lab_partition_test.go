@@ -392,22 +392,17 @@ func TestLabPartitionSplit(t *testing.T) {
 				// it announces: from the records digest it read while out of Quorum,
 				// which holds them as of a write of its own made since (its heartbeats
 				// go on), not by listing every record from the API server.
-				deadline := time.Now().Add(labWait)
 				for _, n := range b {
-					for {
-						now := f.heartbeatSummaryUse(t)[n]
-						was := summaryUse[n]
-						if now.afreshDigest > was.afreshDigest {
-							t.Logf("FIGURE %s back from silence: read every record afresh %v times from the digest, %v from the API server", n, now.afreshDigest-was.afreshDigest, now.afreshAPI-was.afreshAPI)
-							break
+					was := summaryUse[n]
+					now := was
+					labtest.Eventually(t, n+", back from silence, reads every record afresh from the records digest", func() error {
+						if now = f.heartbeatSummaryUse(t)[n]; now.afreshDigest > was.afreshDigest {
+							return nil
 						}
-						if time.Now().After(deadline) {
-							t.Errorf("%s, back from silence: read every record afresh %v times from the digest and %v from the API server since the heal; want one from the digest",
-								n, now.afreshDigest-was.afreshDigest, now.afreshAPI-was.afreshAPI)
-							break
-						}
-						time.Sleep(500 * time.Millisecond)
-					}
+						return fmt.Errorf("read afresh %v times from the digest and %v from the API server since the heal; want one from the digest",
+							now.afreshDigest-was.afreshDigest, now.afreshAPI-was.afreshAPI)
+					})
+					t.Logf("FIGURE %s back from silence: read every record afresh %v times from the digest, %v from the API server", n, now.afreshDigest-was.afreshDigest, now.afreshAPI-was.afreshAPI)
 				}
 				return
 			}
