@@ -96,12 +96,16 @@ fmt-check:
 vet:
 	go vet $(GO_PACKAGES)
 
+.PHONY: verify-tracked-sizes
+verify-tracked-sizes: ## Fail when git tracks a file over 1 MiB (a built binary, a capture).
+	@hack/verify-tracked-sizes.sh
+
 # KIND_SUITE=0 leaves the kind suite out of `make test` (say, on a machine where Docker cannot
 # run); it is in by default, and fails rather than skips when it cannot run.
 KIND_SUITE ?= 1
 
 .PHONY: test
-test: setup verify-generated fmt-check vet test-binaries helm verify-rendered ## Every test: unit, envtest (real kube-apiserver + etcd), Helm chart, lab e2e, kube-proxy oracle, then the kind suite (make test-kind; KIND_SUITE=0 leaves it out).
+test: setup verify-tracked-sizes verify-generated fmt-check vet test-binaries helm verify-rendered ## Every test: unit, envtest (real kube-apiserver + etcd), Helm chart, lab e2e, kube-proxy oracle, then the kind suite (make test-kind; KIND_SUITE=0 leaves it out).
 	KUBEBUILDER_ASSETS=$$(hack/setup-test-binaries.sh) HELM=$$(hack/setup-helm.sh) go test -count=1 -race -timeout 40m $(GO_PACKAGES)
 	$(MAKE) --no-print-directory test-oracle
 	@if [ "$(KIND_SUITE)" = 0 ]; then echo "make test: KIND_SUITE=0, so the kind suite (make test-kind) did not run"; else hack/kind/test.sh; fi
