@@ -20,18 +20,27 @@ import (
 // The speakers publish, in the VIPStatus of an IP, that they yielded it to a device on
 // the network that is no herald speaker (reason IPConflict). The controller learns the
 // IPs in conflict from there and keeps new Services away from them (ipam.SetConflicts).
+// A VIPStatus lives in the namespace of the Services holding its IP, and whoever may
+// write VIPStatus objects in a namespace could write one for any IP: it counts only while
+// a Service of its namespace holds the IP, so that no tenant can keep an address it
+// does not hold from everyone else.
 
 // conflictingIPs is the set of IPs in conflict: those of the VIPStatus objects with
-// reason IPConflict, sorted, each once (an IP has one object per namespace of its
-// Services; any of them saying IPConflict is enough). Unparsable IPs are skipped.
-func conflictingIPs(vips []heraldv1.VIPStatus) []netip.Addr {
+// reason IPConflict whose namespace holds the IP (heldIn), sorted, each once (an IP has
+// one object per namespace of its Services; any of them saying IPConflict is enough).
+// Unparsable IPs are skipped.
+func conflictingIPs(vips []heraldv1.VIPStatus, heldIn func(ip netip.Addr, namespace string) bool) []netip.Addr {
 	var out []netip.Addr
 	for i := range vips {
 		if !inConflict(&vips[i]) {
 			continue
 		}
-		if ip, err := netip.ParseAddr(vips[i].Status.IP); err == nil {
-			out = append(out, ip.Unmap().WithZone(""))
+		ip, err := netip.ParseAddr(vips[i].Status.IP)
+		if err != nil {
+			continue
+		}
+		if ip = ip.Unmap().WithZone(""); heldIn(ip, vips[i].Namespace) {
+			out = append(out, ip)
 		}
 	}
 	slices.SortFunc(out, netip.Addr.Compare)
@@ -50,8 +59,21 @@ func (a *Allocations) syncConflicts(ctx context.Context, c client.Reader) (added
 	if err := c.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, nil, fmt.Errorf("listing VIPStatuses to find IPs in conflict: %w", err)
 	}
-	added, cleared = a.alloc.SetConflicts(conflictingIPs(list.Items))
+	added, cleared = a.alloc.SetConflicts(conflictingIPs(list.Items, a.alloc.HeldIn))
 	return added, cleared, nil
+}
+
+// recheckConflicts asks the ConflictReconciler to look again when some of the IPs a
+// Service just gave up were in conflict: the claims of its namespace no longer count.
+// Must be called with mu held; it never blocks (one request pending is enough).
+func (a *Allocations) recheckConflicts(released []netip.Addr) {
+	if !slices.ContainsFunc(released, a.alloc.InConflict) {
+		return
+	}
+	select {
+	case a.conflictsChanged <- event.GenericEvent{Object: &heraldv1.VIPStatus{}}:
+	default:
+	}
 }
 
 // ConflictReconciler feeds the allocator the IPs in conflict whenever a VIPStatus

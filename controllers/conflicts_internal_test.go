@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"net/netip"
 	"slices"
 	"testing"
 
@@ -24,6 +25,10 @@ func TestConflictReasonIsTheSpeakers(t *testing.T) {
 }
 
 func TestConflictingIPs(t *testing.T) {
+	// Namespace a holds every IP; b holds 10.0.0.9; c holds nothing.
+	heldIn := func(ip netip.Addr, ns string) bool {
+		return ns == "a" || ns == "b" && ip == netip.MustParseAddr("10.0.0.9")
+	}
 	for _, c := range []struct {
 		name string
 		vips []heraldv1.VIPStatus
@@ -48,10 +53,15 @@ func TestConflictingIPs(t *testing.T) {
 			vip("a", "not-an-ip", "", "IPConflict"),
 			vip("a", "::ffff:10.0.0.5", "", "IPConflict"),
 		}, want: []string{"10.0.0.5"}},
+		{name: "a claim counts only from a namespace holding the IP", vips: []heraldv1.VIPStatus{
+			vip("b", "10.0.0.9", "", "IPConflict"),
+			vip("b", "10.0.0.10", "", "IPConflict"),
+			vip("c", "10.0.0.11", "", "IPConflict"),
+		}, want: []string{"10.0.0.9"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var got []string
-			for _, ip := range conflictingIPs(c.vips) {
+			for _, ip := range conflictingIPs(c.vips, heldIn) {
 				got = append(got, ip.String())
 			}
 			if !slices.Equal(got, c.want) {

@@ -64,64 +64,65 @@ func (h *harness) stayIPs(name string, d time.Duration, want ...string) {
 }
 
 // Addresses that the speakers found claimed by a device on the network (VIPStatus
-// reason IPConflict) go to no new Service, automatically or on request; a Service
-// holding one keeps it; once the conflict clears the address is given out again, to a
-// Service that waited for it or to a new one.
+// reason IPConflict, in the namespace of the Services holding the IP) go to no new
+// Service: a request to share one fails; the Service holding one keeps it; once the
+// conflict clears, or its holders give it up, the address is given out again. A claim
+// from a namespace that does not hold the IP counts for nothing.
 func TestConflictingAddresses(t *testing.T) {
 	h := newHarness(t)
 	h.pool("lan", nil, "10.0.9.0-10.0.9.2")
-	// Known before the controller starts: a Service was deleted while its IP was in
-	// conflict, and the object outlived it.
+	shared := annotate(heraldv1.AnnotationAllowSharedIP, "k")
+	// Known before the controller starts: a Service holds 10.0.9.0, which a device
+	// claims.
+	holder := h.service("holder", shared)
+	holder.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "10.0.9.0"}}
+	if err := h.c.Status().Update(h.ctx, holder); err != nil {
+		t.Fatal(err)
+	}
 	printer := h.vipStatus("default", "10.0.9.0", heraldv1.VIPReasonIPConflict)
+	// A tenant's own claims on addresses it does not hold: one free, one held by
+	// another namespace's Service.
+	h.vipStatus("team-a", "10.0.9.2", heraldv1.VIPReasonIPConflict)
+	h.vipStatus("team-a", "10.0.9.0", heraldv1.VIPReasonIPConflict)
 	h.startController(defaultOptions())
+	h.waitIPs("holder", "10.0.9.0")
+	h.waitPoolCounts("lan", 1, 2, 0) // held and claimed: counted in use
 
-	h.service("a", nil)
-	h.waitIPs("a", "10.0.9.1")
-	h.waitPoolCounts("lan", 1, 1, 1)
-	for state, want := range map[string]float64{"in_use": 1, "available": 1, "conflict": 1} {
+	// A Service that would share the address is refused while the conflict lasts.
+	h.service("sharer", func(s *corev1.Service) {
+		shared(s)
+		s.Spec.LoadBalancerIP = "10.0.9.0"
+		s.Spec.Ports[0].Port = 81
+	})
+	h.waitEvent("default", "sharer", "AllocationFailed", "requested IP 10.0.9.0 is in conflict with a device on the network")
+	h.stayNoIP("sharer", time.Second)
+
+	// The device is gone: the waiting Service shares the address.
+	h.setConflict(printer, false)
+	h.waitIPs("sharer", "10.0.9.0")
+
+	// The device is back: the Services holding the address keep it.
+	h.setConflict(printer, true)
+	h.stayIPs("holder", time.Second, "10.0.9.0")
+	h.stayIPs("sharer", time.Second, "10.0.9.0")
+	for state, want := range map[string]float64{"in_use": 1, "available": 2, "conflict": 0} {
 		if got := gauge(t, "herald_pool_addresses", map[string]string{"pool": "lan", "family": "IPv4", "state": state}); got != want {
 			t.Errorf("herald_pool_addresses{state=%q} = %v, want %v", state, got, want)
 		}
 	}
+
+	// team-a's claim on 10.0.9.2, which it does not hold, withholds nothing.
+	h.service("a", nil)
 	h.service("b", nil)
+	h.waitIPs("a", "10.0.9.1")
 	h.waitIPs("b", "10.0.9.2")
+	h.waitPoolCounts("lan", 3, 0, 0)
 
-	// Only the conflicting address is left: the Service waits, and the Event says why.
+	// The holders give the address up: default's claim no longer counts (only team-a's
+	// is left), and the next Service gets the address.
+	h.delete(h.getService("sharer"))
+	h.delete(h.getService("holder"))
+	h.waitPoolCounts("lan", 2, 1, 0)
 	h.service("c", nil)
-	h.waitEvent("default", "c", "AllocationFailed", "the free address 10.0.9.0 is in conflict with a device on the network")
-	h.stayNoIP("c", time.Second)
-
-	// The device is gone: the waiting Service gets the address.
-	h.setConflict(printer, false)
 	h.waitIPs("c", "10.0.9.0")
-	h.waitPoolCounts("lan", 3, 0, 0)
-
-	// The device is back: the Service holding the address keeps it (the speakers no
-	// longer announce it), and it counts as in use.
-	h.setConflict(printer, true)
-	h.stayIPs("c", time.Second, "10.0.9.0")
-	h.waitPoolCounts("lan", 3, 0, 0)
-
-	// Freed while in conflict, the address is withheld...
-	h.delete(h.getService("c"))
-	h.waitPoolCounts("lan", 2, 0, 1)
-	// ...until the object goes (the garbage collector deletes it with its Services):
-	// a Service created afterwards gets it.
-	h.delete(printer)
-	h.waitPoolCounts("lan", 2, 1, 0)
-	h.service("d", nil)
-	h.waitIPs("d", "10.0.9.0")
-
-	// A request for an address in conflict is refused until the conflict clears. The
-	// object is in another namespace: the controller reads them all.
-	h.delete(h.getService("b"))
-	h.waitPoolCounts("lan", 2, 1, 0)
-	other := h.vipStatus("team-a", "10.0.9.2", heraldv1.VIPReasonIPConflict)
-	h.waitPoolCounts("lan", 2, 0, 1)
-	h.service("e", func(s *corev1.Service) { s.Spec.LoadBalancerIP = "10.0.9.2" })
-	h.waitEvent("default", "e", "AllocationFailed", "requested IP 10.0.9.2 is in conflict with a device on the network")
-	h.stayNoIP("e", time.Second)
-	h.setConflict(other, false)
-	h.waitIPs("e", "10.0.9.2")
-	h.waitPoolCounts("lan", 3, 0, 0)
 }

@@ -12,49 +12,6 @@ import (
 	"herald.dev/herald/controllers/ipam"
 )
 
-// poolFromAPI turns an IPAddressPool into the allocator's view of it.
-func poolFromAPI(p *heraldv1.IPAddressPool) (ipam.Pool, error) {
-	addrs := make([]string, len(p.Spec.Addresses))
-	for i, a := range p.Spec.Addresses {
-		addrs[i] = string(a)
-	}
-	ranges, err := ipam.ParseAddresses(addrs)
-	if err != nil {
-		return ipam.Pool{}, fmt.Errorf("spec.addresses: %w", err)
-	}
-	pool := ipam.Pool{
-		Name:          p.Name,
-		Ranges:        ranges,
-		AutoAssign:    p.Spec.AutoAssign == nil || *p.Spec.AutoAssign,
-		AvoidBuggyIPs: p.Spec.AvoidBuggyIPs,
-		Created:       p.CreationTimestamp.Time,
-		Terminating:   !p.DeletionTimestamp.IsZero(),
-	}
-	if sa := p.Spec.AllocateTo; sa != nil {
-		alloc := &ipam.Allocation{Priority: sa.Priority, Namespaces: sa.Namespaces}
-		if alloc.NamespaceSelectors, err = selectors(sa.NamespaceSelectors); err != nil {
-			return ipam.Pool{}, fmt.Errorf("spec.serviceAllocation.namespaceSelectors: %w", err)
-		}
-		if alloc.ServiceSelectors, err = selectors(sa.ServiceSelectors); err != nil {
-			return ipam.Pool{}, fmt.Errorf("spec.serviceAllocation.serviceSelectors: %w", err)
-		}
-		pool.Allocation = alloc
-	}
-	return pool, nil
-}
-
-func selectors(in []heraldv1.LabelSelector) ([]labels.Selector, error) {
-	out := make([]labels.Selector, 0, len(in))
-	for i := range in {
-		s, err := in[i].AsSelector()
-		if err != nil {
-			return nil, fmt.Errorf("[%d]: %w", i, err)
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
-
 // serviceFromAPI turns a LoadBalancer Service into the allocator's view of it.
 // nsLabels are the labels of the Service's namespace. An error means the Service asks
 // for something malformed (bad annotation); it is reported as an Event.

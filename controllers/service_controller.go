@@ -78,6 +78,7 @@ func (r *ServiceReconciler) forget(key types.NamespacedName) []netip.Addr {
 	s := r.State
 	s.mu.Lock()
 	released := s.alloc.Release(key.String())
+	s.recheckConflicts(released)
 	delete(s.pending, key)
 	delete(s.duplicates, key)
 	delete(s.annotationConflicts, key)
@@ -111,6 +112,9 @@ func (r *ServiceReconciler) allocate(ctx context.Context, svc *corev1.Service) e
 	duplicate, wasDuplicate := s.duplicates[key]
 	delete(s.duplicates, key)
 	res, allocErr := s.alloc.Allocate(view)
+	if res.Changed {
+		s.recheckConflicts(ingressIPs(svc))
+	}
 	if allocErr != nil {
 		s.pending[key] = true
 	} else {

@@ -87,6 +87,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("vipconflicts").
 		Watches(&heraldv1.VIPStatus{}, handler.EnqueueRequestsFromMapFunc(toConflictsRequest), builder.WithPredicates(conflictChanged)).
+		WatchesRawSource(source.Channel(state.conflictsChanged, handler.EnqueueRequestsFromMapFunc(toConflictsRequest))).
 		Complete(&ConflictReconciler{Client: mgr.GetClient(), State: state, Served: svcs.servesLoadBalancer})
 }
 

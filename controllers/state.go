@@ -16,6 +16,7 @@ import (
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/controllers/ipam"
+	"herald.dev/herald/internal/poolapi"
 )
 
 // Allocations is the controller's one allocation state, shared by the Service and pool
@@ -41,10 +42,12 @@ type Allocations struct {
 	// to each Service, so that it is given once (see warnAnnotationConflicts).
 	annotationConflicts map[types.NamespacedName]string
 
-	// retryServices and refreshPools feed the reconcilers through source.Channel.
-	retryServices chan event.GenericEvent
-	refreshPools  chan event.GenericEvent
-	namespace     string
+	// retryServices, refreshPools and conflictsChanged feed the reconcilers through
+	// source.Channel.
+	retryServices    chan event.GenericEvent
+	refreshPools     chan event.GenericEvent
+	conflictsChanged chan event.GenericEvent
+	namespace        string
 }
 
 // NewAllocations returns an empty state for pools in namespace.
@@ -57,6 +60,7 @@ func NewAllocations(namespace string) *Allocations {
 		annotationConflicts: map[types.NamespacedName]string{},
 		retryServices:       make(chan event.GenericEvent, 4096),
 		refreshPools:        make(chan event.GenericEvent, 1024),
+		conflictsChanged:    make(chan event.GenericEvent, 1),
 		namespace:           namespace,
 	}
 }
@@ -65,8 +69,8 @@ func NewAllocations(namespace string) *Allocations {
 type servedFunc func(*corev1.Service) bool
 
 // ensureLoaded rebuilds the allocations from every served Service's status, oldest
-// Service first, so that of two Services showing the same IP the older keeps it, and
-// learns the IPs in conflict before any Service is given one. Must be called with mu
+// Service first, so that of two Services showing the same IP the older keeps it, then
+// learns the IPs in conflict, all before any Service is given one. Must be called with mu
 // held.
 func (a *Allocations) ensureLoaded(ctx context.Context, c client.Reader, served servedFunc) error {
 	if a.loaded {
@@ -74,9 +78,6 @@ func (a *Allocations) ensureLoaded(ctx context.Context, c client.Reader, served 
 	}
 	start := time.Now()
 	if _, err := a.syncPools(ctx, c); err != nil {
-		return err
-	}
-	if _, _, err := a.syncConflicts(ctx, c); err != nil {
 		return err
 	}
 	var svcs corev1.ServiceList
@@ -99,26 +100,23 @@ func (a *Allocations) ensureLoaded(ctx context.Context, c client.Reader, served 
 			// A bad annotation does not void the IP the Service already holds.
 			view.RequestedIPs = nil
 		}
-		if err := a.alloc.Restore(view, ingressIPs(s), restoredPoolHint(s, view)); err != nil {
+		// The pool the Service asks for stands for its IPs' pool when it contains them
+		// (between overlapping pools); otherwise the IPs alone decide. The
+		// ip-allocated-from-pool annotation is not read: the Service's owner may edit it.
+		if err := a.alloc.Restore(view, ingressIPs(s), view.Pool); err != nil {
 			a.duplicates[key] = err.Error()
 		}
+	}
+	// After the holders are known: a claim of conflict counts only from a namespace
+	// holding the IP.
+	if _, _, err := a.syncConflicts(ctx, c); err != nil {
+		return err
 	}
 	a.loaded = true
 	a.loadTook = time.Since(start)
 	log.FromContext(ctx).Info("rebuilt allocations from the Services' status",
 		"services", len(svcs.Items), "holding", len(holding), "duplicates", len(a.duplicates), "took", a.loadTook)
 	return nil
-}
-
-// restoredPoolHint names the pool a Service's IPs were recorded in: the
-// ip-allocated-from-pool annotation herald wrote, or MetalLB's when herald has not yet
-// (a Service MetalLB served), else the pool the Service asks for. Restore keeps it only
-// if that pool contains the IPs; it decides between overlapping pools.
-func restoredPoolHint(svc *corev1.Service, view ipam.Service) string {
-	if p := heraldv1.LookupAnnotation(svc.Annotations, heraldv1.AnnotationAllocatedFromPool).Value; p != "" {
-		return p
-	}
-	return view.Pool
 }
 
 // olderThan orders Services by creation, then by namespace/name, so every controller
@@ -147,7 +145,7 @@ func (a *Allocations) syncPools(ctx context.Context, c client.Reader) (bool, err
 	problems := map[string]string{}
 	pools := make([]ipam.Pool, 0, len(list.Items))
 	for i := range list.Items {
-		p, err := poolFromAPI(&list.Items[i])
+		p, err := poolapi.FromAPI(&list.Items[i])
 		if err != nil {
 			problems[list.Items[i].Name] = "InvalidAddresses: " + err.Error()
 			continue

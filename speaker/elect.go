@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/internal/poolapi"
 	"herald.dev/herald/speaker/election"
 	"herald.dev/herald/speaker/layer2"
 	"herald.dev/herald/speaker/quorum"
@@ -109,7 +110,7 @@ func (s *Speaker) runElection(ctx context.Context) {
 	if trusted {
 		// Before apply: a takeover's first frames may go out before apply returns.
 		s.vips.Elected(ctx, vipstatus.Election{
-			Decisions: decisions, Services: in.Services, LBClass: s.cfg.LBClass,
+			Decisions: decisions, Services: in.Services, PoolOf: in.PoolOf, LBClass: s.cfg.LBClass,
 			Reporter: isReporter(in.Members, s.cfg.NodeName), Taken: takenIPs(plan), Healed: returned, Now: time.Now(),
 			Conflicts: s.conflicts(s.tracker.OwnedIPs()),
 		})
@@ -204,6 +205,7 @@ func (s *Speaker) inputs(ctx context.Context) (Inputs, error) {
 	for i := range pools.Items {
 		in.Pools = append(in.Pools, &pools.Items[i])
 	}
+	in.PoolOf = poolapi.Index(in.Pools).PoolOf
 	return in, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/internal/poolapi"
 	"herald.dev/herald/speaker/election"
 )
 
@@ -66,9 +68,10 @@ func BenchmarkElectionPass(b *testing.B) {
 // with one IP from pool1 and two ready endpoints on nodes of its own.
 func passInputs(nodes, services int) Inputs {
 	in := Inputs{
-		Pools:          []*heraldv1.IPAddressPool{{ObjectMeta: metav1.ObjectMeta{Name: "pool1"}}},
+		Pools:          []*heraldv1.IPAddressPool{addressPool("pool1", time.Unix(0, 0), "10.100.0.0/14")},
 		Advertisements: []*heraldv1.L2Advertisement{{ObjectMeta: metav1.ObjectMeta{Name: "all"}}},
 	}
+	in.PoolOf = poolapi.Index(in.Pools).PoolOf
 	for i := range nodes {
 		name := fmt.Sprintf("node-%04d", i)
 		in.Members = append(in.Members, name)

@@ -20,6 +20,9 @@ type Inputs struct {
 	Nodes          []*corev1.Node
 	Advertisements []*heraldv1.L2Advertisement
 	Pools          []*heraldv1.IPAddressPool
+	// PoolOf names the pool of an IP ("" when none), from Pools (poolapi.Index):
+	// a Service's pool follows from its IP, never from its annotations.
+	PoolOf func(netip.Addr) string
 	// Members are the names of the live memberlist members.
 	Members []string
 	// LBClass is the loadBalancerClass herald serves besides Services without one.
@@ -69,7 +72,7 @@ func BuildView(in Inputs) (election.View, []election.Service, []Problem) {
 		if !heraldv1.Announceable(svc, in.LBClass) {
 			continue
 		}
-		s, err := serviceView(svc, endpoints[svc.Namespace+"/"+svc.Name])
+		s, err := serviceView(svc, endpoints[svc.Namespace+"/"+svc.Name], in.PoolOf)
 		if err != nil {
 			problems = append(problems, Problem{"Service/" + svc.Namespace + "/" + svc.Name, err})
 			continue
@@ -132,13 +135,12 @@ func labelSelectors(in []heraldv1.LabelSelector, field string) ([]labels.Selecto
 }
 
 // serviceView reads the IPs the controller wrote into status.loadBalancer.ingress and
-// the pool it took them from (its annotation: the controller is the one place that
-// decides which pool an IP belongs to; until it has written it on a Service MetalLB
-// served, MetalLB's record of the pool stands in).
-func serviceView(svc *corev1.Service, eps []election.Endpoint) (election.Service, error) {
+// the pool they belong to (poolOf of the first). The pool is not read from the
+// Service's annotations: its owner may edit them, and the pool decides which
+// L2Advertisements, so which nodes and interfaces, announce the IP.
+func serviceView(svc *corev1.Service, eps []election.Endpoint, poolOf func(netip.Addr) string) (election.Service, error) {
 	s := election.Service{
 		Key:       svc.Namespace + "/" + svc.Name,
-		Pool:      heraldv1.LookupAnnotation(svc.Annotations, heraldv1.AnnotationAllocatedFromPool).Value,
 		Labels:    svc.Labels,
 		Local:     svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal,
 		Endpoints: eps,
@@ -156,6 +158,7 @@ func serviceView(svc *corev1.Service, eps []election.Endpoint) (election.Service
 	if len(s.IPs) == 0 {
 		return s, fmt.Errorf("status.loadBalancer.ingress has no IP")
 	}
+	s.Pool = poolOf(s.IPs[0])
 	return s, nil
 }
 

@@ -1,9 +1,11 @@
 package speaker
 
 import (
+	"maps"
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -11,13 +13,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/internal/poolapi"
 )
 
 func lbService(name string, ips ...string) *corev1.Service {
 	s := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name,
-			Annotations: map[string]string{heraldv1.AnnotationAllocatedFromPool: "pool1"}},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer},
 	}
 	for _, ip := range ips {
 		s.Status.LoadBalancer.Ingress = append(s.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
@@ -52,6 +54,8 @@ func TestBuildViewServices(t *testing.T) {
 			Endpoints:  []discoveryv1.Endpoint{{NodeName: ptr.To("w3")}},
 		}},
 	}
+	in.Pools = []*heraldv1.IPAddressPool{addressPool("pool1", time.Unix(0, 0), "10.0.0.0/24", "fd00::/120")}
+	in.PoolOf = poolapi.Index(in.Pools).PoolOf
 	_, svcs, problems := BuildView(in)
 	got := map[string]int{}
 	for i, s := range svcs {
@@ -76,6 +80,59 @@ func TestBuildViewServices(t *testing.T) {
 	}
 	if len(l.Endpoints) != 2 || l.Endpoints[0].Node != "w1" || !*l.Endpoints[0].Ready || *l.Endpoints[1].Ready {
 		t.Errorf("local endpoints = %+v", l.Endpoints)
+	}
+}
+
+// addressPool is an IPAddressPool named name, created at created, holding addrs.
+func addressPool(name string, created time.Time, addrs ...string) *heraldv1.IPAddressPool {
+	p := &heraldv1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(created)}}
+	for _, a := range addrs {
+		p.Spec.Addresses = append(p.Spec.Addresses, heraldv1.AddressRange(a))
+	}
+	return p
+}
+
+// The pool of a Service's IP, which decides the advertisements that announce it, comes
+// from the IP and the pools: an annotation naming another pool (its owner may write
+// any) changes nothing, and an IP no pool holds has no pool.
+func TestBuildViewPoolFromIP(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	pools := []*heraldv1.IPAddressPool{
+		addressPool("tenant", t0, "10.0.1.0/24"),
+		addressPool("infra", t0, "10.0.2.0/24"),
+		// Younger and overlapping "tenant": disabled, so tenant's addresses stay tenant's.
+		addressPool("late", t0.Add(time.Minute), "10.0.1.128/25", "10.0.3.0/24"),
+	}
+	annotated := func(name, ip string, annotations ...string) *corev1.Service {
+		s := lbService(name, ip)
+		s.Annotations = map[string]string{}
+		for i := 0; i+1 < len(annotations); i += 2 {
+			s.Annotations[annotations[i]] = annotations[i+1]
+		}
+		return s
+	}
+	in := Inputs{
+		Services: []*corev1.Service{
+			annotated("claims-infra", "10.0.1.5", heraldv1.AnnotationAllocatedFromPool, "infra"),
+			annotated("claims-infra-metallb", "10.0.1.6", "metallb.universe.tf/ip-allocated-from-pool", "infra"),
+			annotated("overlap", "10.0.1.200", heraldv1.AnnotationAllocatedFromPool, "late"),
+			annotated("only-late", "10.0.3.1"),
+			annotated("outside", "10.9.9.9", heraldv1.AnnotationAllocatedFromPool, "tenant"),
+		},
+		Pools: pools,
+	}
+	in.PoolOf = poolapi.Index(in.Pools).PoolOf
+	_, svcs, _ := BuildView(in)
+	got := map[string]string{}
+	for _, s := range svcs {
+		got[strings.TrimPrefix(s.Key, "default/")] = s.Pool
+	}
+	want := map[string]string{
+		"claims-infra": "tenant", "claims-infra-metallb": "tenant", "overlap": "tenant",
+		"only-late": "late", "outside": "",
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("pools = %v, want %v", got, want)
 	}
 }
 

@@ -15,8 +15,9 @@ const (
 	// AnnotationAllowSharedIP is the sharing key: Services with the same non-empty key,
 	// the same traffic policy and disjoint ports may share one IP.
 	AnnotationAllowSharedIP = "herald.dev/allow-shared-ip"
-	// AnnotationAllocatedFromPool is written by the controller: the pool the Service's
-	// IPs came from.
+	// AnnotationAllocatedFromPool is written by the controller for users to read: the
+	// pool the Service's IPs came from. herald never reads it back (the Service's owner
+	// may edit it); the pool of an IP follows from the IP.
 	AnnotationAllocatedFromPool = "herald.dev/ip-allocated-from-pool"
 
 	// PoolFinalizer keeps a pool whose addresses are held by Services until the last

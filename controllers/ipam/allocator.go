@@ -183,19 +183,8 @@ func removePorts(st *ipState, key string) {
 	}
 }
 
-// homeOf returns the pool that counts ip: the enabled pool containing it, else the
-// oldest pool containing it, else nil.
-func (a *Allocator) homeOf(ip netip.Addr) *poolState {
-	if p := a.givers.lookup(ip); p != nil {
-		return p
-	}
-	for _, p := range a.byAge {
-		if !p.enabled() && p.contains(ip) {
-			return p
-		}
-	}
-	return nil
-}
+// homeOf returns the pool that counts ip (see homeIn).
+func (a *Allocator) homeOf(ip netip.Addr) *poolState { return homeIn(a.givers, a.byAge, ip) }
 
 func (a *Allocator) countIP(st *ipState, delta int64) {
 	p := st.home

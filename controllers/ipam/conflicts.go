@@ -3,6 +3,7 @@ package ipam
 import (
 	"net/netip"
 	"slices"
+	"strings"
 )
 
 // SetConflicts replaces the set of addresses that devices on the network claim (the
@@ -46,6 +47,23 @@ func (a *Allocator) SetConflicts(ips []netip.Addr) (added, cleared []netip.Addr)
 		a.withholdIfFree(ip)
 	}
 	return added, cleared
+}
+
+// InConflict reports whether ip is in the set SetConflicts gave.
+func (a *Allocator) InConflict(ip netip.Addr) bool { return a.conflicts[normalizeAddr(ip)] }
+
+// HeldIn reports whether a Service of namespace holds ip.
+func (a *Allocator) HeldIn(ip netip.Addr, namespace string) bool {
+	st := a.ips[normalizeAddr(ip)]
+	if st == nil {
+		return false
+	}
+	for _, h := range st.holders {
+		if ns, _, _ := strings.Cut(h.key, "/"); ns == namespace {
+			return true
+		}
+	}
+	return false
 }
 
 // withholdIfFree sets a conflicting address aside when an enabled pool has it free.

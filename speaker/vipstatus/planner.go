@@ -80,9 +80,10 @@ func (t *Task) sameTarget(o *Task) bool {
 // Election is one election as the planner needs it.
 type Election struct {
 	Decisions []election.Decision
-	// Services are every cached Service: their UIDs and pools, and which objects
-	// are still held.
+	// Services are every cached Service: their UIDs, and which objects are still held.
 	Services []*corev1.Service
+	// PoolOf names the pool of an IP ("" when none; nil: no pool is known).
+	PoolOf func(netip.Addr) string
 	// LBClass is the loadBalancerClass herald serves besides Services without one.
 	LBClass string
 	// Reporter: this node reports the IPs nobody announces and deletes leftovers.
@@ -97,6 +98,13 @@ type Election struct {
 	// (layer2): published with no node and reason IPConflict.
 	Conflicts map[netip.Addr]string
 	Now       time.Time
+}
+
+func (e *Election) poolOf(ip netip.Addr) string {
+	if e.PoolOf == nil {
+		return ""
+	}
+	return e.PoolOf(ip)
 }
 
 // Planner keeps the tasks of this node from election to election. It is pure and
@@ -186,12 +194,9 @@ func (p *Planner) Plan(e Election) []Key {
 		}
 		for ns, refs := range servicesByNamespace(d.Services, bySvc) {
 			key := Key{Namespace: ns, Name: heraldv1.VIPStatusName(d.IP)}
-			t := &Task{IP: d.IP, Owned: owned}
+			t := &Task{IP: d.IP, Owned: owned, Pool: e.poolOf(d.IP)}
 			for _, r := range refs {
 				t.Services = append(t.Services, ServiceRef{Name: r.Name, UID: r.UID})
-				if t.Pool == "" {
-					t.Pool = heraldv1.LookupAnnotation(r.Annotations, heraldv1.AnnotationAllocatedFromPool).Value
-				}
 			}
 			prev := p.tasks[key]
 			switch a, announced := p.anns[d.IP]; {

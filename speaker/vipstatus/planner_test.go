@@ -25,12 +25,14 @@ var (
 	key1 = Key{Namespace: "default", Name: "ip-172-18-255-200"}
 )
 
-// lbSvc is a LoadBalancer Service holding ips, allocated from pool "default".
+// inDefault puts every IP in the pool "default".
+func inDefault(netip.Addr) string { return "default" }
+
+// lbSvc is a LoadBalancer Service holding ips (of pool "default", see inDefault).
 func lbSvc(ns, name string, ips ...string) *corev1.Service {
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + ns + "-" + name),
-			Annotations: map[string]string{heraldv1.AnnotationAllocatedFromPool: "default"}},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + ns + "-" + name)},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer},
 	}
 	for _, ip := range ips {
 		svc.Status.LoadBalancer.Ingress = append(svc.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
@@ -133,7 +135,7 @@ func TestPlanOwnerWrites(t *testing.T) {
 	w1, w2 := newNode(t, "w1", store), newNode(t, "w2", store)
 	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
 	elect := func(n *node, owner string, taken bool, now time.Time) []Key {
-		e := Election{Decisions: []election.Decision{dec(vip1.String(), owner, "default/svc1")}, Services: svcs, Now: now}
+		e := Election{Decisions: []election.Decision{dec(vip1.String(), owner, "default/svc1")}, Services: svcs, PoolOf: inDefault, Now: now}
 		if taken && owner == n.name {
 			e.Taken = []netip.Addr{vip1}
 		}
@@ -195,7 +197,7 @@ func TestPlanOwnerWrites(t *testing.T) {
 
 	// A Service joins the IP (sharing): the owner adds it, nothing else changes.
 	svcs = append(svcs, lbSvc("default", "svc0", vip1.String()))
-	w2.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w2", "default/svc0", "default/svc1")}, Services: svcs})
+	w2.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w2", "default/svc0", "default/svc1")}, Services: svcs, PoolOf: inDefault})
 	if a := w2.reconcile(key1, t0.Add(30*time.Second)); a.Kind != Update {
 		t.Fatalf("Service added: %+v, want an update", a)
 	}
@@ -217,7 +219,7 @@ func TestPlanNoTugOfWar(t *testing.T) {
 	w1, w2 := newNode(t, "w1", store), newNode(t, "w2", store)
 	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
 	for i, n := range []*node{w1, w2} {
-		n.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), n.name, "default/svc1")}, Services: svcs,
+		n.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), n.name, "default/svc1")}, Services: svcs, PoolOf: inDefault,
 			Taken: []netip.Addr{vip1}, Now: t0})
 		n.p.Announced(announcement1("02:42:ac:12:00:0"+itoa(int64(i+3)), t0))
 	}
@@ -249,11 +251,11 @@ func TestPlanNoTugOfWar(t *testing.T) {
 	// The partition heals: w2 gives the IP up (no task), w1 announces again and takes the
 	// object back at once, whoever wrote last.
 	healed := t0.Add(2 * time.Hour)
-	w2.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, Now: healed})
+	w2.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, PoolOf: inDefault, Now: healed})
 	if a := w2.reconcile(key1, healed); a.Kind != Nothing {
 		t.Errorf("w2, no longer owner: %+v", a)
 	}
-	if got := w1.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs,
+	if got := w1.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, PoolOf: inDefault,
 		Healed: true, Now: healed}); len(got) != 1 {
 		t.Fatalf("healed: changed %v, want the object", got)
 	}
@@ -275,7 +277,7 @@ func TestPlanStaleWriteTakenBack(t *testing.T) {
 	w2, w3 := newNode(t, "w2", store), newNode(t, "w3", store)
 	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
 	owns := func(n *node, at time.Time) {
-		n.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), n.name, "default/svc1")}, Services: svcs,
+		n.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), n.name, "default/svc1")}, Services: svcs, PoolOf: inDefault,
 			Taken: []netip.Addr{vip1}, Now: at})
 		n.p.Announced(announcement1("02:42:ac:12:00:0"+n.name[1:], at))
 	}
@@ -284,7 +286,7 @@ func TestPlanStaleWriteTakenBack(t *testing.T) {
 	owns(w3, t0.Add(time.Second)) // alone behind its pulled cable
 	now := t0.Add(10 * time.Second)
 	w3.reconcile(key1, now) // the cable is back: its queued write goes out...
-	w3.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w2", "default/svc1")}, Services: svcs, Now: now})
+	w3.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w2", "default/svc1")}, Services: svcs, PoolOf: inDefault, Now: now})
 	// ...and w3 rejoins and gives the IP up.
 	for i := range 3 {
 		w2.reconcile(key1, now.Add(time.Duration(i)*time.Second))
@@ -301,7 +303,7 @@ func TestPlanLaggingOldOwnerDoesNotWrite(t *testing.T) {
 	w1, w2 := newNode(t, "w1", store), newNode(t, "w2", store)
 	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
 	for _, n := range []*node{w1, w2} {
-		n.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), n.name, "default/svc1")}, Services: svcs,
+		n.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), n.name, "default/svc1")}, Services: svcs, PoolOf: inDefault,
 			Taken: []netip.Addr{vip1}, Now: t0})
 		n.p.Announced(announcement1("02:42:ac:12:00:0"+n.name[1:], t0))
 		n.reconcile(key1, t0)
@@ -312,7 +314,7 @@ func TestPlanLaggingOldOwnerDoesNotWrite(t *testing.T) {
 	if a := w1.reconcile(key1, t0.Add(500*time.Millisecond)); a.Kind != Later {
 		t.Fatalf("w1 half a second later: %+v, want later", a)
 	}
-	w1.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w2", "default/svc1")}, Services: svcs, Now: t0.Add(time.Second)})
+	w1.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w2", "default/svc1")}, Services: svcs, PoolOf: inDefault, Now: t0.Add(time.Second)})
 	if a := w1.reconcile(key1, t0.Add(2*time.Second)); a.Kind != Nothing {
 		t.Errorf("w1 after it released the IP: %+v", a)
 	}
@@ -327,7 +329,7 @@ func TestPlanReporterWritesUnowned(t *testing.T) {
 	store := map[Key]*heraldv1.VIPStatus{}
 	rep, other := newNode(t, "a", store), newNode(t, "b", store)
 	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
-	e := Election{Decisions: []election.Decision{unowned(vip1.String(), election.ReasonNoEndpoints, "default/svc1")}, Services: svcs, Now: t0}
+	e := Election{Decisions: []election.Decision{unowned(vip1.String(), election.ReasonNoEndpoints, "default/svc1")}, Services: svcs, PoolOf: inDefault, Now: t0}
 	if got := other.p.Plan(e); len(got) != 0 {
 		t.Errorf("non-reporter: changed %v", got)
 	}
@@ -356,10 +358,10 @@ func TestPlanReporterWritesUnowned(t *testing.T) {
 	// An owner appears (w1), then disappears: the reporter clears the node, keeping
 	// the count.
 	w1 := newNode(t, "w1", store)
-	w1.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, Taken: []netip.Addr{vip1}})
+	w1.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, PoolOf: inDefault, Taken: []netip.Addr{vip1}})
 	w1.p.Announced(announcement1("02:42:ac:12:00:03", t0.Add(2*time.Minute)))
 	w1.reconcile(key1, t0.Add(2*time.Minute))
-	rep.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, Reporter: true})
+	rep.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, PoolOf: inDefault, Reporter: true})
 	if a := rep.reconcile(key1, t0.Add(2*time.Minute)); a.Kind != Nothing {
 		t.Errorf("reporter while w1 owns: %+v", a)
 	}
@@ -380,7 +382,7 @@ func TestPlanSharedAcrossNamespaces(t *testing.T) {
 	store := map[Key]*heraldv1.VIPStatus{}
 	w1 := newNode(t, "w1", store)
 	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String()), lbSvc("other", "svc2", vip1.String())}
-	w1.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1", "other/svc2")}, Services: svcs, Taken: []netip.Addr{vip1}})
+	w1.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1", "other/svc2")}, Services: svcs, PoolOf: inDefault, Taken: []netip.Addr{vip1}})
 	keys := w1.p.Announced(announcement1("02:42:ac:12:00:03", t0))
 	want := []Key{key1, {Namespace: "other", Name: "ip-172-18-255-200"}}
 	if !reflect.DeepEqual(keys, want) {
@@ -395,7 +397,7 @@ func TestPlanSharedAcrossNamespaces(t *testing.T) {
 	// A third namespace joins later: its object is written at once, from the same
 	// takeover.
 	svcs = append(svcs, lbSvc("third", "svc3", vip1.String()))
-	changed := w1.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1", "other/svc2", "third/svc3")}, Services: svcs})
+	changed := w1.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1", "other/svc2", "third/svc3")}, Services: svcs, PoolOf: inDefault})
 	k3 := Key{Namespace: "third", Name: "ip-172-18-255-200"}
 	if !reflect.DeepEqual(changed, []Key{k3}) {
 		t.Fatalf("changed %v, want [%v]", changed, k3)
@@ -430,8 +432,33 @@ func TestPlanLeftovers(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			store := map[Key]*heraldv1.VIPStatus{key1: old.DeepCopy()}
 			n := newNode(t, "a", store)
-			n.p.Plan(Election{Services: c.svcs, Reporter: c.reporter})
+			n.p.Plan(Election{Services: c.svcs, PoolOf: inDefault, Reporter: c.reporter})
 			in := Input{Key: key1, Self: "a", Reporter: n.p.Reporter(), Held: n.p.Held(key1), Stored: store[key1], Now: c.now, Grace: 30 * time.Second}
+			if got := Reconcile(in); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("got %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}
+
+// A leftover whose observedAt lies further in the future than the grace period (a
+// writer's clock may run a little ahead, not more) is judged by its creation: it cannot
+// keep itself from being cleaned by a stamp in the future.
+func TestPlanLeftoverStampedInTheFuture(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		observed time.Time
+		want     Action
+	}{
+		{"a year ahead", t0.Add(365 * 24 * time.Hour), Action{Kind: Delete, UID: "u1", ResourceVersion: "7"}},
+		{"within the grace ahead", t0.Add(time.Hour + 20*time.Second), Action{Kind: Later, After: 50 * time.Second}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			stored := &heraldv1.VIPStatus{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: key1.Name, UID: "u1", ResourceVersion: "7",
+				CreationTimestamp: metav1.NewTime(t0)}, Status: heraldv1.VIPStatusStatus{IP: vip1.String(), ObservedAt: ptr.To(metav1.NewTime(c.observed))}}
+			n := newNode(t, "a", map[Key]*heraldv1.VIPStatus{key1: stored})
+			n.p.Plan(Election{Reporter: true})
+			in := Input{Key: key1, Self: "a", Reporter: n.p.Reporter(), Held: n.p.Held(key1), Stored: stored, Now: t0.Add(time.Hour), Grace: 30 * time.Second}
 			if got := Reconcile(in); !reflect.DeepEqual(got, c.want) {
 				t.Errorf("got %+v, want %+v", got, c.want)
 			}
@@ -443,16 +470,16 @@ func TestPlanLeftovers(t *testing.T) {
 func TestPlannerDoneKeepsNewerAssert(t *testing.T) {
 	p := NewPlanner("w1")
 	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
-	p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, Taken: []netip.Addr{vip1}})
+	p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, PoolOf: inDefault, Taken: []netip.Addr{vip1}})
 	p.Announced(announcement1("02:42:ac:12:00:03", t0))
 	old, _ := p.Task(key1)
-	p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, Healed: true, Now: t0.Add(time.Minute)})
+	p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, PoolOf: inDefault, Healed: true, Now: t0.Add(time.Minute)})
 	p.Done(key1, old.Gen)
 	if cur, _ := p.Task(key1); !cur.Assert {
 		t.Errorf("Done of generation %d cleared the Assert of generation %d", old.Gen, cur.Gen)
 	}
 	// Frames of an IP this node does not own are ignored.
-	p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w2", "default/svc1")}, Services: svcs})
+	p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w2", "default/svc1")}, Services: svcs, PoolOf: inDefault})
 	if got := p.Announced(announcement1("02:42:ac:12:00:03", t0)); got != nil {
 		t.Errorf("frames of a released IP changed %v", got)
 	}
@@ -468,7 +495,7 @@ func TestPlanLeftoverOfDeletedServiceStartsOver(t *testing.T) {
 	}}
 	w1 := newNode(t, "w1", store)
 	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
-	w1.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, Taken: []netip.Addr{vip1}})
+	w1.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w1", "default/svc1")}, Services: svcs, PoolOf: inDefault, Taken: []netip.Addr{vip1}})
 	w1.p.Announced(announcement1("02:42:ac:12:00:03", t0.Add(time.Hour)))
 	if a := w1.reconcile(key1, t0.Add(time.Hour)); a.Kind != Update {
 		t.Fatalf("%+v, want an update", a)
@@ -487,10 +514,10 @@ func TestPlanConflict(t *testing.T) {
 	w1 := newNode(t, "w1", store)
 	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
 	owned := []election.Decision{dec(vip1.String(), "w1", "default/svc1")}
-	w1.p.Plan(Election{Decisions: owned, Services: svcs, Taken: []netip.Addr{vip1}, Now: t0})
+	w1.p.Plan(Election{Decisions: owned, Services: svcs, PoolOf: inDefault, Taken: []netip.Addr{vip1}, Now: t0})
 	w1.p.Announced(announcement1("02:42:ac:12:00:03", t0))
 	w1.reconcile(key1, t0)
-	w1.p.Plan(Election{Decisions: owned, Services: svcs, Now: t0.Add(time.Minute),
+	w1.p.Plan(Election{Decisions: owned, Services: svcs, PoolOf: inDefault, Now: t0.Add(time.Minute),
 		Conflicts: map[netip.Addr]string{vip1: "claimed by 02:00:00:00:00:99"}})
 	if a := w1.reconcile(key1, t0.Add(time.Minute)); a.Kind != Update {
 		t.Fatalf("conflict: %+v, want an update", a)
@@ -503,7 +530,7 @@ func TestPlanConflict(t *testing.T) {
 		t.Errorf("message %q", m)
 	}
 	// The device went away: the IP is announced again (a new first frame).
-	w1.p.Plan(Election{Decisions: owned, Services: svcs, Now: t0.Add(2 * time.Minute)})
+	w1.p.Plan(Election{Decisions: owned, Services: svcs, PoolOf: inDefault, Now: t0.Add(2 * time.Minute)})
 	w1.p.Announced(announcement1("02:42:ac:12:00:03", t0.Add(2*time.Minute)))
 	if a := w1.reconcile(key1, t0.Add(2*time.Minute)); a.Kind != Update {
 		t.Fatalf("conflict over: %+v, want an update", a)

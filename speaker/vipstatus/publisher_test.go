@@ -29,8 +29,10 @@ func TestPublisherWritesVIPStatus(t *testing.T) {
 	ctx := t.Context()
 
 	svc := &corev1.Service{
+		// The annotation is the Service owner's to edit: the published pool is not read
+		// from it.
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "svc1",
-			Annotations: map[string]string{heraldv1.AnnotationAllocatedFromPool: "default"}},
+			Annotations: map[string]string{heraldv1.AnnotationAllocatedFromPool: "other"}},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer,
 			Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(80)}}},
 	}
@@ -79,7 +81,7 @@ func TestPublisherWritesVIPStatus(t *testing.T) {
 	}
 	owns := func(p *Publisher, at time.Time, mac string) {
 		p.Elected(ctx, Election{Decisions: []election.Decision{dec(vip1.String(), p.self, "default/svc1")},
-			Services: []*corev1.Service{svc}, Taken: []netip.Addr{vip1}, Now: at})
+			Services: []*corev1.Service{svc}, PoolOf: func(netip.Addr) string { return "default" }, Taken: []netip.Addr{vip1}, Now: at})
 		p.Announced(announcement1(mac, at))
 	}
 

@@ -63,8 +63,10 @@ func Reconcile(in Input) Action {
 		if stored == nil || !in.Reporter || in.Held {
 			return Action{}
 		}
+		// The API server stamps creationTimestamp; observedAt is the writer's word, and a
+		// stamp further ahead than the grace is no clock skew: it is not believed.
 		last := stored.CreationTimestamp.Time
-		if at := stored.Status.ObservedAt; at != nil && at.After(last) {
+		if at := stored.Status.ObservedAt; at != nil && at.After(last) && !at.After(in.Now.Add(in.Grace)) {
 			last = at.Time
 		}
 		if age := in.Now.Sub(last); age < in.Grace {
