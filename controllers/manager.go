@@ -5,6 +5,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -69,6 +70,8 @@ func NewManager(cfg *rest.Config, o ManagerOptions) (ctrl.Manager, error) {
 			&heraldv1.L2Advertisement{}: {Namespaces: map[string]cache.Config{o.Namespace: {}}},
 			// The only Leases it reads are the speakers' heartbeats (HeartbeatSummarizer).
 			&coordinationv1.Lease{}: HeartbeatLeases(o.Namespace),
+			// Of a Node it reads only its addresses and pod CIDRs (ReservedReconciler).
+			&corev1.Node{}: {Transform: nodeRanges},
 		}},
 	})
 	if err != nil {

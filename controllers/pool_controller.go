@@ -66,6 +66,10 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	stats := s.alloc.Stats(req.Name)
 	users := s.alloc.Users(req.Name)
 	problem := s.problems[req.Name]
+	if problem == "" && s.alloc.AllReserved(req.Name) {
+		problem = reasonAllReserved + ": every address of the pool is reserved; see its ReservedAddresses condition"
+	}
+	reserved := s.alloc.ReservedIn(req.Name)
 	s.mu.Unlock()
 	if err != nil {
 		return ctrl.Result{}, err
@@ -90,7 +94,7 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err := r.syncFinalizer(ctx, &pool, users); err != nil {
 		return ctrl.Result{}, err
 	}
-	wait, err := r.writeStatus(ctx, &pool, stats, users, problem)
+	wait, err := r.writeStatus(ctx, &pool, stats, users, problem, reserved)
 	return ctrl.Result{RequeueAfter: wait}, err
 }
 
@@ -119,10 +123,10 @@ func (r *PoolReconciler) syncFinalizer(ctx context.Context, pool *heraldv1.IPAdd
 	return nil
 }
 
-// writeStatus writes the pool's counts and Ready condition. When only the counts
-// changed and the last write is less than poolStatusInterval old, it writes nothing and
-// returns how long to wait.
-func (r *PoolReconciler) writeStatus(ctx context.Context, pool *heraldv1.IPAddressPool, st ipam.PoolStats, users int, problem string) (time.Duration, error) {
+// writeStatus writes the pool's counts and its Ready and ReservedAddresses conditions.
+// When only the counts changed and the last write is less than poolStatusInterval old,
+// it writes nothing and returns how long to wait.
+func (r *PoolReconciler) writeStatus(ctx context.Context, pool *heraldv1.IPAddressPool, st ipam.PoolStats, users int, problem string, reserved []ipam.Reserved) (time.Duration, error) {
 	if !pool.DeletionTimestamp.IsZero() && users == 0 {
 		return 0, nil // it is going away now
 	}
@@ -150,6 +154,9 @@ func (r *PoolReconciler) writeStatus(ctx context.Context, pool *heraldv1.IPAddre
 	}
 	countsOnly := sameCondition(prev, cond) // now: prev points into the status that SetStatusCondition changes
 	meta.SetStatusCondition(&pool.Status.Conditions, cond)
+	if !r.setReservedCondition(pool, reserved) {
+		countsOnly = false
+	}
 	if equality.Semantic.DeepEqual(orig.Status, pool.Status) {
 		return 0, nil
 	}
@@ -168,6 +175,39 @@ func (r *PoolReconciler) writeStatus(ctx context.Context, pool *heraldv1.IPAddre
 	r.statusWritten[pool.Name] = r.clock()
 	r.mu.Unlock()
 	return 0, nil
+}
+
+// reasonAllReserved is the Ready reason of a pool all of whose addresses are reserved.
+const reasonAllReserved = "AllReserved"
+
+// reservedListed bounds the ranges a ReservedAddresses message names.
+const reservedListed = 8
+
+// setReservedCondition sets the ReservedAddresses condition from the pool's reserved
+// addresses (removes it when there are none), with a Warning Event when its message
+// changes. It reports whether the condition was already so.
+func (r *PoolReconciler) setReservedCondition(pool *heraldv1.IPAddressPool, reserved []ipam.Reserved) bool {
+	prev := meta.FindStatusCondition(pool.Status.Conditions, heraldv1.ConditionReservedAddresses)
+	if len(reserved) == 0 {
+		return !meta.RemoveStatusCondition(&pool.Status.Conditions, heraldv1.ConditionReservedAddresses)
+	}
+	names := make([]string, 0, reservedListed)
+	for _, rs := range reserved[:min(len(reserved), reservedListed)] {
+		names = append(names, rs.String())
+	}
+	msg := "never gives out " + strings.Join(names, ", ")
+	if n := len(reserved) - reservedListed; n > 0 {
+		msg += fmt.Sprintf(" and %d more reserved ranges", n)
+	}
+	msg += ": the cluster or the network uses them"
+	cond := metav1.Condition{Type: heraldv1.ConditionReservedAddresses, Status: metav1.ConditionTrue, Reason: "Reserved",
+		Message: msg, ObservedGeneration: pool.Generation}
+	same := sameCondition(prev, cond)
+	if prev == nil || prev.Message != msg {
+		r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, "AddressesReserved", "Validate", "The pool %s", msg)
+	}
+	meta.SetStatusCondition(&pool.Status.Conditions, cond)
+	return same
 }
 
 // untilStatusWrite is how long the pool's status must wait for its next write.

@@ -38,7 +38,7 @@ func TestPoolStatusCountsAreSpaced(t *testing.T) {
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(pool), &p); err != nil {
 			t.Fatal(err)
 		}
-		wait, err := r.writeStatus(ctx, &p, ipam.PoolStats{AssignedIPv4: inUse, AvailableIPv4: 100 - inUse}, 1, problem)
+		wait, err := r.writeStatus(ctx, &p, ipam.PoolStats{AssignedIPv4: inUse, AvailableIPv4: 100 - inUse}, 1, problem, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

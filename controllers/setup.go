@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -28,11 +29,15 @@ type Options struct {
 	// MemberlistSecret is the speakers' memberlist Secret in Namespace, created with a
 	// random key when missing; "" leaves Secrets alone.
 	MemberlistSecret string
+	// ClusterRanges are reserved beside the nodes' addresses and pod CIDRs and the
+	// ServiceCIDR objects.
+	ClusterRanges ClusterRanges
 }
 
 // Setup registers the Service, pool and conflict reconcilers with mgr.
 func Setup(mgr ctrl.Manager, opts Options) error {
-	state := NewAllocations(opts.Namespace)
+	serviceCIDRAPI := servesServiceCIDRs(mgr.GetRESTMapper())
+	state := NewAllocations(opts.Namespace, opts.ClusterRanges, serviceCIDRAPI)
 	serviceIPs.state.Store(state)
 	svcs := &ServiceReconciler{
 		Client:   mgr.GetClient(),
@@ -82,6 +87,15 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		WatchesRawSource(source.Channel(state.refreshPools, &handler.EnqueueRequestForObject{})).
 		Complete(pools)
 	if err != nil {
+		return err
+	}
+	reserved := ctrl.NewControllerManagedBy(mgr).
+		Named("reserved").
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(toReservedRequest), builder.WithPredicates(nodeRangesChanged))
+	if serviceCIDRAPI {
+		reserved = reserved.Watches(&networkingv1.ServiceCIDR{}, handler.EnqueueRequestsFromMapFunc(toReservedRequest))
+	}
+	if err := reserved.Complete(&ReservedReconciler{Client: mgr.GetClient(), State: state, Served: svcs.servesLoadBalancer}); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).

@@ -48,10 +48,13 @@ type Allocations struct {
 	refreshPools     chan event.GenericEvent
 	conflictsChanged chan event.GenericEvent
 	namespace        string
+	// ranges are the cluster's ranges no Service gets an address from (syncReserved).
+	ranges reservedRanges
 }
 
-// NewAllocations returns an empty state for pools in namespace.
-func NewAllocations(namespace string) *Allocations {
+// NewAllocations returns an empty state for pools in namespace, reserving ranges and
+// the ServiceCIDR objects when serviceCIDRAPI.
+func NewAllocations(namespace string, ranges ClusterRanges, serviceCIDRAPI bool) *Allocations {
 	return &Allocations{
 		alloc:               ipam.New(),
 		problems:            map[string]string{},
@@ -62,6 +65,7 @@ func NewAllocations(namespace string) *Allocations {
 		refreshPools:        make(chan event.GenericEvent, 1024),
 		conflictsChanged:    make(chan event.GenericEvent, 1),
 		namespace:           namespace,
+		ranges:              reservedRanges{ClusterRanges: ranges, serviceCIDRAPI: serviceCIDRAPI},
 	}
 }
 
@@ -69,8 +73,9 @@ func NewAllocations(namespace string) *Allocations {
 type servedFunc func(*corev1.Service) bool
 
 // ensureLoaded rebuilds the allocations from every served Service's status, oldest
-// Service first, so that of two Services showing the same IP the older keeps it, then
-// learns the IPs in conflict, all before any Service is given one. Must be called with mu
+// Service first, so that of two Services showing the same IP the older keeps it, and
+// learns the addresses the cluster uses and the IPs in conflict, all before any Service
+// is given one. Must be called with mu
 // held.
 func (a *Allocations) ensureLoaded(ctx context.Context, c client.Reader, served servedFunc) error {
 	if a.loaded {
@@ -78,6 +83,9 @@ func (a *Allocations) ensureLoaded(ctx context.Context, c client.Reader, served 
 	}
 	start := time.Now()
 	if _, err := a.syncPools(ctx, c); err != nil {
+		return err
+	}
+	if _, err := a.syncReserved(ctx, c); err != nil {
 		return err
 	}
 	var svcs corev1.ServiceList

@@ -26,6 +26,11 @@ const (
 
 	// ConditionReady is the pool condition that says whether it gives out addresses.
 	ConditionReady = "Ready"
+	// ConditionReservedAddresses is the pool condition, present when some of its
+	// addresses are never given out because the cluster or the network uses them
+	// (node addresses, pod and Service CIDRs, loopback, link-local, multicast,
+	// unspecified and broadcast addresses); its message names them.
+	ConditionReservedAddresses = "ReservedAddresses"
 )
 
 // MetalLB's prefixes of the same annotations: metallb.io/ since MetalLB 0.14.9, and

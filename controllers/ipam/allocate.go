@@ -184,7 +184,10 @@ func (a *Allocator) assignRequested(svc Service, held []netip.Addr) (Result, err
 		if svc.Pool != "" && svc.Pool != p.Name {
 			return Result{}, newError(ErrNoUsablePool, "requested IP %s is in pool %q, not in the requested pool %q", ip, p.Name, svc.Pool)
 		}
-		if !p.countsInCapacity(ip) {
+		if why := a.reserved.why(ip); why != "" && !slices.Contains(held, ip) {
+			return Result{}, newError(ErrNoUsablePool, "requested IP %s is reserved: %s", ip, why)
+		}
+		if p.AvoidBuggyIPs && isBuggy(ip) {
 			return Result{}, newError(ErrNoUsablePool, "requested IP %s ends in .0 or .255, which pool %q avoids (avoidBuggyIPs)", ip, p.Name)
 		}
 		if pool != nil && pool != p {

@@ -26,6 +26,8 @@ type Allocator struct {
 	// conflicts are the addresses devices on the network claim (SetConflicts), in a
 	// pool or not: those free in an enabled pool are withheld in its free set.
 	conflicts map[netip.Addr]bool
+	// reserved are the addresses no pool gives out (SetReserved).
+	reserved reservedSet
 }
 
 // allocation is what one Service holds.
@@ -47,6 +49,7 @@ func New() *Allocator {
 		sharing:   shareIndex{},
 		users:     map[string]int{},
 		conflicts: map[netip.Addr]bool{},
+		reserved:  newReservedSet(nil),
 	}
 }
 

@@ -14,8 +14,12 @@ type poolState struct {
 	// problem is set when the pool gives out no addresses (overlap, invalid ranges).
 	problem *PoolProblem
 	// merged are the pool's ranges per family, sorted and merged (disjoint).
-	merged   [2][]netipx.IPRange
-	capacity [2]u128 // addresses per family, without .0/.255 when AvoidBuggyIPs
+	merged [2][]netipx.IPRange
+	// reserved are the addresses of merged that the cluster or the network uses
+	// (Allocator.SetReserved), and giving the rest, which the pool may give out.
+	reserved, giving [2][]netipx.IPRange
+	// capacity counts giving per family, without .0/.255 when AvoidBuggyIPs.
+	capacity [2]u128
 	// free is nil for disabled pools: they hand out nothing.
 	free [2]*freeSet
 	// inUse counts the IPs in use that this pool counts (see Allocator.homeOf);
@@ -35,10 +39,25 @@ func (p *poolState) contains(a netip.Addr) bool {
 	return rangesContain(p.merged[familyIndex(FamilyOf(a))], a)
 }
 
-// countsInCapacity reports whether a is part of the pool's capacity: .0/.255 are not
-// when the pool avoids them.
+// countsInCapacity reports whether a is part of the pool's capacity: reserved addresses
+// are not, nor .0/.255 when the pool avoids them.
 func (p *poolState) countsInCapacity(a netip.Addr) bool {
-	return !(p.AvoidBuggyIPs && isBuggy(a))
+	return !(p.AvoidBuggyIPs && isBuggy(a)) && !rangesContain(p.reserved[familyIndex(FamilyOf(a))], a)
+}
+
+// applyReserved sets the pool's reserved addresses, what it may give and its capacity.
+func (p *poolState) applyReserved(r *reservedSet) {
+	for i := range p.merged {
+		p.reserved[i] = intersectRanges(p.merged[i], r.merged[i])
+		p.giving[i] = subtractRanges(p.merged[i], p.reserved[i])
+		p.capacity[i] = u128{}
+		for _, g := range p.giving[i] {
+			p.capacity[i] = p.capacity[i].addSat(rangeSize(g))
+			if p.AvoidBuggyIPs {
+				p.capacity[i] = p.capacity[i].subSat(u128From(buggyCount(g)))
+			}
+		}
+	}
 }
 
 // rangesContain searches sorted, disjoint ranges.

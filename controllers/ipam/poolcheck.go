@@ -64,12 +64,6 @@ func newPoolState(p Pool) *poolState {
 	}
 	for i := range byFamily {
 		s.merged[i] = mergeRanges(byFamily[i])
-		for _, r := range s.merged[i] {
-			s.capacity[i] = s.capacity[i].addSat(rangeSize(r))
-			if p.AvoidBuggyIPs {
-				s.capacity[i] = s.capacity[i].subSat(u128From(buggyCount(r)))
-			}
-		}
 	}
 	return s
 }

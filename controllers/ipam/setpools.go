@@ -62,6 +62,7 @@ func (a *Allocator) rebuild(byAge []*poolState) {
 	a.pools = make(map[string]*poolState, len(byAge))
 	for _, p := range byAge {
 		a.pools[p.Name] = p
+		p.applyReserved(&a.reserved)
 	}
 	a.givers = newRangeIndex(byAge)
 	a.sortPoolLists()
@@ -90,7 +91,7 @@ func (a *Allocator) rebuild(byAge []*poolState) {
 		slices.SortFunc(points, func(x, y netip.Addr) int { return x.Compare(y) })
 		for i := range p.free {
 			p.free[i] = newFreeSet(p.AvoidBuggyIPs)
-			for _, r := range subtractPoints(p.merged[i], points) {
+			for _, r := range subtractPoints(p.giving[i], points) {
 				p.free[i].addNeverUsed(r)
 			}
 		}

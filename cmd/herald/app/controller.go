@@ -3,7 +3,9 @@ package app
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -36,7 +38,9 @@ type ControllerConfig struct {
 	ServiceWorkers int
 	// MemberlistSecret is created with a random key when missing.
 	MemberlistSecret string
-	Verbosity        int
+	// ClusterCIDRs and ServiceCIDRs are reserved: no Service gets an address from them.
+	ClusterCIDRs, ServiceCIDRs []string
+	Verbosity                  int
 }
 
 // DefaultControllerConfig returns the documented defaults.
@@ -83,6 +87,8 @@ func newControllerCommand() *cobra.Command {
 	f.Float32Var(&cfg.QPS, "kube-api-qps", cfg.QPS, "requests per second to the API server")
 	f.IntVar(&cfg.Burst, "kube-api-burst", cfg.Burst, "burst of requests to the API server")
 	f.IntVar(&cfg.ServiceWorkers, "service-workers", cfg.ServiceWorkers, "Services reconciled concurrently")
+	f.StringSliceVar(&cfg.ClusterCIDRs, "cluster-cidr", cfg.ClusterCIDRs, "pod CIDRs (comma-separated) that no Service gets an address from, for network plugins that leave Node.spec.podCIDRs empty; the nodes' pod CIDRs and addresses are always reserved")
+	f.StringSliceVar(&cfg.ServiceCIDRs, "service-cidr", cfg.ServiceCIDRs, "Service CIDRs (comma-separated) that no Service gets an address from, for Kubernetes before 1.33 (no ServiceCIDR API); the ServiceCIDR objects are always reserved")
 	f.StringVar(&cfg.MemberlistSecret, "memberlist-secret", cfg.MemberlistSecret, "Secret holding the speakers' memberlist key, created with a random key when missing (\"\" disables)")
 	f.IntVarP(&cfg.Verbosity, "v", "v", cfg.Verbosity, "log verbosity (0 quiet, 1 each allocation, 2+ debug)")
 	return cmd
@@ -97,11 +103,15 @@ func RunController(ctx context.Context, cfg ControllerConfig) error {
 	}
 	restCfg.QPS, restCfg.Burst = cfg.QPS, cfg.Burst
 	restCfg.UserAgent = "herald-controller"
+	ranges, err := clusterRanges(cfg)
+	if err != nil {
+		return err
+	}
 
 	mgr, err := controllers.NewManager(restCfg, controllers.ManagerOptions{
 		Options: controllers.Options{
 			Namespace: cfg.Namespace, LBClass: cfg.LBClass, ServiceWorkers: cfg.ServiceWorkers,
-			MemberlistSecret: cfg.MemberlistSecret,
+			MemberlistSecret: cfg.MemberlistSecret, ClusterRanges: ranges,
 		},
 		Metrics:       cfg.Metrics,
 		ProbeAddr:     cfg.ProbeAddr,
@@ -114,6 +124,25 @@ func RunController(ctx context.Context, cfg ControllerConfig) error {
 		return err
 	}
 	return mgr.Start(ctx)
+}
+
+// clusterRanges parses --cluster-cidr and --service-cidr.
+func clusterRanges(cfg ControllerConfig) (controllers.ClusterRanges, error) {
+	var out controllers.ClusterRanges
+	for _, f := range []struct {
+		name string
+		in   []string
+		out  *[]netip.Prefix
+	}{{"--cluster-cidr", cfg.ClusterCIDRs, &out.PodCIDRs}, {"--service-cidr", cfg.ServiceCIDRs, &out.ServiceCIDRs}} {
+		for _, c := range f.in {
+			p, err := netip.ParsePrefix(strings.TrimSpace(c))
+			if err != nil {
+				return out, fmt.Errorf("%s: %q is not a CIDR: %w", f.name, c, err)
+			}
+			*f.out = append(*f.out, p)
+		}
+	}
+	return out, nil
 }
 
 // restConfig loads --kubeconfig, else the in-cluster config, else $KUBECONFIG.
