@@ -114,6 +114,10 @@ test: setup verify-tracked-sizes verify-generated fmt-check vet test-binaries he
 test-oracle: ## herald's iptables and nftables rules against kube-proxy v1.36.3 run as a library (hack/kporacle, its own module).
 	cd hack/kporacle && go vet ./... && go test -count=1 ./...
 
+.PHONY: fuzz
+fuzz: ## Every Go fuzz target for FUZZTIME each (default 30s; FUZZ=pattern picks targets). make test runs their seeds and committed corpora.
+	hack/fuzz.sh
+
 .PHONY: bench
 bench: setup test-binaries ## Benchmarks (numbers, no assertions); writes bench.txt.
 	KUBEBUILDER_ASSETS=$$(hack/setup-test-binaries.sh) go test -run '^$$' -bench . -benchmem -count=1 $(GO_PACKAGES) | tee bench.txt

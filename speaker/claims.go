@@ -68,7 +68,16 @@ func DecodeClaims(data []byte) (Claims, error) {
 		if err != nil {
 			return nil, fmt.Errorf("claims: %q: %w", addr, err)
 		}
-		c[ip.Unmap()] = cl
+		ip = ip.Unmap()
+		if _, twice := c[ip]; twice {
+			// "::ffff:a.b.c.d" and "a.b.c.d" are one IP: which claim wins would
+			// depend on map order, so neither does.
+			return nil, fmt.Errorf("claims: %s is claimed twice", ip)
+		}
+		if len(cl.Over) == 0 {
+			cl.Over = nil // as Encode omits it
+		}
+		c[ip] = cl
 	}
 	return c, nil
 }

@@ -139,19 +139,34 @@ func FromLease(l *coordinationv1.Lease) (Summary, error) {
 	}
 	if v := l.Annotations[FreshAnnotation]; v != "" {
 		s.Fresh = strings.Split(v, ",")
-		if !slices.IsSorted(s.Fresh) {
-			return Summary{}, fmt.Errorf("heartbeat summary %s/%s: annotation %s is not sorted", l.Namespace, l.Name, FreshAnnotation)
+		if !strictlySorted(s.Fresh) || s.Fresh[0] == "" {
+			return Summary{}, fmt.Errorf("heartbeat summary %s/%s: annotation %s is not a sorted list of distinct node names", l.Namespace, l.Name, FreshAnnotation)
 		}
 	}
 	if v := l.Annotations[StaleAnnotation]; v != "" {
 		for entry := range strings.SplitSeq(v, ",") {
 			node, at, ok := strings.Cut(entry, "=")
 			t, err := time.Parse(time.RFC3339Nano, at)
-			if !ok || node == "" || err != nil {
+			if !ok || node == "" || err != nil || t.Before(time.Time{}) {
 				return Summary{}, fmt.Errorf("heartbeat summary %s/%s: annotation %s: entry %q is not node=RFC 3339 time", l.Namespace, l.Name, StaleAnnotation, entry)
+			}
+			_, twice := s.Stale[node]
+			_, fresh := slices.BinarySearch(s.Fresh, node)
+			if twice || fresh {
+				return Summary{}, fmt.Errorf("heartbeat summary %s/%s: node %q is listed twice", l.Namespace, l.Name, node)
 			}
 			s.Stale[node] = t
 		}
 	}
 	return s, nil
+}
+
+// strictlySorted says whether names are sorted with none twice.
+func strictlySorted(names []string) bool {
+	for i := 1; i < len(names); i++ {
+		if names[i-1] >= names[i] {
+			return false
+		}
+	}
+	return true
 }

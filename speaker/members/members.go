@@ -65,26 +65,7 @@ func Start(cfg Config, log logr.Logger, reg prometheus.Registerer) (*Members, er
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("memberlist config: %w", err)
 	}
-	m := &Members{
-		log:        log,
-		events:     make(chan struct{}, 1),
-		live:       map[string]bool{},
-		leaving:    map[string]bool{},
-		left:       map[string]bool{},
-		name:       cfg.NodeName,
-		restarting: map[string]bool{},
-		held:       map[string]HeldState{},
-		lost:       map[string][]byte{},
-		lostAt:     map[string]time.Time{},
-		states:     map[string]peerState{},
-		out:        map[string]*outgoing{},
-		sends:      newSendsCounter(),
-		gauge: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "herald_memberlist_members",
-			Help: "Members of the speakers' memberlist cluster that this speaker sees alive, itself included.",
-		}),
-		noStateExchange: cfg.noStateExchange,
-	}
+	m := newMembers(cfg, log)
 	if reg != nil {
 		if err := reg.Register(m.gauge); err != nil {
 			return nil, fmt.Errorf("registering herald_memberlist_members: %w", err)
@@ -131,6 +112,30 @@ func Start(cfg Config, log logr.Logger, reg prometheus.Registerer) (*Members, er
 	m.addr = ml.LocalNode().Address() // read once: memberlist rewrites the local node in place when its metadata changes (SetMeta)
 	m.sender.Store(ml)
 	return m, nil
+}
+
+// newMembers is a Members with its maps made, before any socket exists.
+func newMembers(cfg Config, log logr.Logger) *Members {
+	return &Members{
+		log:        log,
+		events:     make(chan struct{}, 1),
+		live:       map[string]bool{},
+		leaving:    map[string]bool{},
+		left:       map[string]bool{},
+		name:       cfg.NodeName,
+		restarting: map[string]bool{},
+		held:       map[string]HeldState{},
+		lost:       map[string][]byte{},
+		lostAt:     map[string]time.Time{},
+		states:     map[string]peerState{},
+		out:        map[string]*outgoing{},
+		sends:      newSendsCounter(),
+		gauge: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "herald_memberlist_members",
+			Help: "Members of the speakers' memberlist cluster that this speaker sees alive, itself included.",
+		}),
+		noStateExchange: cfg.noStateExchange,
+	}
 }
 
 // Addr is this member's advertised "host:port" (the real port when BindPort was 0).
