@@ -33,6 +33,9 @@
 // holds an IP this node owns on the receiving interface: an ARP request or reply whose
 // sender IP is the owned IP (gratuitous or not), or a neighbour advertisement for the
 // owned VIP (the claimer is its Target Link-Layer Address, else the Ethernet source).
+// The frame must come from the MAC it names (Ethernet source = ARP sender hardware
+// address or NA Target Link-Layer Address): else it is dropped as "sender-mismatch"
+// and counts for nothing, so a forger cannot speak in another device's name.
 // Probes only ask and are answered as before: ARP with sender IP 0.0.0.0, DAD from ::.
 // Every claim is counted in herald_l2_foreign_claims_total{ip}, dropped unanswered
 // (reason "claim") and reported to Config.OnClaim, marked Peer if Config.Peer says the

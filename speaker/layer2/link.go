@@ -73,17 +73,23 @@ func (l *link) init(ifi *net.Interface, c Conn, owners *Table, m *Metrics, log l
 	return nil
 }
 
-// claimed decides whether mac, seen saying it holds ip (owned on this interface), is
-// another device; if so it counts and reports the claim.
-func (l *link) claimed(ip netip.Addr, mac net.HardwareAddr, kind ClaimKind) bool {
+// claimed decides whether mac, seen saying it holds ip (owned on this interface) in a
+// frame from ethSrc, is another device; if so it counts and reports the claim. It
+// returns the drop reason of the frame: "" when mac is this node's (not a claim),
+// DropSenderMismatch when the frame did not come from mac (a forger naming another
+// device, or a relay; either way no evidence of who holds the IP), else DropClaim.
+func (l *link) claimed(ip netip.Addr, mac, ethSrc net.HardwareAddr, kind ClaimKind) string {
 	if sameMAC(mac, l.mac) || (l.nodeMACs != nil && l.nodeMACs(mac)) {
-		return false
+		return ""
+	}
+	if !sameMAC(mac, ethSrc) {
+		return DropSenderMismatch
 	}
 	l.m.claim(ip)
 	if l.onClaim != nil {
 		l.onClaim(Claim{IP: ip, Interface: l.name, MAC: bytes.Clone(mac), At: l.clock.Now(), Kind: kind})
 	}
-	return true
+	return DropClaim
 }
 
 // Interface is the name of the interface the responder answers on.

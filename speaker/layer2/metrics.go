@@ -30,13 +30,17 @@ const (
 	// DropClaim: another device says it holds an IP this node owns (a claim, also
 	// counted in herald_l2_foreign_claims_total); never answered.
 	DropClaim = "claim"
+	// DropSenderMismatch: would be a claim, but the frame's Ethernet source is not the
+	// MAC it names (ARP sender hardware address, NDP target link-layer address): a
+	// forger speaking in another device's name. Neither a claim nor answered.
+	DropSenderMismatch = "sender-mismatch"
 	// DropSuppressed: asks for an owned IP this node does not answer for now: it is
 	// probing the IP before announcing it, has yielded it to another device, or the
 	// process has just stalled and not yet heard its peers again (watchdog.go).
 	DropSuppressed = "suppressed"
 )
 
-var dropReasons = []string{DropMalformed, DropNotRequest, DropForeignDst, DropOwnFrame, DropNotOwned, DropWrongInterface, DropClaim, DropSuppressed}
+var dropReasons = []string{DropMalformed, DropNotRequest, DropForeignDst, DropOwnFrame, DropNotOwned, DropWrongInterface, DropClaim, DropSenderMismatch, DropSuppressed}
 
 // Metrics are the layer-2 counters. Build them with NewMetrics; a nil *Metrics counts
 // nothing.
