@@ -52,8 +52,9 @@
 //     dropped (reason "suppressed") and nothing is announced. OnConflict reports it,
 //     Announcer.Conflict returns it, herald_l2_conflict{ip,mac} is 1. A yield covers the
 //     IP on every interface, whichever one the claim came in on.
-//   - Recovery: every ConflictRecheck (default Schedule.Refresh) a yielded IP gets a probe
-//     round: two probes ProbeWait/2 apart, listening for ProbeWait (200 ms). No foreign
+//   - Recovery: a yielded IP gets a probe round ConflictRecheckFirst (1 s) after the
+//     yield, then after waits doubling up to ConflictRecheck (8 s) while the device
+//     answers: two probes ProbeWait/2 apart, listening for ProbeWait (200 ms). No foreign
 //     answer clears the conflict (OnConflictCleared, the gauge goes) and the schedule
 //     starts from its first announcement. For a yielded IP, Reannounce and a new
 //     interface bring the probe round forward.
