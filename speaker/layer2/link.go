@@ -25,6 +25,7 @@ type link struct {
 	closed atomic.Bool
 
 	clock    clock
+	limit    *replyLimit                 // answers per requester MAC
 	onClaim  func(Claim)                 // nil: claims are only counted
 	nodeMACs func(net.HardwareAddr) bool // nil: only the interface's own MAC is ours
 }
@@ -67,6 +68,7 @@ func (l *link) init(ifi *net.Interface, c Conn, owners *Table, m *Metrics, log l
 	l.m = m
 	l.log = log.WithValues("interface", ifi.Name, "protocol", proto)
 	l.clock = realClock{}
+	l.limit = newReplyLimit(ReplyRate, ReplyBurst, replyRequesters)
 	for _, o := range opts {
 		o(l)
 	}
@@ -121,6 +123,8 @@ func (l *link) serve(bufSize int, proto string, handle frameHandler, answered fu
 }
 
 // answer handles one received frame: send handle's answer, or count why there is none.
+// Answers are limited per destination MAC (ratelimit.go); gratuitous frames and probes
+// do not come through here and are never limited.
 func (l *link) answer(frame []byte, handle frameHandler, answered func(*Metrics) prometheus.Counter) {
 	reply, dst, reason := handle(frame)
 	if reason == "" && !l.owners.running() {
@@ -131,6 +135,10 @@ func (l *link) answer(frame []byte, handle frameHandler, answered func(*Metrics)
 	}
 	if reason != "" {
 		l.m.drop(reason)
+		return
+	}
+	if !l.limit.allow(dst, l.clock.Now()) {
+		l.m.inc(repliesRateLimited)
 		return
 	}
 	if _, err := l.conn.WriteTo(reply, &packet.Addr{HardwareAddr: dst}); err != nil {

@@ -57,6 +57,10 @@ type Metrics struct {
 	NDPSolicitations prometheus.Counter
 	// NDPAdvertisements counts neighbour advertisements sent in answer to a solicitation.
 	NDPAdvertisements prometheus.Counter
+	// RepliesRateLimited counts answers (ARP replies, solicited neighbour
+	// advertisements) not sent because their requester had used its share (ReplyRate,
+	// ReplyBurst).
+	RepliesRateLimited prometheus.Counter
 	// Dropped counts received frames not answered, by reason (the Drop* constants).
 	Dropped *prometheus.CounterVec
 	// ProbesSent counts probes sent: ARP probes (sender IP 0.0.0.0) and duplicate
@@ -84,11 +88,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 	}
 	m := &Metrics{
-		ARPRequests:       counter("herald_l2_arp_requests_total", "ARP requests received that are addressed to this node (broadcast or its MAC)."),
-		ARPReplies:        counter("herald_l2_arp_replies_total", "ARP replies sent for IPs this node announces."),
-		GratuitousSent:    counter("herald_l2_gratuitous_sent_total", "Gratuitous frames sent: gratuitous ARP requests and replies, unsolicited neighbour advertisements."),
-		NDPSolicitations:  counter("herald_l2_ndp_solicitations_total", "IPv6 neighbour solicitations received that are addressed to this node."),
-		NDPAdvertisements: counter("herald_l2_ndp_advertisements_total", "IPv6 neighbour advertisements sent in answer to solicitations."),
+		ARPRequests:        counter("herald_l2_arp_requests_total", "ARP requests received that are addressed to this node (broadcast or its MAC)."),
+		ARPReplies:         counter("herald_l2_arp_replies_total", "ARP replies sent for IPs this node announces."),
+		GratuitousSent:     counter("herald_l2_gratuitous_sent_total", "Gratuitous frames sent: gratuitous ARP requests and replies, unsolicited neighbour advertisements."),
+		NDPSolicitations:   counter("herald_l2_ndp_solicitations_total", "IPv6 neighbour solicitations received that are addressed to this node."),
+		NDPAdvertisements:  counter("herald_l2_ndp_advertisements_total", "IPv6 neighbour advertisements sent in answer to solicitations."),
+		RepliesRateLimited: counter("herald_l2_replies_rate_limited_total", "ARP replies and neighbour advertisements not sent because their requester (its MAC, per interface) asked more often than the per-requester limit."),
 		Dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_l2_dropped_frames_total",
 			Help: "ARP and NDP frames received and not answered, by reason.",
@@ -109,7 +114,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		m.Dropped.WithLabelValues(r) // export every reason from the start, at 0
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.ARPRequests, m.ARPReplies, m.GratuitousSent, m.NDPSolicitations, m.NDPAdvertisements, m.Dropped,
+		for _, c := range []prometheus.Collector{m.ARPRequests, m.ARPReplies, m.GratuitousSent, m.NDPSolicitations, m.NDPAdvertisements, m.RepliesRateLimited, m.Dropped,
 			m.ProbesSent, m.TakeoversDeferred, m.Stalls, m.ForeignClaims, m.Conflict} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
@@ -149,11 +154,12 @@ func (m *Metrics) clearConflict(ip netip.Addr, mac net.HardwareAddr) {
 	}
 }
 
-func arpRequests(m *Metrics) prometheus.Counter       { return m.ARPRequests }
-func arpReplies(m *Metrics) prometheus.Counter        { return m.ARPReplies }
-func gratuitousSent(m *Metrics) prometheus.Counter    { return m.GratuitousSent }
-func ndpSolicitations(m *Metrics) prometheus.Counter  { return m.NDPSolicitations }
-func ndpAdvertisements(m *Metrics) prometheus.Counter { return m.NDPAdvertisements }
-func probesSent(m *Metrics) prometheus.Counter        { return m.ProbesSent }
-func stalls(m *Metrics) prometheus.Counter            { return m.Stalls }
-func takeoversDeferred(m *Metrics) prometheus.Counter { return m.TakeoversDeferred }
+func arpRequests(m *Metrics) prometheus.Counter        { return m.ARPRequests }
+func arpReplies(m *Metrics) prometheus.Counter         { return m.ARPReplies }
+func gratuitousSent(m *Metrics) prometheus.Counter     { return m.GratuitousSent }
+func ndpSolicitations(m *Metrics) prometheus.Counter   { return m.NDPSolicitations }
+func ndpAdvertisements(m *Metrics) prometheus.Counter  { return m.NDPAdvertisements }
+func repliesRateLimited(m *Metrics) prometheus.Counter { return m.RepliesRateLimited }
+func probesSent(m *Metrics) prometheus.Counter         { return m.ProbesSent }
+func stalls(m *Metrics) prometheus.Counter             { return m.Stalls }
+func takeoversDeferred(m *Metrics) prometheus.Counter  { return m.TakeoversDeferred }
