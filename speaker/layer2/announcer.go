@@ -64,6 +64,10 @@ type Config struct {
 	// PeerProbeWait is how long a probe round of WaitForPeers listens for an answer
 	// (default DefaultPeerProbeWait, 50 ms; 0 means the default).
 	PeerProbeWait time.Duration
+	// PeerWaitMax is the longest a Set with WaitForPeers or Probe waits for peers' MACs
+	// to stop answering before it takes the IP all the same (default
+	// DefaultPeerWaitMax, 10 s; 0 means the default).
+	PeerWaitMax time.Duration
 	// ConflictRecheckFirst is how long after yielding an IP it is first probed to see
 	// whether the foreign device is gone (default DefaultConflictRecheckFirst, 1 s; 0
 	// means the default).
@@ -103,7 +107,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{Schedule: DefaultSchedule(), Rescan: 10 * time.Second, WatchLinks: true,
 		DefendInterval: DefaultDefendInterval, ProbeWait: DefaultProbeWait, PeerProbeWait: DefaultPeerProbeWait,
-		ConflictRecheckFirst: DefaultConflictRecheckFirst, ConflictRecheck: DefaultConflictRecheck,
+		PeerWaitMax: DefaultPeerWaitMax, ConflictRecheckFirst: DefaultConflictRecheckFirst, ConflictRecheck: DefaultConflictRecheck,
 		StallAfter: DefaultStallAfter}
 }
 
@@ -173,6 +177,7 @@ func newAnnouncer(cfg Config, sys system, clk clock) (*Announcer, error) {
 		{"defend interval", &cfg.DefendInterval, DefaultDefendInterval},
 		{"probe wait", &cfg.ProbeWait, DefaultProbeWait},
 		{"peer probe wait", &cfg.PeerProbeWait, DefaultPeerProbeWait},
+		{"longest peer wait", &cfg.PeerWaitMax, DefaultPeerWaitMax},
 		{"first conflict recheck", &cfg.ConflictRecheckFirst, DefaultConflictRecheckFirst},
 		{"conflict recheck", &cfg.ConflictRecheck, DefaultConflictRecheck},
 	} {

@@ -83,6 +83,19 @@ const (
 	DefaultConflictRecheck = 8 * time.Second
 )
 
+// DefaultPeerWaitMax is the longest a takeover waits for peers' MACs to stop answering
+// for the IP. A speaker cut off from the others goes silent within a few seconds by
+// the quorum rule, so a MAC still answering past this is a dead node's in a forger's
+// frames, or a speaker the quorum rule cannot reach: either way not one to leave a VIP
+// unanswered for.
+const DefaultPeerWaitMax = 10 * time.Second
+
+// peerWaitOver says whether a takeover that peers have made wait since since has
+// waited long enough at now.
+func peerWaitOver(since, now time.Time, limit time.Duration) bool {
+	return !since.IsZero() && now.Sub(since) >= limit
+}
+
 // recheckAfter is the wait before the probe round that follows n answered ones (n from
 // 0) of a yielded IP: first, doubled n times, at most limit.
 func recheckAfter(n int, first, limit time.Duration) time.Duration {
@@ -106,7 +119,7 @@ func (a *Announcer) probeFirst(t *takeover) phase {
 	}
 	t.watchPeers.Store(true)
 	defer t.watchPeers.Store(false)
-	waited := false
+	var deferredAt time.Time // when a peer first answered; zero while none has
 	for {
 		start := a.clock.Now()
 		res, c := a.probeRound(t, wait)
@@ -115,8 +128,8 @@ func (a *Announcer) probeFirst(t *takeover) phase {
 		peerAnswered := false
 		for res == claimed && c.Peer {
 			peerAnswered = true
-			if !waited {
-				waited = true
+			if deferredAt.IsZero() {
+				deferredAt = start
 				a.metrics.inc(takeoversDeferred)
 				a.log.Info("another speaker still answers for the IP; taking it once it stops", "ip", t.ip, "mac", c.MAC.String(), "interface", c.Interface)
 			}
@@ -130,6 +143,9 @@ func (a *Announcer) probeFirst(t *takeover) phase {
 				return phaseDone
 			}
 			return phaseYielded
+		case peerAnswered && peerWaitOver(deferredAt, a.clock.Now(), a.cfg.PeerWaitMax):
+			a.metrics.inc(peerWaitsExpired)
+			a.log.Info("a speaker's MAC still answers for the IP after the longest wait; taking it", "ip", t.ip, "waited", a.clock.Now().Sub(deferredAt))
 		case peerAnswered || res == restarted:
 			continue
 		}

@@ -482,6 +482,33 @@ func TestWaitForPeers(t *testing.T) {
 		}
 		h.noConflict()
 	})
+	t.Run("a peer's MAC answers past the longest wait", func(t *testing.T) {
+		// A forger answering every probe with a dead node's MAC (or a speaker the
+		// quorum rule cannot silence) holds the takeover only PeerWaitMax.
+		h := newHarness(t, Schedule{Repeats: []time.Duration{time.Hour}}, iface("eth0", 2, mac0))
+		h.a.cfg.PeerWaitMax = 4 * DefaultPeerProbeWait
+		h.a.rescan()
+		c := h.conn("eth0/arp")
+		start := h.clk.Now()
+		if err := h.a.Set("svc", vip4, nil, WaitForPeers()); err != nil {
+			t.Fatal(err)
+		}
+		for range 4 {
+			arpProbe(t, c, vip4, mac0)
+			c.deliver(t, probeAnswer(vip4, peerMAC, mac0))
+			h.clk.waitTimerAt(t, DefaultPeerProbeWait)
+			answered(t, c, vip4, false)
+			h.clk.Advance(DefaultPeerProbeWait)
+		}
+		garp(t, c, vip4, mac0)
+		if an := h.nextAnnouncement(); !an.At.Equal(start.Add(4 * DefaultPeerProbeWait)) {
+			t.Fatalf("announced at %v, want %v", an.At, start.Add(4*DefaultPeerProbeWait))
+		}
+		answered(t, c, vip4, true)
+		if got := value(h.a.metrics.PeerWaitsExpired); got != 1 {
+			t.Fatalf("peer_waits_expired = %v, want 1", got)
+		}
+	})
 	t.Run("foreign device answers", func(t *testing.T) {
 		h, c, _ := setWith(t, WaitForPeers())
 		arpProbe(t, c, vip4, mac0)
@@ -658,6 +685,20 @@ func TestConflictConfig(t *testing.T) {
 		}
 		if a.cfg.DefendInterval != tc.defend || a.cfg.ProbeWait != tc.wait || a.cfg.ConflictRecheck != tc.recheck {
 			t.Errorf("defend %v wait %v recheck %v, want %v %v %v", a.cfg.DefendInterval, a.cfg.ProbeWait, a.cfg.ConflictRecheck, tc.defend, tc.wait, tc.recheck)
+		}
+	}
+}
+
+// TestPeerWaitOver: the wait is over at the limit, and never before a peer answered.
+func TestPeerWaitOver(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		since time.Time
+		at    time.Duration
+		want  bool
+	}{{t0, 0, false}, {t0, 10*time.Second - 1, false}, {t0, 10 * time.Second, true}, {time.Time{}, time.Hour, false}} {
+		if got := peerWaitOver(tc.since, t0.Add(tc.at), 10*time.Second); got != tc.want {
+			t.Errorf("since %v at +%v: %v, want %v", tc.since, tc.at, got, tc.want)
 		}
 	}
 }

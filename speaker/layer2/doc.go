@@ -66,14 +66,17 @@
 //     was lost without leaving, keeps the IP quiet through rounds of PeerProbeWait
 //     (50 ms) until one goes unanswered by any speaker: a cut-off owner that still
 //     answers keeps the IP until it goes silent, so the IP never has two MACs
-//     (herald_l2_takeovers_deferred_total counts the waits).
+//     (herald_l2_takeovers_deferred_total counts the waits). The wait lasts at most
+//     PeerWaitMax (10 s): a dead node's MAC in a forger's frames cannot hold a
+//     takeover longer (herald_l2_peer_waits_expired_total).
 //   - Withdraw ends the loop and the gauge of a yielded IP, without OnConflictCleared.
 //
 // Metrics (metrics.go) are registered on the Registerer the caller passes in:
 // herald_l2_arp_requests_total, herald_l2_arp_replies_total,
 // herald_l2_gratuitous_sent_total, herald_l2_ndp_solicitations_total,
 // herald_l2_ndp_advertisements_total, herald_l2_probes_sent_total,
-// herald_l2_takeovers_deferred_total,
+// herald_l2_takeovers_deferred_total, herald_l2_peer_waits_expired_total,
+// herald_l2_replies_rate_limited_total,
 // herald_l2_foreign_claims_total{ip}, herald_l2_conflict{ip,mac} and
 // herald_l2_dropped_frames_total{reason}. Malformed or foreign frames are dropped and
 // counted, never a crash.

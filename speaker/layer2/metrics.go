@@ -69,6 +69,9 @@ type Metrics struct {
 	// TakeoversDeferred counts takeovers (WaitForPeers, Probe) that waited because
 	// another speaker still answered for the IP.
 	TakeoversDeferred prometheus.Counter
+	// PeerWaitsExpired counts takeovers that took the IP while a peer's MAC still
+	// answered for it, after Config.PeerWaitMax.
+	PeerWaitsExpired prometheus.Counter
 	// ForeignClaims counts, by IP, frames in which a device other than this node
 	// claims an IP this node owns on the receiving interface, from other herald speakers
 	// as well as from foreign hosts.
@@ -100,6 +103,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"reason"}),
 		ProbesSent:        counter("herald_l2_probes_sent_total", "Address probes sent for owned IPs: ARP probes and IPv6 duplicate address detection solicitations."),
 		TakeoversDeferred: counter("herald_l2_takeovers_deferred_total", "Takeovers that waited because another herald speaker still answered for the IP (one cut off from memberlist, until it went silent)."),
+		PeerWaitsExpired:  counter("herald_l2_peer_waits_expired_total", "Takeovers that took the IP although a herald speaker's MAC still answered for it, after the longest wait (a dead node's MAC in forged frames, or a speaker the quorum rule did not silence)."),
 		Stalls:            counter("herald_l2_stalls_total", "Times this speaker did not run for longer than its stall threshold (a paused VM or container, a frozen or starved process); after each it answered nothing until it had heard its peers again."),
 		ForeignClaims: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_l2_foreign_claims_total",
@@ -115,7 +119,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.ARPRequests, m.ARPReplies, m.GratuitousSent, m.NDPSolicitations, m.NDPAdvertisements, m.RepliesRateLimited, m.Dropped,
-			m.ProbesSent, m.TakeoversDeferred, m.Stalls, m.ForeignClaims, m.Conflict} {
+			m.ProbesSent, m.TakeoversDeferred, m.PeerWaitsExpired, m.Stalls, m.ForeignClaims, m.Conflict} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -162,4 +166,5 @@ func ndpAdvertisements(m *Metrics) prometheus.Counter  { return m.NDPAdvertiseme
 func repliesRateLimited(m *Metrics) prometheus.Counter { return m.RepliesRateLimited }
 func probesSent(m *Metrics) prometheus.Counter         { return m.ProbesSent }
 func stalls(m *Metrics) prometheus.Counter             { return m.Stalls }
+func peerWaitsExpired(m *Metrics) prometheus.Counter   { return m.PeerWaitsExpired }
 func takeoversDeferred(m *Metrics) prometheus.Counter  { return m.TakeoversDeferred }
