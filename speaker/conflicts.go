@@ -149,16 +149,32 @@ func (s *Speaker) claimed(c layer2.Claim) {
 	}
 }
 
-// conflicted is layer2's OnConflict and OnConflictCleared.
+// conflicted is layer2's OnConflict and OnConflictCleared. Its Events are limited per
+// IP and reason (conflictEventEvery); the VIPStatus always follows.
 func (s *Speaker) conflicted(c layer2.Conflict) {
-	services := s.servicesOf(c.IP)
-	if c.Cleared.IsZero() {
-		s.reports.event(services, corev1.EventTypeWarning, ReasonIPConflict, conflictNote(s.cfg.NodeName, c))
-	} else {
-		s.reports.event(services, corev1.EventTypeNormal, ReasonIPConflict+"Resolved",
-			fmt.Sprintf("%s is no longer claimed by %s: announcing it from %s again", c.IP, c.MAC, s.cfg.NodeName))
+	defer s.pokeElection() // the VIPStatus follows
+	typ, reason := corev1.EventTypeWarning, ReasonIPConflict
+	if !c.Cleared.IsZero() {
+		typ, reason = corev1.EventTypeNormal, ReasonIPConflict+"Resolved"
 	}
-	s.pokeElection() // the VIPStatus follows
+	ok, held := s.conflictEvents.allow(c.IP, reason, time.Now())
+	if !ok {
+		s.metrics.conflictEventsSuppressed.Inc()
+		return
+	}
+	note := conflictNote(s.cfg.NodeName, c)
+	if !c.Cleared.IsZero() {
+		note = fmt.Sprintf("%s is no longer claimed by %s: announcing it from %s again", c.IP, c.MAC, s.cfg.NodeName)
+	}
+	s.reports.event(s.servicesOf(c.IP), typ, reason, note+heldBack(held))
+}
+
+// heldBack is the tail of an Event that follows held-back ones.
+func heldBack(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d more like this in the last %s were not written as Events)", n, conflictEventEvery)
 }
 
 // conflictNote says, for the Event and the VIPStatus, who claims the IP and what

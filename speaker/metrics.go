@@ -23,6 +23,8 @@ type metrics struct {
 	recordWatches *prometheus.GaugeVec
 	unreachable   *prometheus.GaugeVec
 	peerClaims    *prometheus.CounterVec
+	// conflictEventsSuppressed counts address conflict Events not written (eventlimit.go).
+	conflictEventsSuppressed prometheus.Counter
 }
 
 // newMetrics registers the speaker's metrics, and the collectors its parts own
@@ -78,11 +80,15 @@ func newMetrics(reg prometheus.Registerer, owned ...prometheus.Collector) (*metr
 			Name: "herald_l2_peer_claims_total",
 			Help: "ARP/NDP frames in which another herald speaker claimed an IP this node announces: two nodes answering for one IP (split brain).",
 		}, []string{"ip"}),
+		conflictEventsSuppressed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "herald_speaker_conflict_events_suppressed_total",
+			Help: "IPConflict and IPConflictResolved Events not written because the same IP had one of the same reason in the last minute; the next one says how many.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range append([]prometheus.Collector{m.owner, m.leaderChanges, m.failover, m.elections, m.problems, m.mode, m.expected, m.unreachable, m.peerClaims, m.heartbeats, m.beatSummary, m.recordWatches}, owned...) {
+	for _, c := range append([]prometheus.Collector{m.owner, m.leaderChanges, m.failover, m.elections, m.problems, m.mode, m.expected, m.unreachable, m.peerClaims, m.conflictEventsSuppressed, m.heartbeats, m.beatSummary, m.recordWatches}, owned...) {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {

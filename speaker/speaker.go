@@ -137,6 +137,8 @@ type Speaker struct {
 	peers      peerMACs
 	claimLog   sync.Mutex
 	claimLogAt map[netip.Addr]time.Time
+	// conflictEvents limits the address conflict Events per IP.
+	conflictEvents *eventLimit
 }
 
 // pendingTakeover is what the announcement of a takeover needs to report it.
@@ -184,27 +186,28 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		return fmt.Errorf("creating manager: %w", err)
 	}
 	s := &Speaker{
-		cfg:           cfg,
-		log:           log,
-		cache:         mgr.GetCache(),
-		recorder:      mgr.GetEventRecorder(reportingController),
-		nodeEvents:    newNodeEvents(mgr.GetClient(), cfg.NodeName, log),
-		tracker:       NewTracker(cfg.NodeName),
-		trigger:       make(chan struct{}, 1),
-		stall:         make(chan time.Duration, 1),
-		stallSynced:   make(chan int),
-		proxyPoke:     make(chan struct{}, 1),
-		live:          map[string]bool{},
-		since:         map[string]time.Time{},
-		lostAt:        map[string]time.Time{},
-		counted:       map[netip.Addr]bool{},
-		takeovers:     map[string]pendingTakeover{},
-		ownedServices: map[netip.Addr][]string{},
-		claimLogAt:    map[netip.Addr]time.Time{},
-		peerClaims:    map[string]peerClaims{},
-		taken:         map[netip.Addr]Claim{},
-		claimGens:     map[netip.Addr]uint64{},
-		lostCache:     map[string]peerClaims{},
+		cfg:            cfg,
+		log:            log,
+		cache:          mgr.GetCache(),
+		recorder:       mgr.GetEventRecorder(reportingController),
+		nodeEvents:     newNodeEvents(mgr.GetClient(), cfg.NodeName, log),
+		tracker:        NewTracker(cfg.NodeName),
+		trigger:        make(chan struct{}, 1),
+		stall:          make(chan time.Duration, 1),
+		stallSynced:    make(chan int),
+		proxyPoke:      make(chan struct{}, 1),
+		live:           map[string]bool{},
+		since:          map[string]time.Time{},
+		lostAt:         map[string]time.Time{},
+		counted:        map[netip.Addr]bool{},
+		takeovers:      map[string]pendingTakeover{},
+		ownedServices:  map[netip.Addr][]string{},
+		claimLogAt:     map[netip.Addr]time.Time{},
+		conflictEvents: newEventLimit(conflictEventEvery),
+		peerClaims:     map[string]peerClaims{},
+		taken:          map[netip.Addr]Claim{},
+		claimGens:      map[netip.Addr]uint64{},
+		lostCache:      map[string]peerClaims{},
 	}
 	s.prober = newHostProber(cfg.Members.BindPort, s.pokeElection)
 	s.reports = newReporter(cfg.NodeName, mgr.GetCache(), s.recorder)

@@ -64,8 +64,17 @@ type Config struct {
 	// PeerProbeWait is how long a probe round of WaitForPeers listens for an answer
 	// (default DefaultPeerProbeWait, 50 ms; 0 means the default).
 	PeerProbeWait time.Duration
-	// ConflictRecheck is how often a yielded IP is probed to see whether the foreign
-	// device is gone (0 means Schedule.Refresh, or 60 s when that is 0 too).
+	// PeerWaitMax is the longest a Set with WaitForPeers or Probe waits for peers' MACs
+	// to stop answering before it takes the IP all the same (default
+	// DefaultPeerWaitMax, 10 s; 0 means the default).
+	PeerWaitMax time.Duration
+	// ConflictRecheckFirst is how long after yielding an IP it is first probed to see
+	// whether the foreign device is gone (default DefaultConflictRecheckFirst, 1 s; 0
+	// means the default).
+	ConflictRecheckFirst time.Duration
+	// ConflictRecheck is the longest wait between two probes of a yielded IP: the wait
+	// doubles from ConflictRecheckFirst after each answered probe, up to this (default
+	// DefaultConflictRecheck, 8 s; 0 means the default).
 	ConflictRecheck time.Duration
 	// OnClaim, if set, is called for every claim on an owned IP, from peers (Claim.Peer)
 	// and foreign devices alike, on the receiving responder's loop: it must return
@@ -98,6 +107,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{Schedule: DefaultSchedule(), Rescan: 10 * time.Second, WatchLinks: true,
 		DefendInterval: DefaultDefendInterval, ProbeWait: DefaultProbeWait, PeerProbeWait: DefaultPeerProbeWait,
+		PeerWaitMax: DefaultPeerWaitMax, ConflictRecheckFirst: DefaultConflictRecheckFirst, ConflictRecheck: DefaultConflictRecheck,
 		StallAfter: DefaultStallAfter}
 }
 
@@ -167,7 +177,9 @@ func newAnnouncer(cfg Config, sys system, clk clock) (*Announcer, error) {
 		{"defend interval", &cfg.DefendInterval, DefaultDefendInterval},
 		{"probe wait", &cfg.ProbeWait, DefaultProbeWait},
 		{"peer probe wait", &cfg.PeerProbeWait, DefaultPeerProbeWait},
-		{"conflict recheck", &cfg.ConflictRecheck, cfg.Schedule.Refresh},
+		{"longest peer wait", &cfg.PeerWaitMax, DefaultPeerWaitMax},
+		{"first conflict recheck", &cfg.ConflictRecheckFirst, DefaultConflictRecheckFirst},
+		{"conflict recheck", &cfg.ConflictRecheck, DefaultConflictRecheck},
 	} {
 		if *d.v < 0 {
 			return nil, fmt.Errorf("layer2: %s %s is negative", d.name, *d.v)
@@ -176,8 +188,8 @@ func newAnnouncer(cfg Config, sys system, clk clock) (*Announcer, error) {
 			*d.v = d.def
 		}
 	}
-	if cfg.ConflictRecheck == 0 {
-		cfg.ConflictRecheck = defaultRecheck
+	if cfg.ConflictRecheckFirst > cfg.ConflictRecheck {
+		return nil, fmt.Errorf("layer2: first conflict recheck %s is longer than the longest %s", cfg.ConflictRecheckFirst, cfg.ConflictRecheck)
 	}
 	if cfg.StallAfter < 0 {
 		return nil, fmt.Errorf("layer2: stall threshold %s is negative", cfg.StallAfter)

@@ -47,7 +47,8 @@ func (r *ARPResponder) serveFrame(b []byte) { r.answer(b, r.handle, arpReplies) 
 // from our own MAC (own-frame); to broadcast or our MAC (foreign-dst); an Ethernet/IPv4
 // ARP packet with a unicast sender MAC (malformed); a request or reply whose sender IP
 // is owned here, from a sender MAC not this node's, is a claim, reported and not
-// answered (claim); a request (not-request); for an IP this node owns (not-owned) on
+// answered (claim), if the frame's Ethernet source is that sender MAC (else
+// sender-mismatch, neither a claim nor answered); a request (not-request); for an IP this node owns (not-owned) on
 // an interface it may be announced on (wrong-interface) and answers for now
 // (suppressed).
 //
@@ -72,16 +73,20 @@ func (r *ARPResponder) handle(b []byte) ([]byte, net.HardwareAddr, string) {
 	switch p.Operation {
 	case arp.OperationReply:
 		// Replies are never answered; the one question is whether they claim an owned IP.
-		if r.owners.status(p.SenderIP, r.name).here() && r.claimed(p.SenderIP, p.SenderHardwareAddr, arpClaimKind(&p)) {
-			return nil, nil, DropClaim
+		if r.owners.status(p.SenderIP, r.name).here() {
+			if reason := r.claimed(p.SenderIP, p.SenderHardwareAddr, f.Source, arpClaimKind(&p)); reason != "" {
+				return nil, nil, reason
+			}
 		}
 		return nil, nil, DropNotRequest
 	case arp.OperationRequest:
 		r.m.inc(arpRequests)
 		var sender status
 		sender, target = r.owners.statusPair(p.SenderIP, p.TargetIP, r.name)
-		if sender.here() && !p.SenderIP.IsUnspecified() && r.claimed(p.SenderIP, p.SenderHardwareAddr, arpClaimKind(&p)) {
-			return nil, nil, DropClaim
+		if sender.here() && !p.SenderIP.IsUnspecified() {
+			if reason := r.claimed(p.SenderIP, p.SenderHardwareAddr, f.Source, arpClaimKind(&p)); reason != "" {
+				return nil, nil, reason
+			}
 		}
 	default:
 		return nil, nil, DropNotRequest

@@ -72,10 +72,42 @@ const (
 	// the failover path, and the question is only whether a speaker that was alive a
 	// second ago still answers (a speaker answers from memory within a millisecond).
 	DefaultPeerProbeWait = 50 * time.Millisecond
-	// defaultRecheck is how often a yielded IP is probed when neither ConflictRecheck
-	// nor Schedule.Refresh is set.
-	defaultRecheck = 60 * time.Second
+	// DefaultConflictRecheckFirst is how long after yielding an IP it is first probed
+	// again: a device that claimed it once or twice and is gone (or a forger that sent a
+	// few frames) costs about this much silence.
+	DefaultConflictRecheckFirst = time.Second
+	// DefaultConflictRecheck is the longest wait between two probes of a yielded IP: the
+	// wait doubles from DefaultConflictRecheckFirst after every answered probe up to
+	// this, so the IP is back within this much of the device going away, for two probe
+	// frames per wait while the device stays.
+	DefaultConflictRecheck = 8 * time.Second
 )
+
+// DefaultPeerWaitMax is the longest a takeover waits for peers' MACs to stop answering
+// for the IP. A speaker cut off from the others goes silent within a few seconds by
+// the quorum rule, so a MAC still answering past this is a dead node's in a forger's
+// frames, or a speaker the quorum rule cannot reach: either way not one to leave a VIP
+// unanswered for.
+const DefaultPeerWaitMax = 10 * time.Second
+
+// peerWaitOver says whether a takeover that peers have made wait since since has
+// waited long enough at now.
+func peerWaitOver(since, now time.Time, limit time.Duration) bool {
+	return !since.IsZero() && now.Sub(since) >= limit
+}
+
+// recheckAfter is the wait before the probe round that follows n answered ones (n from
+// 0) of a yielded IP: first, doubled n times, at most limit.
+func recheckAfter(n int, first, limit time.Duration) time.Duration {
+	d := first
+	for range n {
+		if d >= limit/2 {
+			return limit
+		}
+		d *= 2
+	}
+	return min(d, limit)
+}
 
 // probeFirst is the phase of a Set with Probe or WaitForPeers: the IP is quiet until
 // a probe round goes unanswered. A foreign device answering makes the node yield; a
@@ -87,7 +119,7 @@ func (a *Announcer) probeFirst(t *takeover) phase {
 	}
 	t.watchPeers.Store(true)
 	defer t.watchPeers.Store(false)
-	waited := false
+	var deferredAt time.Time // when a peer first answered; zero while none has
 	for {
 		start := a.clock.Now()
 		res, c := a.probeRound(t, wait)
@@ -96,8 +128,8 @@ func (a *Announcer) probeFirst(t *takeover) phase {
 		peerAnswered := false
 		for res == claimed && c.Peer {
 			peerAnswered = true
-			if !waited {
-				waited = true
+			if deferredAt.IsZero() {
+				deferredAt = start
 				a.metrics.inc(takeoversDeferred)
 				a.log.Info("another speaker still answers for the IP; taking it once it stops", "ip", t.ip, "mac", c.MAC.String(), "interface", c.Interface)
 			}
@@ -111,6 +143,9 @@ func (a *Announcer) probeFirst(t *takeover) phase {
 				return phaseDone
 			}
 			return phaseYielded
+		case peerAnswered && peerWaitOver(deferredAt, a.clock.Now(), a.cfg.PeerWaitMax):
+			a.metrics.inc(peerWaitsExpired)
+			a.log.Info("a speaker's MAC still answers for the IP after the longest wait; taking it", "ip", t.ip, "waited", a.clock.Now().Sub(deferredAt))
 		case peerAnswered || res == restarted:
 			continue
 		}
@@ -168,10 +203,12 @@ func (a *Announcer) yield(t *takeover, c Claim, beforeAnnounce bool) bool {
 	return true
 }
 
-// yielded is the phase of a yielded IP: every ConflictRecheck (or at once on a
-// restart) a probe round; silence clears the conflict and the schedule starts over.
+// yielded is the phase of a yielded IP: a probe round after ConflictRecheckFirst,
+// then after doubling waits up to ConflictRecheck (or at once on a restart); silence
+// clears the conflict and the schedule starts over.
 func (a *Announcer) yielded(t *takeover) phase {
-	deadline := a.clock.Now().Add(a.cfg.ConflictRecheck)
+	answered := 0
+	deadline := a.clock.Now().Add(recheckAfter(answered, a.cfg.ConflictRecheckFirst, a.cfg.ConflictRecheck))
 	for {
 		res, c := a.waitUntil(t, deadline)
 		switch res {
@@ -187,7 +224,8 @@ func (a *Announcer) yielded(t *takeover) phase {
 			return phaseDone
 		case claimed:
 			a.stillClaimed(t, c)
-			deadline = a.clock.Now().Add(a.cfg.ConflictRecheck)
+			answered++
+			deadline = a.clock.Now().Add(recheckAfter(answered, a.cfg.ConflictRecheckFirst, a.cfg.ConflictRecheck))
 			continue
 		}
 		if !a.clear(t) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -244,8 +245,8 @@ func TestConflictDefendThenYield(t *testing.T) {
 	if got := value(h.a.metrics.ForeignClaims.WithLabelValues(vip4.String())); got != 2 {
 		t.Fatalf("foreign claims = %v, want 2", got)
 	}
-	// Yielded: the schedule is gone; the next thing is the recheck, one Refresh away.
-	h.clk.waitTimerAt(t, 30*time.Second)
+	// Yielded: the schedule is gone; the next thing is the first recheck.
+	h.clk.waitTimerAt(t, DefaultConflictRecheckFirst)
 	if !h.a.owners.Owned(vip4) || !h.a.owners.Quiet(vip4) {
 		t.Fatal("a yielded IP must stay owned and be quiet")
 	}
@@ -328,12 +329,14 @@ func TestConflictProbeFindsOwner(t *testing.T) {
 	}
 	h.wantGauges(vip4.String() + " " + otherMAC.String())
 
-	// Rechecks every Refresh; the device still answers the first.
-	h.clk.waitTimerAt(t, 30*time.Second)
-	h.clk.Advance(30 * time.Second)
-	arpProbe(t, c, vip4, mac0)
-	c.deliver(t, probeAnswer(vip4, otherMAC, mac0))
-	h.clk.waitTimerAt(t, 30*time.Second)
+	// Rechecks after 1 s, then waits doubling to 8 s while the device answers.
+	for _, wait := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 8 * time.Second} {
+		h.clk.waitTimerAt(t, wait)
+		h.clk.Advance(wait)
+		arpProbe(t, c, vip4, mac0)
+		c.deliver(t, probeAnswer(vip4, otherMAC, mac0))
+	}
+	h.clk.waitTimerAt(t, 8*time.Second)
 	h.noConflict()
 	h.noAnnouncement()
 	if got := value(h.a.metrics.GratuitousSent); got != 0 {
@@ -341,7 +344,7 @@ func TestConflictProbeFindsOwner(t *testing.T) {
 	}
 
 	// The device is gone: two unanswered probes, ProbeWait/2 apart, clear it.
-	h.clk.Advance(30 * time.Second)
+	h.clk.Advance(8 * time.Second)
 	arpProbe(t, c, vip4, mac0)
 	h.clk.waitTimerAt(t, DefaultProbeWait/2)
 	h.clk.Advance(DefaultProbeWait / 2)
@@ -479,6 +482,33 @@ func TestWaitForPeers(t *testing.T) {
 		}
 		h.noConflict()
 	})
+	t.Run("a peer's MAC answers past the longest wait", func(t *testing.T) {
+		// A forger answering every probe with a dead node's MAC (or a speaker the
+		// quorum rule cannot silence) holds the takeover only PeerWaitMax.
+		h := newHarness(t, Schedule{Repeats: []time.Duration{time.Hour}}, iface("eth0", 2, mac0))
+		h.a.cfg.PeerWaitMax = 4 * DefaultPeerProbeWait
+		h.a.rescan()
+		c := h.conn("eth0/arp")
+		start := h.clk.Now()
+		if err := h.a.Set("svc", vip4, nil, WaitForPeers()); err != nil {
+			t.Fatal(err)
+		}
+		for range 4 {
+			arpProbe(t, c, vip4, mac0)
+			c.deliver(t, probeAnswer(vip4, peerMAC, mac0))
+			h.clk.waitTimerAt(t, DefaultPeerProbeWait)
+			answered(t, c, vip4, false)
+			h.clk.Advance(DefaultPeerProbeWait)
+		}
+		garp(t, c, vip4, mac0)
+		if an := h.nextAnnouncement(); !an.At.Equal(start.Add(4 * DefaultPeerProbeWait)) {
+			t.Fatalf("announced at %v, want %v", an.At, start.Add(4*DefaultPeerProbeWait))
+		}
+		answered(t, c, vip4, true)
+		if got := value(h.a.metrics.PeerWaitsExpired); got != 1 {
+			t.Fatalf("peer_waits_expired = %v, want 1", got)
+		}
+	})
 	t.Run("foreign device answers", func(t *testing.T) {
 		h, c, _ := setWith(t, WaitForPeers())
 		arpProbe(t, c, vip4, mac0)
@@ -506,7 +536,7 @@ func yielded(t *testing.T, sched Schedule) (*harness, *fakeConn) {
 func TestConflictWithdrawWhileYielded(t *testing.T) {
 	h, c := yielded(t, Schedule{Repeats: []time.Duration{time.Hour}, Refresh: time.Minute})
 	tk := h.takeoverOf(vip4)
-	h.clk.waitTimerAt(t, time.Minute)
+	h.clk.waitTimerAt(t, DefaultConflictRecheckFirst)
 	h.a.Withdraw("svc", vip4)
 	select {
 	case <-tk.done:
@@ -535,7 +565,7 @@ func TestConflictWithdrawWhileYielded(t *testing.T) {
 // claim from another foreign MAC while yielded moves the conflict to it.
 func TestConflictReannounceWhileYielded(t *testing.T) {
 	h, c := yielded(t, Schedule{Repeats: []time.Duration{time.Hour}, Refresh: time.Minute})
-	h.clk.waitTimerAt(t, time.Minute)
+	h.clk.waitTimerAt(t, DefaultConflictRecheckFirst)
 
 	c.deliver(t, foreignGARP(vip4, thirdMAC))
 	if conf := h.nextConflict(); !bytes.Equal(conf.MAC, thirdMAC) {
@@ -546,7 +576,7 @@ func TestConflictReannounceWhileYielded(t *testing.T) {
 	h.a.Reannounce(vip4)
 	arpProbe(t, c, vip4, mac0)
 	c.deliver(t, probeAnswer(vip4, thirdMAC, mac0))
-	h.clk.waitTimerAt(t, time.Minute)
+	h.clk.waitTimerAt(t, 2*DefaultConflictRecheckFirst)
 	h.noConflict()
 
 	h.a.Reannounce(vip4)
@@ -605,8 +635,8 @@ func TestConflictIPv6(t *testing.T) {
 		t.Fatalf("suppressed drops = %v, want 1 (the solicitation during the probe)", got)
 	}
 
-	h.clk.waitTimerAt(t, time.Minute)
-	h.clk.Advance(time.Minute)
+	h.clk.waitTimerAt(t, DefaultConflictRecheckFirst)
+	h.clk.Advance(DefaultConflictRecheckFirst)
 	dadProbe(t, n, vip6)
 	h.clk.Advance(DefaultProbeWait / 2)
 	dadProbe(t, n, vip6)
@@ -633,13 +663,14 @@ func TestConflictConfig(t *testing.T) {
 		defend, wait, recheck time.Duration
 		wantErr               bool
 	}{
-		{cfg: DefaultConfig(), defend: 10 * time.Second, wait: 200 * time.Millisecond, recheck: 60 * time.Second},
-		{cfg: Config{Schedule: Schedule{Refresh: 5 * time.Second}}, defend: 10 * time.Second, wait: 200 * time.Millisecond, recheck: 5 * time.Second},
-		{cfg: Config{}, defend: 10 * time.Second, wait: 200 * time.Millisecond, recheck: 60 * time.Second},
+		{cfg: DefaultConfig(), defend: 10 * time.Second, wait: 200 * time.Millisecond, recheck: 8 * time.Second},
+		{cfg: Config{Schedule: Schedule{Refresh: 5 * time.Second}}, defend: 10 * time.Second, wait: 200 * time.Millisecond, recheck: 8 * time.Second},
+		{cfg: Config{}, defend: 10 * time.Second, wait: 200 * time.Millisecond, recheck: 8 * time.Second},
 		{cfg: Config{DefendInterval: time.Second, ProbeWait: time.Millisecond, ConflictRecheck: time.Hour}, defend: time.Second, wait: time.Millisecond, recheck: time.Hour},
 		{cfg: Config{DefendInterval: -1}, wantErr: true},
 		{cfg: Config{ProbeWait: -1}, wantErr: true},
 		{cfg: Config{ConflictRecheck: -1}, wantErr: true},
+		{cfg: Config{ConflictRecheckFirst: time.Minute, ConflictRecheck: time.Second}, wantErr: true},
 	} {
 		tc.cfg.Registerer = prometheus.NewRegistry()
 		a, err := newAnnouncer(tc.cfg, system{}, newFakeClock())
@@ -655,5 +686,41 @@ func TestConflictConfig(t *testing.T) {
 		if a.cfg.DefendInterval != tc.defend || a.cfg.ProbeWait != tc.wait || a.cfg.ConflictRecheck != tc.recheck {
 			t.Errorf("defend %v wait %v recheck %v, want %v %v %v", a.cfg.DefendInterval, a.cfg.ProbeWait, a.cfg.ConflictRecheck, tc.defend, tc.wait, tc.recheck)
 		}
+	}
+}
+
+// TestPeerWaitOver: the wait is over at the limit, and never before a peer answered.
+func TestPeerWaitOver(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		since time.Time
+		at    time.Duration
+		want  bool
+	}{{t0, 0, false}, {t0, 10*time.Second - 1, false}, {t0, 10 * time.Second, true}, {time.Time{}, time.Hour, false}} {
+		if got := peerWaitOver(tc.since, t0.Add(tc.at), 10*time.Second); got != tc.want {
+			t.Errorf("since %v at +%v: %v, want %v", tc.since, tc.at, got, tc.want)
+		}
+	}
+}
+
+// TestRecheckAfter: the waits between probes of a yielded IP double from the first and
+// stop at the limit.
+func TestRecheckAfter(t *testing.T) {
+	var got []time.Duration
+	for n := range 7 {
+		got = append(got, recheckAfter(n, time.Second, 8*time.Second))
+	}
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 8 * time.Second, 8 * time.Second, 8 * time.Second}
+	if !slices.Equal(got, want) {
+		t.Fatalf("waits %v, want %v", got, want)
+	}
+	if d := recheckAfter(1000, time.Second, 8*time.Second); d != 8*time.Second {
+		t.Fatalf("after many answers %v, want the limit", d)
+	}
+	if d := recheckAfter(0, 3*time.Second, 5*time.Second); d != 3*time.Second {
+		t.Fatalf("first %v, want 3s", d)
+	}
+	if d := recheckAfter(1, 3*time.Second, 5*time.Second); d != 5*time.Second {
+		t.Fatalf("second %v, want the limit 5s", d)
 	}
 }

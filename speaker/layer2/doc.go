@@ -33,6 +33,9 @@
 // holds an IP this node owns on the receiving interface: an ARP request or reply whose
 // sender IP is the owned IP (gratuitous or not), or a neighbour advertisement for the
 // owned VIP (the claimer is its Target Link-Layer Address, else the Ethernet source).
+// The frame must come from the MAC it names (Ethernet source = ARP sender hardware
+// address or NA Target Link-Layer Address): else it is dropped as "sender-mismatch"
+// and counts for nothing, so a forger cannot speak in another device's name.
 // Probes only ask and are answered as before: ARP with sender IP 0.0.0.0, DAD from ::.
 // Every claim is counted in herald_l2_foreign_claims_total{ip}, dropped unanswered
 // (reason "claim") and reported to Config.OnClaim, marked Peer if Config.Peer says the
@@ -49,8 +52,9 @@
 //     dropped (reason "suppressed") and nothing is announced. OnConflict reports it,
 //     Announcer.Conflict returns it, herald_l2_conflict{ip,mac} is 1. A yield covers the
 //     IP on every interface, whichever one the claim came in on.
-//   - Recovery: every ConflictRecheck (default Schedule.Refresh) a yielded IP gets a probe
-//     round: two probes ProbeWait/2 apart, listening for ProbeWait (200 ms). No foreign
+//   - Recovery: a yielded IP gets a probe round ConflictRecheckFirst (1 s) after the
+//     yield, then after waits doubling up to ConflictRecheck (8 s) while the device
+//     answers: two probes ProbeWait/2 apart, listening for ProbeWait (200 ms). No foreign
 //     answer clears the conflict (OnConflictCleared, the gauge goes) and the schedule
 //     starts from its first announcement. For a yielded IP, Reannounce and a new
 //     interface bring the probe round forward.
@@ -62,14 +66,17 @@
 //     was lost without leaving, keeps the IP quiet through rounds of PeerProbeWait
 //     (50 ms) until one goes unanswered by any speaker: a cut-off owner that still
 //     answers keeps the IP until it goes silent, so the IP never has two MACs
-//     (herald_l2_takeovers_deferred_total counts the waits).
+//     (herald_l2_takeovers_deferred_total counts the waits). The wait lasts at most
+//     PeerWaitMax (10 s): a dead node's MAC in a forger's frames cannot hold a
+//     takeover longer (herald_l2_peer_waits_expired_total).
 //   - Withdraw ends the loop and the gauge of a yielded IP, without OnConflictCleared.
 //
 // Metrics (metrics.go) are registered on the Registerer the caller passes in:
 // herald_l2_arp_requests_total, herald_l2_arp_replies_total,
 // herald_l2_gratuitous_sent_total, herald_l2_ndp_solicitations_total,
 // herald_l2_ndp_advertisements_total, herald_l2_probes_sent_total,
-// herald_l2_takeovers_deferred_total,
+// herald_l2_takeovers_deferred_total, herald_l2_peer_waits_expired_total,
+// herald_l2_replies_rate_limited_total,
 // herald_l2_foreign_claims_total{ip}, herald_l2_conflict{ip,mac} and
 // herald_l2_dropped_frames_total{reason}. Malformed or foreign frames are dropped and
 // counted, never a crash.

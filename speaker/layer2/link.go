@@ -25,6 +25,7 @@ type link struct {
 	closed atomic.Bool
 
 	clock    clock
+	limit    *replyLimit                 // answers per requester MAC
 	onClaim  func(Claim)                 // nil: claims are only counted
 	nodeMACs func(net.HardwareAddr) bool // nil: only the interface's own MAC is ours
 }
@@ -67,23 +68,30 @@ func (l *link) init(ifi *net.Interface, c Conn, owners *Table, m *Metrics, log l
 	l.m = m
 	l.log = log.WithValues("interface", ifi.Name, "protocol", proto)
 	l.clock = realClock{}
+	l.limit = newReplyLimit(ReplyRate, ReplyBurst, replyRequesters)
 	for _, o := range opts {
 		o(l)
 	}
 	return nil
 }
 
-// claimed decides whether mac, seen saying it holds ip (owned on this interface), is
-// another device; if so it counts and reports the claim.
-func (l *link) claimed(ip netip.Addr, mac net.HardwareAddr, kind ClaimKind) bool {
+// claimed decides whether mac, seen saying it holds ip (owned on this interface) in a
+// frame from ethSrc, is another device; if so it counts and reports the claim. It
+// returns the drop reason of the frame: "" when mac is this node's (not a claim),
+// DropSenderMismatch when the frame did not come from mac (a forger naming another
+// device, or a relay; either way no evidence of who holds the IP), else DropClaim.
+func (l *link) claimed(ip netip.Addr, mac, ethSrc net.HardwareAddr, kind ClaimKind) string {
 	if sameMAC(mac, l.mac) || (l.nodeMACs != nil && l.nodeMACs(mac)) {
-		return false
+		return ""
+	}
+	if !sameMAC(mac, ethSrc) {
+		return DropSenderMismatch
 	}
 	l.m.claim(ip)
 	if l.onClaim != nil {
 		l.onClaim(Claim{IP: ip, Interface: l.name, MAC: bytes.Clone(mac), At: l.clock.Now(), Kind: kind})
 	}
-	return true
+	return DropClaim
 }
 
 // Interface is the name of the interface the responder answers on.
@@ -115,6 +123,8 @@ func (l *link) serve(bufSize int, proto string, handle frameHandler, answered fu
 }
 
 // answer handles one received frame: send handle's answer, or count why there is none.
+// Answers are limited per destination MAC (ratelimit.go); gratuitous frames and probes
+// do not come through here and are never limited.
 func (l *link) answer(frame []byte, handle frameHandler, answered func(*Metrics) prometheus.Counter) {
 	reply, dst, reason := handle(frame)
 	if reason == "" && !l.owners.running() {
@@ -125,6 +135,10 @@ func (l *link) answer(frame []byte, handle frameHandler, answered func(*Metrics)
 	}
 	if reason != "" {
 		l.m.drop(reason)
+		return
+	}
+	if !l.limit.allow(dst, l.clock.Now()) {
+		l.m.inc(repliesRateLimited)
 		return
 	}
 	if _, err := l.conn.WriteTo(reply, &packet.Addr{HardwareAddr: dst}); err != nil {

@@ -30,13 +30,17 @@ const (
 	// DropClaim: another device says it holds an IP this node owns (a claim, also
 	// counted in herald_l2_foreign_claims_total); never answered.
 	DropClaim = "claim"
+	// DropSenderMismatch: would be a claim, but the frame's Ethernet source is not the
+	// MAC it names (ARP sender hardware address, NDP target link-layer address): a
+	// forger speaking in another device's name. Neither a claim nor answered.
+	DropSenderMismatch = "sender-mismatch"
 	// DropSuppressed: asks for an owned IP this node does not answer for now: it is
 	// probing the IP before announcing it, has yielded it to another device, or the
 	// process has just stalled and not yet heard its peers again (watchdog.go).
 	DropSuppressed = "suppressed"
 )
 
-var dropReasons = []string{DropMalformed, DropNotRequest, DropForeignDst, DropOwnFrame, DropNotOwned, DropWrongInterface, DropClaim, DropSuppressed}
+var dropReasons = []string{DropMalformed, DropNotRequest, DropForeignDst, DropOwnFrame, DropNotOwned, DropWrongInterface, DropClaim, DropSenderMismatch, DropSuppressed}
 
 // Metrics are the layer-2 counters. Build them with NewMetrics; a nil *Metrics counts
 // nothing.
@@ -53,6 +57,10 @@ type Metrics struct {
 	NDPSolicitations prometheus.Counter
 	// NDPAdvertisements counts neighbour advertisements sent in answer to a solicitation.
 	NDPAdvertisements prometheus.Counter
+	// RepliesRateLimited counts answers (ARP replies, solicited neighbour
+	// advertisements) not sent because their requester had used its share (ReplyRate,
+	// ReplyBurst).
+	RepliesRateLimited prometheus.Counter
 	// Dropped counts received frames not answered, by reason (the Drop* constants).
 	Dropped *prometheus.CounterVec
 	// ProbesSent counts probes sent: ARP probes (sender IP 0.0.0.0) and duplicate
@@ -61,6 +69,9 @@ type Metrics struct {
 	// TakeoversDeferred counts takeovers (WaitForPeers, Probe) that waited because
 	// another speaker still answered for the IP.
 	TakeoversDeferred prometheus.Counter
+	// PeerWaitsExpired counts takeovers that took the IP while a peer's MAC still
+	// answered for it, after Config.PeerWaitMax.
+	PeerWaitsExpired prometheus.Counter
 	// ForeignClaims counts, by IP, frames in which a device other than this node
 	// claims an IP this node owns on the receiving interface, from other herald speakers
 	// as well as from foreign hosts.
@@ -80,17 +91,19 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 	}
 	m := &Metrics{
-		ARPRequests:       counter("herald_l2_arp_requests_total", "ARP requests received that are addressed to this node (broadcast or its MAC)."),
-		ARPReplies:        counter("herald_l2_arp_replies_total", "ARP replies sent for IPs this node announces."),
-		GratuitousSent:    counter("herald_l2_gratuitous_sent_total", "Gratuitous frames sent: gratuitous ARP requests and replies, unsolicited neighbour advertisements."),
-		NDPSolicitations:  counter("herald_l2_ndp_solicitations_total", "IPv6 neighbour solicitations received that are addressed to this node."),
-		NDPAdvertisements: counter("herald_l2_ndp_advertisements_total", "IPv6 neighbour advertisements sent in answer to solicitations."),
+		ARPRequests:        counter("herald_l2_arp_requests_total", "ARP requests received that are addressed to this node (broadcast or its MAC)."),
+		ARPReplies:         counter("herald_l2_arp_replies_total", "ARP replies sent for IPs this node announces."),
+		GratuitousSent:     counter("herald_l2_gratuitous_sent_total", "Gratuitous frames sent: gratuitous ARP requests and replies, unsolicited neighbour advertisements."),
+		NDPSolicitations:   counter("herald_l2_ndp_solicitations_total", "IPv6 neighbour solicitations received that are addressed to this node."),
+		NDPAdvertisements:  counter("herald_l2_ndp_advertisements_total", "IPv6 neighbour advertisements sent in answer to solicitations."),
+		RepliesRateLimited: counter("herald_l2_replies_rate_limited_total", "ARP replies and neighbour advertisements not sent because their requester (its MAC, per interface) asked more often than the per-requester limit."),
 		Dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_l2_dropped_frames_total",
 			Help: "ARP and NDP frames received and not answered, by reason.",
 		}, []string{"reason"}),
 		ProbesSent:        counter("herald_l2_probes_sent_total", "Address probes sent for owned IPs: ARP probes and IPv6 duplicate address detection solicitations."),
 		TakeoversDeferred: counter("herald_l2_takeovers_deferred_total", "Takeovers that waited because another herald speaker still answered for the IP (one cut off from memberlist, until it went silent)."),
+		PeerWaitsExpired:  counter("herald_l2_peer_waits_expired_total", "Takeovers that took the IP although a herald speaker's MAC still answered for it, after the longest wait (a dead node's MAC in forged frames, or a speaker the quorum rule did not silence)."),
 		Stalls:            counter("herald_l2_stalls_total", "Times this speaker did not run for longer than its stall threshold (a paused VM or container, a frozen or starved process); after each it answered nothing until it had heard its peers again."),
 		ForeignClaims: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_l2_foreign_claims_total",
@@ -105,8 +118,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		m.Dropped.WithLabelValues(r) // export every reason from the start, at 0
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.ARPRequests, m.ARPReplies, m.GratuitousSent, m.NDPSolicitations, m.NDPAdvertisements, m.Dropped,
-			m.ProbesSent, m.TakeoversDeferred, m.Stalls, m.ForeignClaims, m.Conflict} {
+		for _, c := range []prometheus.Collector{m.ARPRequests, m.ARPReplies, m.GratuitousSent, m.NDPSolicitations, m.NDPAdvertisements, m.RepliesRateLimited, m.Dropped,
+			m.ProbesSent, m.TakeoversDeferred, m.PeerWaitsExpired, m.Stalls, m.ForeignClaims, m.Conflict} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -145,11 +158,13 @@ func (m *Metrics) clearConflict(ip netip.Addr, mac net.HardwareAddr) {
 	}
 }
 
-func arpRequests(m *Metrics) prometheus.Counter       { return m.ARPRequests }
-func arpReplies(m *Metrics) prometheus.Counter        { return m.ARPReplies }
-func gratuitousSent(m *Metrics) prometheus.Counter    { return m.GratuitousSent }
-func ndpSolicitations(m *Metrics) prometheus.Counter  { return m.NDPSolicitations }
-func ndpAdvertisements(m *Metrics) prometheus.Counter { return m.NDPAdvertisements }
-func probesSent(m *Metrics) prometheus.Counter        { return m.ProbesSent }
-func stalls(m *Metrics) prometheus.Counter            { return m.Stalls }
-func takeoversDeferred(m *Metrics) prometheus.Counter { return m.TakeoversDeferred }
+func arpRequests(m *Metrics) prometheus.Counter        { return m.ARPRequests }
+func arpReplies(m *Metrics) prometheus.Counter         { return m.ARPReplies }
+func gratuitousSent(m *Metrics) prometheus.Counter     { return m.GratuitousSent }
+func ndpSolicitations(m *Metrics) prometheus.Counter   { return m.NDPSolicitations }
+func ndpAdvertisements(m *Metrics) prometheus.Counter  { return m.NDPAdvertisements }
+func repliesRateLimited(m *Metrics) prometheus.Counter { return m.RepliesRateLimited }
+func probesSent(m *Metrics) prometheus.Counter         { return m.ProbesSent }
+func stalls(m *Metrics) prometheus.Counter             { return m.Stalls }
+func peerWaitsExpired(m *Metrics) prometheus.Counter   { return m.PeerWaitsExpired }
+func takeoversDeferred(m *Metrics) prometheus.Counter  { return m.TakeoversDeferred }

@@ -170,7 +170,8 @@ func (r *NDPResponder) handle(b []byte) ([]byte, net.HardwareAddr, string) {
 // advertisement returns why a received neighbour advertisement is dropped: claim if
 // its target is a VIP owned on this interface and the advertised MAC (the Target
 // Link-Layer Address option, else the Ethernet source) is not this node's; else
-// not-request, as for any message that is not a solicitation. The target is looked up
+// not-request, as for any message that is not a solicitation. A Target Link-Layer
+// Address that is not the Ethernet source makes it sender-mismatch, not a claim. The target is looked up
 // first, so the advertisements of other addresses cost one table lookup; a candidate
 // claim is then validated as RFC 4861 §7.1.2 asks (malformed, foreign-dst): hop limit
 // 255, checksum, code 0, at least 24 bytes, options of non-zero length, a unicast
@@ -206,8 +207,8 @@ func (r *NDPResponder) advertisement(p *icmpv6Packet) string {
 	if !unicastMAC(mac) {
 		return DropMalformed
 	}
-	if r.claimed(target, mac, ClaimNeighborAdvertisement) {
-		return DropClaim
+	if reason := r.claimed(target, mac, p.ethSrc, ClaimNeighborAdvertisement); reason != "" {
+		return reason
 	}
 	return DropNotRequest
 }

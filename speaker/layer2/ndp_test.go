@@ -96,6 +96,7 @@ func TestNDPRules(t *testing.T) {
 		{"solicited NA for the VIP to our MAC", adv{dst: peer6, ethDst: ourMAC, solicited: true}.bytes(), want{reason: DropClaim}},
 		{"NA without target LLA: the Ethernet source claims", adv{noTLLA: true}.bytes(), want{reason: DropClaim}},
 		{"NA answering DAD, from a link-local source", adv{src: peer6}.bytes(), want{reason: DropClaim}},
+		{"NA whose target LLA is not the Ethernet source", adv{ethSrc: peerMAC, tlla: otherMAC}.bytes(), want{reason: DropSenderMismatch}},
 		{"NA with our MAC as target LLA", adv{tlla: ourMAC}.bytes(), want{reason: DropNotRequest}},
 		{"NA for an address not owned", adv{target: netip.MustParseAddr("2001:db8::99")}.bytes(), want{reason: DropNotRequest}},
 		{"NA for a VIP owned on another interface", adv{target: vip6Other}.bytes(), want{reason: DropNotRequest}},
@@ -192,19 +193,22 @@ func TestNDPClaims(t *testing.T) {
 		WithNodeMACs(func(mac net.HardwareAddr) bool { return bytes.Equal(mac, peerMAC) }))
 	r.handle(adv{}.bytes())
 	r.handle(adv{noTLLA: true, ethSrc: peerMAC}.bytes())                         // this node
-	r.handle(adv{ethSrc: peerMAC, tlla: otherMAC}.bytes())                       // the option names the claimer
+	r.serveFrame(adv{ethSrc: peerMAC, tlla: otherMAC}.bytes())                   // the option names another MAC than the source
 	r.handle(adv{target: netip.MustParseAddr("2001:db8::99")}.bytes())           // not owned
 	r.handle(ns{src: vip6, target: netip.MustParseAddr("2001:db8::99")}.bytes()) // a solicitation is no claim
-	if len(got) != 2 {
-		t.Fatalf("%d claims, want 2: %+v", len(got), got)
+	if len(got) != 1 {
+		t.Fatalf("%d claims, want 1: %+v", len(got), got)
 	}
 	for _, c := range got {
 		if c.IP != vip6 || c.Interface != "eth0" || !bytes.Equal(c.MAC, otherMAC) || c.Kind != ClaimNeighborAdvertisement {
 			t.Errorf("claim %+v, want %s on eth0 by %s", c, vip6, otherMAC)
 		}
 	}
-	if n := value(m.ForeignClaims.WithLabelValues(vip6.String())); n != 2 {
-		t.Errorf("foreign_claims_total = %v, want 2", n)
+	if n := value(m.ForeignClaims.WithLabelValues(vip6.String())); n != 1 {
+		t.Errorf("foreign_claims_total = %v, want 1", n)
+	}
+	if n := value(m.Dropped.WithLabelValues(DropSenderMismatch)); n != 1 {
+		t.Errorf("dropped_frames_total{reason=sender-mismatch} = %v, want 1", n)
 	}
 }
 

@@ -115,7 +115,7 @@ const (
 	phaseDone     phase = iota
 	phaseProbe          // probing before the first announcement; quiet
 	phaseAnnounce       // answering and announcing on the Schedule
-	phaseYielded        // quiet, probing every ConflictRecheck
+	phaseYielded        // quiet, probing with a backoff up to ConflictRecheck
 )
 
 // run drives the takeover through its phases until halted.

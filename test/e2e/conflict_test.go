@@ -18,8 +18,8 @@ import (
 	"herald.dev/herald/speaker/election"
 )
 
-// conflictRefresh is the speakers' --gratuitous-refresh here, which is also how often
-// a yielded IP is probed for the foreign device: short, so that recovery is quick.
+// conflictRefresh is the speakers' --gratuitous-refresh here: short, so that the
+// "no gratuitous-ARP war" check spans several refreshes.
 const conflictRefresh = 2 * time.Second
 
 // TestSpeakerAddressConflict puts a foreign device (a "printer", a namespace on the
