@@ -36,7 +36,8 @@ type Allocations struct {
 	// pending Services could not get an address; they are retried whenever an address
 	// may have become free (release, pool change, a conflict cleared).
 	pending map[types.NamespacedName]bool
-	// duplicates are Services whose status IP another, older Service holds (found at load).
+	// duplicates are Services whose status IP another, older Service holds (found at
+	// load), with the reason shown to them in Events.
 	duplicates map[types.NamespacedName]string
 	// annotationConflicts is the last Warning about conflicting annotation names given
 	// to each Service, so that it is given once (see warnAnnotationConflicts).
@@ -112,6 +113,8 @@ func (a *Allocations) ensureLoaded(ctx context.Context, c client.Reader, served 
 		// (between overlapping pools); otherwise the IPs alone decide. The
 		// ip-allocated-from-pool annotation is not read: the Service's owner may edit it.
 		if err := a.alloc.Restore(view, ingressIPs(s), view.Pool); err != nil {
+			// Restore's refusal: it names the holder only when it is of the
+			// Service's own namespace.
 			a.duplicates[key] = err.Error()
 		}
 	}
