@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -208,9 +209,26 @@ func (a *Allocations) retryPending() {
 		keys = append(keys, k)
 	}
 	a.mu.Unlock()
+	a.retry(keys)
+}
+
+// retry asks the Service reconciler to look again at the Services. Must be called
+// without mu held.
+func (a *Allocations) retry(keys []types.NamespacedName) {
 	for _, k := range keys {
 		a.retryServices <- event.GenericEvent{Object: &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}}
 	}
+}
+
+// notAllowedToShare lists the Services sharing an IP with another namespace in a pool
+// that no longer allows it. Must be called with mu held.
+func (a *Allocations) notAllowedToShare() []types.NamespacedName {
+	var out []types.NamespacedName
+	for _, k := range a.alloc.NotAllowedToShare() {
+		ns, name, _ := strings.Cut(k, "/")
+		out = append(out, types.NamespacedName{Namespace: ns, Name: name})
+	}
+	return out
 }
 
 // refreshAllPools asks the pool reconciler to rewrite every pool's status and

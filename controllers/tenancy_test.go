@@ -69,8 +69,22 @@ func TestTenantCannotShareAnotherNamespacesIP(t *testing.T) {
 
 	h.service("team-a/shared-web", tenantService("10.0.42.2", "s-key", 443))
 	h.waitIPs("team-a/shared-web", "10.0.42.2")
-	h.service("team-b/shared-api", tenantService("10.0.42.2", "s-key", 8080))
+	h.service("team-b/shared-api", func(s *corev1.Service) {
+		tenantService("", "s-key", 8080)(s)
+		s.Annotations[heraldv1.AnnotationAddressPool] = "shared"
+	})
 	h.waitIPs("team-b/shared-api", "10.0.42.2")
+
+	// The pool stops allowing it: team-a keeps its IP, team-b's Service moves.
+	shared := h.getPool("shared")
+	h.update(shared, func() { shared.Spec.AllowCrossNamespaceSharing = false })
+	h.eventually("team-b/shared-api leaves team-a's IP", func() string {
+		if got := ips(h.getService("team-b/shared-api")); len(got) != 1 || got[0] == "10.0.42.2" {
+			return fmt.Sprintf("has %v", got)
+		}
+		return ""
+	})
+	h.waitIPs("team-a/shared-web", "10.0.42.2")
 }
 
 // Two tenants' Services showing the same IP in their status (shared under an older

@@ -2,6 +2,7 @@ package ipam
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 )
 
@@ -39,4 +40,21 @@ func namespaceOf(key string) string {
 // to retry; it is not shown.
 func notAvailableError(kind error, ip netip.Addr) error {
 	return newError(kind, "IP %s is not available to this Service: no pool it may use gives it out, or a Service of another namespace holds it", ip)
+}
+
+// NotAllowedToShare lists, sorted, the Services that share an IP with another
+// namespace's Service in a pool that does not allow it (any more): their next
+// Allocate moves them, and the IP stays with its first holder. O(IPs in use).
+func (a *Allocator) NotAllowedToShare() []string {
+	var out []string
+	for _, st := range a.ips {
+		owner := namespaceOf(st.holders[0].key)
+		for _, h := range st.holders[1:] {
+			if !mayShareAcross(st.home, owner, namespaceOf(h.key)) {
+				out = append(out, h.key)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

@@ -121,3 +121,33 @@ func TestTenancyErrorsSayNothingOfOtherNamespaces(t *testing.T) {
 		t.Errorf("held by another namespace: %v is not ErrIPInUse", err)
 	}
 }
+
+// A pool that stops allowing namespaces to share names the Services that must move.
+func TestNotAllowedToShare(t *testing.T) {
+	a := New()
+	a.SetPools([]Pool{mkPool(t, "shared", []string{"10.0.1.0/24"}, crossNamespace)})
+	for _, s := range []Service{
+		mkSvc("team-a/web", requested("10.0.1.5"), sharing("k"), ports("TCP/80")),
+		mkSvc("team-b/api", requested("10.0.1.5"), sharing("k"), ports("TCP/81")),
+		mkSvc("team-a/db", requested("10.0.1.5"), sharing("k"), ports("TCP/82")),
+		mkSvc("team-c/x", requested("10.0.1.6"), sharing("k"), ports("TCP/80")),
+	} {
+		if _, err := a.Allocate(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := a.NotAllowedToShare(); len(got) != 0 {
+		t.Fatalf("while the pool allows it: %q", got)
+	}
+	a.SetPools([]Pool{mkPool(t, "shared", []string{"10.0.1.0/24"})})
+	if got := a.NotAllowedToShare(); strings.Join(got, " ") != "team-b/api" {
+		t.Fatalf("after the pool stops allowing it: %q, want team-b/api", got)
+	}
+	res, err := a.Allocate(mkSvc("team-b/api", sharing("k"), ports("TCP/81")))
+	if err != nil || res.IPs[0].String() == "10.0.1.5" {
+		t.Fatalf("team-b/api: %v %v, want another IP", res.IPs, err)
+	}
+	if got := a.NotAllowedToShare(); len(got) != 0 {
+		t.Fatalf("after team-b/api moved: %q", got)
+	}
+}
