@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,8 +61,12 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	s.mu.Lock()
 	err := s.ensureLoaded(ctx, r.Client, r.Served)
 	changed := false
+	var mustMove []types.NamespacedName
 	if err == nil {
 		changed, err = s.syncPools(ctx, r.Client)
+	}
+	if changed {
+		mustMove = s.notAllowedToShare()
 	}
 	stats := s.alloc.Stats(req.Name)
 	users := s.alloc.Users(req.Name)
@@ -75,8 +80,10 @@ func (r *PoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, err
 	}
 	if changed {
-		// New or wider pools may serve Services that are waiting.
+		// New or wider pools may serve Services that are waiting; a pool that stopped
+		// letting namespaces share moves all but the first holder's namespace.
 		s.retryPending()
+		s.retry(mustMove)
 	}
 
 	var pool heraldv1.IPAddressPool

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,7 +37,8 @@ type Allocations struct {
 	// pending Services could not get an address; they are retried whenever an address
 	// may have become free (release, pool change, a conflict cleared).
 	pending map[types.NamespacedName]bool
-	// duplicates are Services whose status IP another, older Service holds (found at load).
+	// duplicates are Services whose status IP another, older Service holds (found at
+	// load), with the reason shown to them in Events.
 	duplicates map[types.NamespacedName]string
 	// annotationConflicts is the last Warning about conflicting annotation names given
 	// to each Service, so that it is given once (see warnAnnotationConflicts).
@@ -112,6 +114,8 @@ func (a *Allocations) ensureLoaded(ctx context.Context, c client.Reader, served 
 		// (between overlapping pools); otherwise the IPs alone decide. The
 		// ip-allocated-from-pool annotation is not read: the Service's owner may edit it.
 		if err := a.alloc.Restore(view, ingressIPs(s), view.Pool); err != nil {
+			// Restore's refusal: it names the holder only when it is of the
+			// Service's own namespace.
 			a.duplicates[key] = err.Error()
 		}
 	}
@@ -205,9 +209,26 @@ func (a *Allocations) retryPending() {
 		keys = append(keys, k)
 	}
 	a.mu.Unlock()
+	a.retry(keys)
+}
+
+// retry asks the Service reconciler to look again at the Services. Must be called
+// without mu held.
+func (a *Allocations) retry(keys []types.NamespacedName) {
 	for _, k := range keys {
 		a.retryServices <- event.GenericEvent{Object: &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}}
 	}
+}
+
+// notAllowedToShare lists the Services sharing an IP with another namespace in a pool
+// that no longer allows it. Must be called with mu held.
+func (a *Allocations) notAllowedToShare() []types.NamespacedName {
+	var out []types.NamespacedName
+	for _, k := range a.alloc.NotAllowedToShare() {
+		ns, name, _ := strings.Cut(k, "/")
+		out = append(out, types.NamespacedName{Namespace: ns, Name: name})
+	}
+	return out
 }
 
 // refreshAllPools asks the pool reconciler to rewrite every pool's status and

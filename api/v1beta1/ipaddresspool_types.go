@@ -50,6 +50,17 @@ type IPAddressPoolSpec struct {
 	// +optional
 	AvoidBuggyIPs bool `json:"avoidBuggyIPs,omitempty"`
 
+	// AllowCrossNamespaceSharing lets Services of different namespaces share
+	// one of the pool's addresses when they set the same sharing key
+	// (herald.dev/allow-shared-ip). Off by default: namespaces are tenants, a
+	// sharing key is scoped to its namespace, and a Service never joins an
+	// address held by another namespace. Turn it on only for a pool whose
+	// namespaces trust each other, such as a pool moved from MetalLB whose
+	// Services already share across namespaces.
+	// +kubebuilder:default=false
+	// +optional
+	AllowCrossNamespaceSharing bool `json:"allowCrossNamespaceSharing,omitempty"`
+
 	// ServiceAllocation restricts the pool to some namespaces or Services and
 	// orders it before other pools for them. Absent: every Service may use the
 	// pool.

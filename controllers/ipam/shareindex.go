@@ -10,13 +10,14 @@ import (
 )
 
 // shareIndex finds an IP a sharing Service may join without scanning the IPs in use.
-// IPs held with a sharing key are grouped by that key, then by backend key and the set
-// of ports in use on them. The IPs of one group are alike for the sharing check, so it
+// IPs held with a sharing key are grouped by that key, then by the namespace owning
+// them (ownerNamespace), backend key and the set of ports in use on them. The IPs of one group are alike for the sharing check, so it
 // runs once per group, and each group keeps its IPs ordered by address. Groups are few
 // in practice: Services sharing a key tend to use the same ports.
 type shareIndex map[string]map[string]*shareGroup // sharing key -> group key -> group
 
 type shareGroup struct {
+	namespace  string
 	backendKey string
 	ports      []Port
 	ips        *btree.BTreeG[*ipState]
@@ -35,6 +36,7 @@ func (ix shareIndex) add(st *ipState) {
 	g := groups[st.group]
 	if g == nil {
 		g = &shareGroup{
+			namespace:  namespaceOf(st.holders[0].key),
 			backendKey: st.backendKey,
 			ports:      sortedPorts(st.ports),
 			ips:        btree.NewG(16, func(x, y *ipState) bool { return x.addr.Less(y.addr) }),
@@ -62,14 +64,15 @@ func (ix shareIndex) remove(st *ipState) {
 }
 
 // candidate returns the lowest IP of family f in pool p that svc may share, skipping
-// the IPs in conflict (few: each costs one step of the walk).
+// the IPs in conflict (few: each costs one step of the walk). p counts every IP it
+// walks, so p decides whether namespaces share.
 func (ix shareIndex) candidate(p *poolState, svc Service, f Family, conflicts map[netip.Addr]bool) (netip.Addr, bool) {
 	if svc.SharingKey == "" {
 		return netip.Addr{}, false
 	}
 	var best netip.Addr
 	for _, g := range ix[svc.SharingKey] {
-		if g.backendKey != svc.BackendKey || slices.ContainsFunc(svc.Ports, func(x Port) bool { return slices.Contains(g.ports, x) }) {
+		if !mayShareAcross(p, g.namespace, svc.Namespace) || g.backendKey != svc.BackendKey || slices.ContainsFunc(svc.Ports, func(x Port) bool { return slices.Contains(g.ports, x) }) {
 			continue
 		}
 		if ip, ok := g.lowestIn(p, f, conflicts); ok && (!best.IsValid() || ip.Less(best)) {
@@ -101,9 +104,10 @@ func (g *shareGroup) lowestIn(p *poolState, f Family, conflicts map[netip.Addr]b
 	return netip.Addr{}, false
 }
 
-// groupKey names the group of an IP: backend key and sorted ports.
+// groupKey names the group of an IP: owning namespace, backend key and sorted ports.
 func groupKey(st *ipState) string {
-	b := []byte(st.backendKey)
+	b := []byte(namespaceOf(st.holders[0].key))
+	b = append(append(b, 0), st.backendKey...)
 	for _, p := range sortedPorts(st.ports) {
 		b = append(b, 0)
 		b = append(b, p.Protocol...)

@@ -30,7 +30,8 @@ func sharingAnnotation(svc Service) string {
 }
 
 // canShare reports why svc may not hold st's IP alongside its other holders (nil when
-// it may). svc's own holding does not count: a sole holder may change its keys.
+// it may). svc's own holding does not count: a sole holder may change its keys. Errors
+// name other Services only when they are of svc's namespace.
 func canShare(st *ipState, svc Service) error {
 	var other *allocation
 	for _, h := range st.holders {
@@ -42,16 +43,31 @@ func canShare(st *ipState, svc Service) error {
 	if other == nil {
 		return nil
 	}
+	if !mayShareAcross(st.home, ownerNamespace(st, svc), svc.Namespace) {
+		return notAvailableError(ErrIPInUse, st.addr)
+	}
+	// Past here the pool may let namespaces share; a refusal because of another
+	// namespace's Service still says nothing about it.
+	foreign := func(key string) bool { return namespaceOf(key) != svc.Namespace }
 	if svc.SharingKey == "" || svc.SharingKey != st.sharingKey {
+		if foreign(other.key) {
+			return notAvailableError(ErrIPInUse, st.addr)
+		}
 		return newError(ErrIPInUse, "IP %s is in use by %s with sharing key %q (need the same non-empty %s key)",
 			st.addr, other.key, st.sharingKey, sharingAnnotation(svc))
 	}
 	if svc.BackendKey != st.backendKey {
+		if foreign(other.key) {
+			return notAvailableError(ErrIPInUse, st.addr)
+		}
 		return newError(ErrIPInUse, "IP %s is in use by %s with %s, this Service has %s (Services sharing an IP need the same externalTrafficPolicy, and for Local the same selector)",
 			st.addr, other.key, describeBackend(st.backendKey), describeBackend(svc.BackendKey))
 	}
 	for _, p := range svc.Ports {
 		if user, ok := st.ports[p]; ok && user != svc.Key {
+			if foreign(user) {
+				return notAvailableError(ErrIPInUse, st.addr)
+			}
 			return newError(ErrIPInUse, "port %s/%d already used by %s on %s", p.Protocol, p.Port, user, st.addr)
 		}
 	}

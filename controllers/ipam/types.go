@@ -38,6 +38,9 @@ type Pool struct {
 	Ranges        []netipx.IPRange
 	AutoAssign    bool
 	AvoidBuggyIPs bool
+	// CrossNamespaceSharing lets Services of different namespaces share an address
+	// of the pool (spec.allowCrossNamespaceSharing); see mayShareAcross.
+	CrossNamespaceSharing bool
 	// Created orders pools when they overlap: the older pool keeps the addresses.
 	Created time.Time
 	// Terminating pools (deletionTimestamp set) give out no new addresses; the IPs they

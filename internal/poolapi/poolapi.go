@@ -23,12 +23,13 @@ func FromAPI(p *heraldv1.IPAddressPool) (ipam.Pool, error) {
 		return ipam.Pool{}, fmt.Errorf("spec.addresses: %w", err)
 	}
 	pool := ipam.Pool{
-		Name:          p.Name,
-		Ranges:        ranges,
-		AutoAssign:    p.Spec.AutoAssign == nil || *p.Spec.AutoAssign,
-		AvoidBuggyIPs: p.Spec.AvoidBuggyIPs,
-		Created:       p.CreationTimestamp.Time,
-		Terminating:   !p.DeletionTimestamp.IsZero(),
+		Name:                  p.Name,
+		Ranges:                ranges,
+		AutoAssign:            p.Spec.AutoAssign == nil || *p.Spec.AutoAssign,
+		AvoidBuggyIPs:         p.Spec.AvoidBuggyIPs,
+		CrossNamespaceSharing: p.Spec.AllowCrossNamespaceSharing,
+		Created:               p.CreationTimestamp.Time,
+		Terminating:           !p.DeletionTimestamp.IsZero(),
 	}
 	if sa := p.Spec.AllocateTo; sa != nil {
 		alloc := &ipam.Allocation{Priority: sa.Priority, Namespaces: sa.Namespaces}

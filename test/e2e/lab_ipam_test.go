@@ -220,7 +220,7 @@ func TestLabIPOutsidePools(t *testing.T) {
 	const outside = "172.18.254.10"
 	svc := f.createService(t, lbService("outside", annotate(heraldv1.AnnotationLoadBalancerIPs, outside)))
 	f.expectEvent(t, svc, corev1.EventTypeWarning, "AllocationFailed",
-		noteIs("requested IP "+outside+" is not in any pool the Service may use"), "saying the IP is in no pool")
+		noteHas("IP "+outside+" is not available to this Service"), "saying the IP is not available")
 	if ip, err := f.ingress(t.Context(), "outside"); err != nil || ip.IsValid() {
 		t.Fatalf("Service outside has IP %v (%v), want none", ip, err)
 	}

@@ -46,7 +46,8 @@ converted and the command succeeds.
 
 On stderr it also lists the Services that carry MetalLB annotations, and warns of those
 asking for a pool herald will not have (they keep their IP, with a Warning Event, until
-a pool of that name exists).
+a pool of that name exists), and of IPs that Services of different namespaces share:
+herald shares those only in a pool with spec.allowCrossNamespaceSharing set.
 
 Without -f it reads the cluster of --kubeconfig (MetalLB's objects in
 --metallb-namespace, Services in every namespace). With -f it reads only the files,
@@ -104,6 +105,7 @@ func RunMigrate(ctx context.Context, o MigrateOptions, stdin io.Reader, out, err
 		fmt.Fprintf(errOut, "refused: %s\n", r)
 	}
 	metallbmigrate.WriteServiceSummary(errOut, metallbmigrate.SummarizeServices(in.Services, res.Pools))
+	metallbmigrate.WriteSharedIPs(errOut, metallbmigrate.SharedAcrossNamespaces(in.Services, res.Objects))
 	if len(res.Refused) > 0 && !o.SkipUnsupported {
 		done := "printed"
 		if o.Apply {
