@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"herald.dev/herald/internal/memberkey"
 	"herald.dev/herald/internal/recordformat"
 	"herald.dev/herald/speaker/quorum"
 )
@@ -196,6 +197,9 @@ type records struct {
 	now  func() time.Time
 
 	wake chan struct{}
+	// keysReport, when set, is the fingerprints of the memberlist keys this speaker
+	// holds, which its heartbeat publishes (memberkey.ReportAnnotation).
+	keysReport func() string
 
 	mu sync.Mutex
 	// heard says whether this speaker hears node over memberlist; nil until
@@ -860,7 +864,11 @@ func (r *records) writeRecord(ctx context.Context, w recordWish) error {
 
 // writeHeartbeat creates or renews the heartbeat (see heartbeats).
 func (r *records) writeHeartbeat(ctx context.Context) error {
-	_, err := r.put(ctx, HeartbeatName(r.self), map[string]string{HeartbeatLabel: "true"}, nil, &r.beat)
+	var ann map[string]string
+	if r.keysReport != nil {
+		ann = map[string]string{memberkey.ReportAnnotation: r.keysReport()}
+	}
+	_, err := r.put(ctx, HeartbeatName(r.self), map[string]string{HeartbeatLabel: "true"}, ann, &r.beat)
 	return err
 }
 

@@ -90,6 +90,7 @@ func ReadDir(dir string) (Keyring, error) {
 		return nil, fmt.Errorf("reading memberlist keys: %w", err)
 	}
 	data := map[string][]byte{}
+	found := false
 	for _, e := range entries {
 		if name := e.Name(); IsKeyEntry(name) || name == PrimaryEntry {
 			b, err := os.ReadFile(filepath.Join(snap, name))
@@ -100,7 +101,12 @@ func ReadDir(dir string) (Keyring, error) {
 				return nil, fmt.Errorf("reading memberlist keys: %w", err)
 			}
 			data[name] = b
+			found = found || IsKeyEntry(name)
 		}
+	}
+	if !found {
+		// An optional Secret volume is an empty directory until the Secret exists.
+		return nil, fmt.Errorf("no memberlist keys in %s: %w", dir, fs.ErrNotExist)
 	}
 	ring, err := KeyringFromSecretData(data)
 	if err != nil {
@@ -166,3 +172,8 @@ func ParseReport(s string) (primary string, all []string) {
 	all = strings.Split(s, ",")
 	return all[0], all
 }
+
+// ReportAnnotation is the annotation of a speaker's heartbeat Lease holding the
+// Report of the keys it holds, so that whoever rotates the key sees when every
+// speaker has applied a step.
+const ReportAnnotation = "herald.dev/memberlist-keys"
