@@ -25,7 +25,9 @@ type keyFollower struct {
 	read func() (memberkey.Keyring, error)
 	set  func(keys [][]byte) (bool, error)
 	have func() [][]byte
-	log  logr.Logger
+	// changed, when set, is told after the keyring changed.
+	changed func()
+	log     logr.Logger
 
 	keys       prometheus.Gauge
 	changes    prometheus.Counter
@@ -74,6 +76,9 @@ func (f *keyFollower) sync() {
 		var changed bool
 		if changed, err = f.set(ring.AES()); changed && err == nil {
 			f.changes.Inc()
+			if f.changed != nil {
+				f.changed()
+			}
 			f.log.Info("applied the memberlist Secret's keys", "keys", len(ring), "primary", ring[0].Name,
 				"fingerprints", memberkey.Report(ring.AES()))
 		}

@@ -299,6 +299,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	s.records.keysReport = func() string { return memberkey.Report(s.members.Keys()) }
 	if cfg.KeyReread > 0 {
 		keys := newKeyFollower(cfg.Members.ReadKeys, s.members.SetKeys, s.members.Keys, log.WithName("memberlist-keys"))
+		keys.changed = s.records.renewHeartbeat // reported at once, not at the next renewal
 		if err := keys.register(crmetrics.Registry); err != nil {
 			_ = s.members.Shutdown()
 			return stopEarly(err)
