@@ -37,6 +37,9 @@ type Config struct {
 	SecretName string
 	// KeyWait is how long to wait for the controller to create the Secret.
 	KeyWait time.Duration
+	// KeyReread is how often the mounted memberlist Secret is read again, to apply
+	// a key rotation while running (0: never).
+	KeyReread time.Duration
 	// Peers are extra memberlist addresses to join, besides every Node's InternalIP.
 	Peers []string
 	// JoinInterval is how often peers that are not members are tried again (a
@@ -97,6 +100,7 @@ func DefaultConfig() Config {
 		Members:           ml,
 		SecretName:        memberkey.SecretName,
 		KeyWait:           time.Minute,
+		KeyReread:         5 * time.Second,
 		JoinInterval:      2 * time.Second,
 		LeaveTimeout:      time.Second,
 		Records:           DefaultRecordConfig(),
@@ -124,6 +128,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	c.Members.AddFlags(fs)
 	fs.StringVar(&c.SecretName, "ml-secret-name", c.SecretName, "memberlist Secret read through the API server when --ml-secret-key-path does not exist")
 	fs.DurationVar(&c.KeyWait, "ml-secret-wait", c.KeyWait, "how long to wait for the controller to create the memberlist Secret")
+	fs.DurationVar(&c.KeyReread, "ml-secret-reread-interval", c.KeyReread, "how often the mounted memberlist Secret is read again to apply a key rotation (0: never)")
 	fs.StringSliceVar(&c.Peers, "ml-peers", c.Peers, "extra memberlist peers (ip or ip:port) besides every Node's InternalIP")
 	fs.DurationVar(&c.JoinInterval, "ml-join-interval", c.JoinInterval, "how often Nodes whose speaker is not a member are tried again")
 	fs.DurationVar(&c.LeaveTimeout, "ml-leave-timeout", c.LeaveTimeout, "how long the graceful memberlist Leave on SIGTERM may take")

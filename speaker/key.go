@@ -38,11 +38,11 @@ func loadKey(ctx context.Context, api client.Reader, cfg *Config, log logr.Logge
 		var s corev1.Secret
 		err := api.Get(ctx, name, &s)
 		if err == nil {
-			k, err := memberkey.FromSecretData(s.Data)
+			ring, err := memberkey.KeyringFromSecretData(s.Data)
 			if err != nil {
 				return fmt.Errorf("memberlist Secret %s: %w", name, err)
 			}
-			cfg.Members.SecretKey = k
+			cfg.Members.SecretKey, cfg.Members.OtherKeys = ring.Primary(), ring.AES()[1:]
 			return nil
 		}
 		if !apierrors.IsNotFound(err) || time.Now().After(deadline) {

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"herald.dev/herald/internal/memberkey"
 	"herald.dev/herald/internal/recordformat"
 	"herald.dev/herald/speaker/quorum"
 )
@@ -196,6 +197,11 @@ type records struct {
 	now  func() time.Time
 
 	wake chan struct{}
+	// beatNow asks run for a heartbeat now (renewHeartbeat).
+	beatNow chan struct{}
+	// keysReport, when set, is the fingerprints of the memberlist keys this speaker
+	// holds, which its heartbeat publishes (memberkey.ReportAnnotation).
+	keysReport func() string
 
 	mu sync.Mutex
 	// heard says whether this speaker hears node over memberlist; nil until
@@ -246,7 +252,7 @@ func newRecords(self, namespace string, cfg RecordConfig, c, api client.Reader, 
 	macs func(node string, macs []string), log logr.Logger) *records {
 	return &records{
 		self: self, namespace: namespace, cfg: cfg, log: log, cache: c, api: api, writer: w, changed: changed, macs: macs, now: time.Now,
-		wake: make(chan struct{}, 1), seen: map[string]seenVersion{}, left: map[string]time.Time{}, heardOnce: map[string]struct{}{}, apiUp: true,
+		wake: make(chan struct{}, 1), beatNow: make(chan struct{}, 1), seen: map[string]seenVersion{}, left: map[string]time.Time{}, heardOnce: map[string]struct{}{}, apiUp: true,
 		wish:   recordWish{mode: quorum.ModeRejoining, members: []string{self}},
 		writes: newRecordWrites(), reads: newRecordReads(),
 	}
@@ -743,6 +749,15 @@ func (r *records) want(w recordWish) {
 	}
 }
 
+// renewHeartbeat asks for the heartbeat to be written now rather than at the next
+// renewal: what it reports changed (the memberlist keys).
+func (r *records) renewHeartbeat() {
+	select {
+	case r.beatNow <- struct{}{}:
+	default:
+	}
+}
+
 // run writes the record when want asks (at once, or a change of view or a new asker
 // within RecordConfig.Coalesce of the last write at that window's end, with what
 // changed meanwhile), and the heartbeat every renewal period, until ctx ends. After a
@@ -763,6 +778,8 @@ func (r *records) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-r.wake:
+		case <-r.beatNow:
+			beat = true
 		case <-held.C:
 		case <-timer.C:
 			beat = true
@@ -860,7 +877,11 @@ func (r *records) writeRecord(ctx context.Context, w recordWish) error {
 
 // writeHeartbeat creates or renews the heartbeat (see heartbeats).
 func (r *records) writeHeartbeat(ctx context.Context) error {
-	_, err := r.put(ctx, HeartbeatName(r.self), map[string]string{HeartbeatLabel: "true"}, nil, &r.beat)
+	var ann map[string]string
+	if r.keysReport != nil {
+		ann = map[string]string{memberkey.ReportAnnotation: r.keysReport()}
+	}
+	_, err := r.put(ctx, HeartbeatName(r.self), map[string]string{HeartbeatLabel: "true"}, ann, &r.beat)
 	return err
 }
 

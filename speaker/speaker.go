@@ -25,6 +25,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/internal/memberkey"
 	"herald.dev/herald/internal/scheme"
 	"herald.dev/herald/proxy"
 	"herald.dev/herald/speaker/deadnodes"
@@ -298,6 +299,16 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	}
 	log.Info("memberlist started", "node", cfg.NodeName, "addr", s.members.Addr())
 	s.records.setHeard(s.members.IsLive)
+	s.records.keysReport = func() string { return memberkey.Report(s.members.Keys()) }
+	if cfg.KeyReread > 0 {
+		keys := newKeyFollower(cfg.Members.ReadKeys, s.members.SetKeys, s.members.Keys, log.WithName("memberlist-keys"))
+		keys.changed = s.records.renewHeartbeat // reported at once, not at the next renewal
+		if err := keys.register(crmetrics.Registry); err != nil {
+			_ = s.members.Shutdown()
+			return stopEarly(err)
+		}
+		go keys.run(ctx, cfg.KeyReread)
+	}
 	s.members.OnMeta(s.peers.setMeta)
 	// The claims of the speaker this one replaces go out before the join: the peers
 	// holding its IPs see them as this node's as soon as it is back.

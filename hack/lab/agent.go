@@ -13,6 +13,7 @@ import (
 func agentCmd() *cobra.Command {
 	var cfg agent.Config
 	var nodeIP, podCIDR, nodeIP6, podCIDR6 string
+	var secrets []string
 	cmd := &cobra.Command{
 		Use:    "agent",
 		Short:  "The lab's kubelet stand-in for one node (started by `lab up`)",
@@ -36,6 +37,13 @@ func agentCmd() *cobra.Command {
 					return err
 				}
 			}
+			for _, s := range secrets {
+				v, err := agent.ParseSecretVolume(s)
+				if err != nil {
+					return err
+				}
+				cfg.Secrets = append(cfg.Secrets, v)
+			}
 			return agent.Run(cmd.Context(), cfg)
 		},
 	}
@@ -48,6 +56,7 @@ func agentCmd() *cobra.Command {
 	f.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig of the lab's API server")
 	f.StringVar(&cfg.NetnsPrefix, "netns-prefix", "", "the lab's namespace prefix, which pod namespaces share")
 	f.StringVar(&cfg.Dir, "dir", "", "directory for the agent's pod records")
+	f.StringArrayVar(&secrets, "secret-volume", nil, "NAMESPACE/NAME:DIR: keep the Secret mounted in DIR as a kubelet does (repeatable)")
 	f.DurationVar(&cfg.Heartbeat, "heartbeat", 10*time.Second, "how often the Node's status is posted")
 	return cmd
 }

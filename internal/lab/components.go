@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"herald.dev/herald/internal/lab/netlab"
+	"herald.dev/herald/internal/memberkey"
 	"herald.dev/herald/internal/netns"
 )
 
@@ -35,7 +36,9 @@ func speakerCmd(s *State, h HostInfo) []string {
 		"--ml-bind-addr", h.Addr.String(), "--namespace", HeraldNamespace,
 		"--metrics-bind-address", speakerMetrics, "--metrics-secure=false", "--health-probe-bind-address", speakerProbe,
 		// The node's /run/herald: what a restarting speaker leaves its successor.
-		"--state-dir", filepath.Join(s.RunDir, speakerStateDir, h.Name)}
+		"--state-dir", filepath.Join(s.RunDir, speakerStateDir, h.Name),
+		// The Secret volume the node's agent keeps, as the DaemonSet mounts it.
+		"--ml-secret-key-path", filepath.Join(memberlistDir(s.RunDir, h.Name), memberkey.DataKey)}
 	return append(append(cmd, proxierArgs(s)...), s.SpeakerArgs...)
 }
 
@@ -64,7 +67,8 @@ func agentCmd(s *State, h HostInfo) (wrapper, cmd []string) {
 	cmd = []string{s.LabBin, "agent", "--node", h.Name, "--node-ip", h.Addr.String(),
 		"--pod-cidr", h.PodCIDR.String(), "--kubeconfig", s.Kubeconfig,
 		"--netns-prefix", s.Prefix, "--dir", agentDir(s.RunDir, h.Name),
-		"--heartbeat", agentHeartbeat.String()}
+		"--heartbeat", agentHeartbeat.String(),
+		"--secret-volume", HeraldNamespace + "/" + memberkey.SecretName + ":" + memberlistDir(s.RunDir, h.Name)}
 	if h.Addr6.IsValid() {
 		cmd = append(cmd, "--node-ip6", h.Addr6.String(), "--pod-cidr6", h.PodCIDR6.String())
 	}

@@ -122,6 +122,10 @@ func (s *State) BridgeNamespace() string { return s.Prefix + "br" }
 // agentDir is where the agent of a worker keeps its pod records.
 func agentDir(runDir, worker string) string { return filepath.Join(runDir, "agents", worker) }
 
+// memberlistDir is where worker's agent keeps the memberlist Secret mounted for its
+// speaker, as the DaemonSet's Secret volume.
+func memberlistDir(runDir, worker string) string { return filepath.Join(runDir, "memberlist", worker) }
+
 // Save writes the state into its run directory, atomically.
 func (s *State) Save() error {
 	b, err := json.MarshalIndent(s, "", "  ")

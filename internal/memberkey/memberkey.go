@@ -43,12 +43,15 @@ func New() ([]byte, error) {
 // its argument, so its key is the secret's first 32 bytes padded with a constant,
 // not a hash; material beyond 32 bytes is ignored. We hash properly instead (so
 // herald speakers cannot join MetalLB speakers, which is intended).
+//
+// The Secret may hold several keys (keyring.go); this is the primary's AES key, once
+// all of them have been checked.
 func FromSecretData(data map[string][]byte) ([]byte, error) {
-	v, ok := data[DataKey]
-	if !ok {
-		return nil, fmt.Errorf("memberlist Secret has no %q entry", DataKey)
+	ring, err := KeyringFromSecretData(data)
+	if err != nil {
+		return nil, err
 	}
-	return derive(v)
+	return ring.Primary(), nil
 }
 
 // ReadFile reads the mounted Secret entry at path and derives the key as

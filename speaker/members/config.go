@@ -39,6 +39,9 @@ type Config struct {
 	// SecretKey is the AES key (16, 24 or 32 bytes; memberkey.FromSecretData gives 32).
 	// Required: encryption is mandatory, there is no plain-text cluster.
 	SecretKey []byte
+	// OtherKeys are further keys accepted from peers but not sent with: a key being
+	// rotated in or out (each 16, 24 or 32 bytes).
+	OtherKeys [][]byte
 
 	// ProbeInterval is the time between two failure probes, each of the next peer
 	// in a shuffled round (default 100 ms; memberlist LAN: 1 s).
@@ -251,6 +254,11 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("%w: encryption is mandatory (see --ml-secret-key-path)", ErrNoKey))
 	default:
 		bad("memberlist encryption key is %d bytes, want 16, 24 or 32", len(c.SecretKey))
+	}
+	for _, k := range c.OtherKeys {
+		if n := len(k); n != 16 && n != 24 && n != 32 {
+			bad("a secondary memberlist key is %d bytes, want 16, 24 or 32", n)
+		}
 	}
 	positive := func(flag string, d time.Duration) {
 		if d <= 0 {

@@ -53,11 +53,17 @@ type Members struct {
 	outMu sync.Mutex
 	out   map[string]*outgoing
 
+	// keyring is memberlist's own, which it reads for every message; keyMu orders
+	// the changes SetKeys makes.
+	keyring *memberlist.Keyring
+	keyMu   sync.Mutex
+
 	shutdown sync.Once
 }
 
 // Start creates the memberlist bound to cfg.BindAddr:cfg.BindPort, encrypted with
-// cfg.SecretKey (mandatory: incoming and outgoing gossip must be encrypted), and
+// cfg.SecretKey (mandatory: incoming and outgoing gossip must be encrypted) and
+// accepting cfg.OtherKeys too (SetKeys changes them while it runs), and
 // registers herald_memberlist_members and herald_memberlist_state_sends_total on reg
 // (nothing if reg is nil). It does not join anyone: call Join with the discovered
 // peers.
@@ -82,7 +88,12 @@ func Start(cfg Config, log logr.Logger, reg prometheus.Registerer) (*Members, er
 	mc.BindAddr = cfg.BindAddr
 	mc.BindPort = cfg.BindPort
 	mc.AdvertisePort = cfg.BindPort
-	mc.SecretKey = slices.Clone(cfg.SecretKey)
+	kr, err := newKeyring(cfg)
+	if err != nil {
+		m.unregister()
+		return nil, err
+	}
+	m.keyring, mc.Keyring = kr, kr
 	mc.GossipVerifyIncoming = true
 	mc.GossipVerifyOutgoing = true
 	// No compression: on a LAN it saves nothing that matters on packets of a few

@@ -19,6 +19,7 @@ func NewRootCommand() *cobra.Command {
 		newStatusCommand(),
 		newRebalanceCommand(),
 		newMigrateCommand(),
+		newMemberlistKeyCommand(),
 		newVersionCommand(),
 	)
 	return root

@@ -48,6 +48,8 @@ type Config struct {
 	// Dir keeps the agent's records of the pods it set up.
 	Dir       string
 	Heartbeat time.Duration
+	// Secrets are kept mounted as Secret volumes (secretvolume.go).
+	Secrets []SecretVolume
 }
 
 func (c Config) validate() error {
@@ -156,6 +158,9 @@ func Run(ctx context.Context, cfg Config) error {
 	a.log.Printf("node %s registered (InternalIPs %v, pod CIDRs %v)", cfg.Node, cfg.nodeIPs(), cfg.podCIDRs())
 	go a.renewLeases(ctx)
 	go a.heartbeat(ctx, cfg.Heartbeat)
+	for _, v := range cfg.Secrets {
+		go a.mountSecret(ctx, v, time.Second)
+	}
 	return a.servePods(ctx)
 }
 
