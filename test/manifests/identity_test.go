@@ -9,7 +9,6 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -28,18 +27,17 @@ const ownNodePolicy = "herald-speaker-own-node"
 
 // Refusals the policy gives, as its messages say them.
 const (
-	notBound     = "token is not bound to a pod on a node"
-	notOwnLease  = "may write only the Leases herald-speaker-node-a and herald-heartbeat-node-a"
-	notHolder    = "may write only Leases it holds itself"
-	notOwnVIP    = "may publish only itself as the owner of an IP"
-	notOwnEvents = "may report Events only as herald-speaker-node-a"
-	rbacDenied   = "cannot update resource" // RBAC's own words, not the policy's
+	notBound    = "token is not bound to a pod on a node"
+	notOwnLease = "may write only the Leases herald-speaker-node-a and herald-heartbeat-node-a"
+	notHolder   = "may write only Leases it holds itself"
+	notOwnVIP   = "may publish only itself as the owner of an IP"
+	rbacDenied  = "cannot update resource" // RBAC's own words, not the policy's
 )
 
 // TestSpeakerWritesOnlyForItsNode installs the speakers' ServiceAccount, roles and
 // admission policy from config/manifests/herald.yaml on a real kube-apiserver and
 // writes with the token the API server binds to a speaker pod on node-a: its own
-// record, heartbeat, VIPStatus and Events pass; node-b's, the controller's Leases and
+// record, heartbeat and VIPStatus pass; node-b's, the controller's Leases and
 // the records digest are refused, and so is everything written with a token of the
 // same ServiceAccount that is bound to no pod. Before the policy is installed the same
 // token writes node-b's record: RBAC alone does not stop it.
@@ -118,8 +116,6 @@ func TestSpeakerWritesOnlyForItsNode(t *testing.T) {
 		{"a VIPStatus owned by node-b", func() error { return asA.Create(ctx, vipStatus("ip-192-0-2-1", "node-b")) }, notOwnVIP},
 		{"a VIPStatus owned by node-a", func() error { return asA.Create(ctx, vipStatus("ip-192-0-2-2", "node-a")) }, ""},
 		{"a VIPStatus owned by nobody", func() error { return asA.Create(ctx, vipStatus("ip-192-0-2-3", "")) }, ""},
-		{"an Event reported as node-b's speaker", func() error { return asA.Create(ctx, event("b", "herald-speaker-node-b")) }, notOwnEvents},
-		{"an Event reported as node-a's speaker", func() error { return asA.Create(ctx, event("a", "herald-speaker-node-a")) }, ""},
 		{"its own record with a token bound to no pod", func() error {
 			return unbound.Create(ctx, lease("herald-speaker-node-a", "node-a"), client.DryRunAll)
 		}, notBound},
@@ -234,18 +230,5 @@ func vipStatus(name, node string) *heraldv1.VIPStatus {
 	return &heraldv1.VIPStatus{
 		ObjectMeta: metav1.ObjectMeta{Namespace: heraldNS, Name: name},
 		Status:     heraldv1.VIPStatusStatus{IP: "192.0.2.1", Node: node},
-	}
-}
-
-func event(name, instance string) *eventsv1.Event {
-	return &eventsv1.Event{
-		ObjectMeta:          metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "node-x." + name},
-		EventTime:           metav1.NewMicroTime(time.Now()),
-		ReportingController: "herald-speaker",
-		ReportingInstance:   instance,
-		Action:              "Withhold",
-		Reason:              "EndpointsWithheld",
-		Type:                corev1.EventTypeNormal,
-		Regarding:           corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: "node-x"},
 	}
 }

@@ -212,6 +212,8 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 	// The manifests' ServiceAccounts run everything; the harness fails the test if the
 	// API server refused any component anything: that is what proves the RBAC enough.
 	e.ServiceAccountKubeconfigs()
+	// The manifest's admission policy lets a speaker write only with its pod's token.
+	e.SpeakerTokensBoundToPods = true
 	e.AddWorkers(2)
 	e.AddClient()
 	workers, clientHost := e.Workers, e.Client
