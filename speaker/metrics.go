@@ -23,6 +23,7 @@ type metrics struct {
 	recordWatches *prometheus.GaugeVec
 	unreachable   *prometheus.GaugeVec
 	peerClaims    *prometheus.CounterVec
+	tokenBound    prometheus.Gauge
 }
 
 // newMetrics registers the speaker's metrics, and the collectors its parts own
@@ -78,11 +79,15 @@ func newMetrics(reg prometheus.Registerer, owned ...prometheus.Collector) (*metr
 			Name: "herald_l2_peer_claims_total",
 			Help: "ARP/NDP frames in which another herald speaker claimed an IP this node announces: two nodes answering for one IP (split brain).",
 		}, []string{"ip"}),
+		tokenBound: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "herald_speaker_token_node_bound",
+			Help: "1 when the API server binds this speaker's token to a pod on its own node (the admission policy then holds it to that node's records); 0 when it does not.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range append([]prometheus.Collector{m.owner, m.leaderChanges, m.failover, m.elections, m.problems, m.mode, m.expected, m.unreachable, m.peerClaims, m.heartbeats, m.beatSummary, m.recordWatches}, owned...) {
+	for _, c := range append([]prometheus.Collector{m.owner, m.leaderChanges, m.failover, m.elections, m.problems, m.mode, m.expected, m.unreachable, m.peerClaims, m.heartbeats, m.beatSummary, m.recordWatches, m.tokenBound}, owned...) {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {

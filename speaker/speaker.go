@@ -222,6 +222,9 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	if s.metrics, err = newMetrics(crmetrics.Registry, s.records.writes, s.records.reads, s.records.view.events); err != nil {
 		return err
 	}
+	if err := checkTokenBinding(ctx, restCfg, cfg.NodeName, s.metrics.tokenBound, log); err != nil {
+		return err
+	}
 	l2cfg := layer2.Config{
 		ExcludeInterfaces: exclude,
 		Schedule:          cfg.Schedule,
