@@ -160,6 +160,8 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	}
 	cfg.Members.NodeName = cfg.NodeName
 
+	cfg.Metrics.BindAddress = onNodeIP(cfg.Metrics.BindAddress, cfg.Members.BindAddr)
+	cfg.ProbeAddr = onNodeIP(cfg.ProbeAddr, cfg.Members.BindAddr)
 	metrics, err := cfg.Metrics.Options()
 	if err != nil {
 		return err
