@@ -610,6 +610,25 @@ func TestMetricsOff(t *testing.T) {
 	}
 }
 
+// TestProxyOffDropsNetAdmin: NET_ADMIN is for the proxier; without it the speaker
+// adds NET_RAW alone.
+func TestProxyOffDropsNetAdmin(t *testing.T) {
+	for _, c := range []struct {
+		values string
+		want   []corev1.Capability
+	}{
+		{"", []corev1.Capability{"NET_RAW", "NET_ADMIN"}},
+		{"speaker: {proxy: {mode: nftables}}", []corev1.Capability{"NET_RAW", "NET_ADMIN"}},
+		{"speaker: {proxy: {mode: none}}", []corev1.Capability{"NET_RAW"}},
+	} {
+		_, speaker := workloads(t, render(t, c.values))
+		sc := speaker.Spec.Containers[0].SecurityContext
+		if sc == nil || sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Add, c.want) {
+			t.Errorf("values %q: speaker security context %+v, want capabilities %v added", c.values, sc, c.want)
+		}
+	}
+}
+
 // TestBadLogLevel: a log level the binaries do not know stops the rendering.
 func TestBadLogLevel(t *testing.T) {
 	out, err := renderErr(t, "speaker: {logLevel: warn}")
