@@ -658,6 +658,23 @@ func TestNetworkPolicies(t *testing.T) {
 	}
 }
 
+// TestOwnNodePolicyOff: speaker.ownNodePolicy false (clusters before 1.30) leaves out
+// the policy and its binding, and nothing else.
+func TestOwnNodePolicyOff(t *testing.T) {
+	var left []string
+	for _, o := range render(t, "speaker: {ownNodePolicy: false}") {
+		if k, _ := o["kind"].(string); strings.HasPrefix(k, "ValidatingAdmissionPolicy") {
+			left = append(left, key(o))
+		}
+	}
+	if len(left) != 0 {
+		t.Errorf("speaker.ownNodePolicy false still renders %v", left)
+	}
+	if on, off := len(render(t, "")), len(render(t, "speaker: {ownNodePolicy: false}")); on-off != 2 {
+		t.Errorf("%d objects with the policy, %d without: want 2 fewer", on, off)
+	}
+}
+
 // TestBadLogLevel: a log level the binaries do not know stops the rendering.
 func TestBadLogLevel(t *testing.T) {
 	out, err := renderErr(t, "speaker: {logLevel: warn}")
