@@ -19,6 +19,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -607,6 +608,70 @@ func TestMetricsOff(t *testing.T) {
 	}
 	if want := []string{"PodMonitor herald-system/herald-speaker"}; !slices.Equal(monitors, want) {
 		t.Errorf("PodMonitors %v, want %v", monitors, want)
+	}
+}
+
+// TestProxyOffDropsNetAdmin: NET_ADMIN is for the proxier; without it the speaker
+// adds NET_RAW alone.
+func TestProxyOffDropsNetAdmin(t *testing.T) {
+	for _, c := range []struct {
+		values string
+		want   []corev1.Capability
+	}{
+		{"", []corev1.Capability{"NET_RAW", "NET_ADMIN"}},
+		{"speaker: {proxy: {mode: nftables}}", []corev1.Capability{"NET_RAW", "NET_ADMIN"}},
+		{"speaker: {proxy: {mode: none}}", []corev1.Capability{"NET_RAW"}},
+	} {
+		_, speaker := workloads(t, render(t, c.values))
+		sc := speaker.Spec.Containers[0].SecurityContext
+		if sc == nil || sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Add, c.want) {
+			t.Errorf("values %q: speaker security context %+v, want capabilities %v added", c.values, sc, c.want)
+		}
+	}
+}
+
+// TestNetworkPolicies: off by default; on, each pod admits its own ports only, the
+// speaker's memberlist from anyone and the rest from networkPolicy.from.
+func TestNetworkPolicies(t *testing.T) {
+	for _, o := range render(t, "") {
+		if o["kind"] == "NetworkPolicy" {
+			t.Errorf("%s rendered by default", key(o))
+		}
+	}
+	objs := render(t, "networkPolicy: {enabled: true, from: [{namespaceSelector: {matchLabels: {name: monitoring}}}]}\nspeaker: {proxy: {mode: none}}")
+	ports := func(r networkingv1.NetworkPolicyIngressRule) []string {
+		var out []string
+		for _, p := range r.Ports {
+			out = append(out, fmt.Sprintf("%s/%s", *p.Protocol, p.Port))
+		}
+		return out
+	}
+	c := find[networkingv1.NetworkPolicy](t, objs, "NetworkPolicy", "herald-controller")
+	if len(c.Spec.Ingress) != 1 || !slices.Equal(ports(c.Spec.Ingress[0]), []string{"TCP/7472", "TCP/7473"}) || len(c.Spec.Ingress[0].From) != 1 {
+		t.Errorf("controller ingress %+v, want TCP 7472 and 7473 from the monitoring namespace", c.Spec.Ingress)
+	}
+	s := find[networkingv1.NetworkPolicy](t, objs, "NetworkPolicy", "herald-speaker")
+	if len(s.Spec.Ingress) != 2 ||
+		!slices.Equal(ports(s.Spec.Ingress[0]), []string{"TCP/7474", "TCP/7475"}) || len(s.Spec.Ingress[0].From) != 1 ||
+		!slices.Equal(ports(s.Spec.Ingress[1]), []string{"TCP/7946", "UDP/7946"}) || len(s.Spec.Ingress[1].From) != 0 {
+		t.Errorf("speaker ingress %+v, want metrics and health from the monitoring namespace (no proxier health: proxy none), memberlist from anyone", s.Spec.Ingress)
+	}
+}
+
+// TestOwnNodePolicyOff: speaker.ownNodePolicy false (clusters before 1.30) leaves out
+// the policy and its binding, and nothing else.
+func TestOwnNodePolicyOff(t *testing.T) {
+	var left []string
+	for _, o := range render(t, "speaker: {ownNodePolicy: false}") {
+		if k, _ := o["kind"].(string); strings.HasPrefix(k, "ValidatingAdmissionPolicy") {
+			left = append(left, key(o))
+		}
+	}
+	if len(left) != 0 {
+		t.Errorf("speaker.ownNodePolicy false still renders %v", left)
+	}
+	if on, off := len(render(t, "")), len(render(t, "speaker: {ownNodePolicy: false}")); on-off != 2 {
+		t.Errorf("%d objects with the policy, %d without: want 2 fewer", on, off)
 	}
 }
 

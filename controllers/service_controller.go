@@ -36,7 +36,7 @@ type ServiceReconciler struct {
 	LBClass string
 }
 
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=services/status,verbs=get;patch;update
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -182,7 +182,7 @@ func (r *ServiceReconciler) writeAllocation(ctx context.Context, svc *corev1.Ser
 	for i, ip := range res.IPs {
 		svc.Status.LoadBalancer.Ingress[i] = corev1.LoadBalancerIngress{IP: ip.String()}
 	}
-	return r.writeStatusAndPool(ctx, svc, orig, res.Pool, "writing status")
+	return r.writeStatusAndPool(ctx, svc, orig, "writing status")
 }
 
 // setPoolAnnotation records pool in herald's ip-allocated-from-pool annotation; ""
@@ -199,12 +199,12 @@ func setPoolAnnotation(svc *corev1.Service, pool string) {
 }
 
 // writeStatusAndPool sends svc's status and pool annotation, changed from orig, as one
-// patch of the status subresource. The API server's status strategy for Services only
-// keeps the spec from changing, so the annotation lands in the same write as the IPs:
-// one write per allocation instead of two, and no moment when a watcher sees one
-// without the other. Should an API server drop metadata from status writes (it does for
-// Pods), the Service it returns lacks the annotation, which is then written apart.
-func (r *ServiceReconciler) writeStatusAndPool(ctx context.Context, svc, orig *corev1.Service, pool, what string) error {
+// patch of the status subresource. The API server's status strategy for Services keeps
+// only the spec from changing, so the annotation lands in the same write as the IPs:
+// one write per allocation, and no moment when a watcher sees one without the other.
+// It is the controller's only write to a Service: its role grants no patch of the
+// Service itself, so it can never change a spec.
+func (r *ServiceReconciler) writeStatusAndPool(ctx context.Context, svc, orig *corev1.Service, what string) error {
 	// No optimistic lock: herald alone writes the ingress and the pool annotation, and a
 	// reconcile working from a cache that lags our own previous write would only
 	// conflict, to write the same.
@@ -216,14 +216,6 @@ func (r *ServiceReconciler) writeStatusAndPool(ctx context.Context, svc, orig *c
 	}
 	if err := r.Status().Patch(ctx, svc, patch); err != nil {
 		return fmt.Errorf("service %s/%s: %s: %w", svc.Namespace, svc.Name, what, err)
-	}
-	if svc.Annotations[heraldv1.AnnotationAllocatedFromPool] == pool {
-		return nil
-	}
-	withoutPool := svc.DeepCopy()
-	setPoolAnnotation(svc, pool)
-	if err := r.Patch(ctx, svc, client.MergeFrom(withoutPool)); err != nil {
-		return fmt.Errorf("service %s/%s: recording pool: %w", svc.Namespace, svc.Name, err)
 	}
 	return nil
 }
@@ -237,7 +229,7 @@ func (r *ServiceReconciler) clearStatus(ctx context.Context, svc *corev1.Service
 	orig := svc.DeepCopy()
 	svc.Status.LoadBalancer.Ingress = nil
 	setPoolAnnotation(svc, "")
-	if err := r.writeStatusAndPool(ctx, svc, orig, "", "clearing status"); err != nil {
+	if err := r.writeStatusAndPool(ctx, svc, orig, "clearing status"); err != nil {
 		return err
 	}
 	if len(released) > 0 {

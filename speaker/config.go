@@ -3,8 +3,11 @@ package speaker
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -94,6 +97,10 @@ func DefaultConfig() Config {
 	}
 	ml := members.DefaultConfig()
 	ml.BindAddr = os.Getenv("NODE_IP")
+	px := proxy.DefaultConfig()
+	if ml.BindAddr != "" {
+		px.HealthzBindAddress = net.JoinHostPort(ml.BindAddr, strconv.Itoa(proxy.HealthzPort))
+	}
 	return Config{
 		NodeName:          os.Getenv("NODE_NAME"),
 		Namespace:         ns,
@@ -111,12 +118,23 @@ func DefaultConfig() Config {
 		StallAfter:        layer2.DefaultStallAfter,
 		Metrics:           metricsserve.Defaults(":7474"),
 		ProbeAddr:         ":7475",
-		Proxy:             proxy.DefaultConfig(),
+		Proxy:             px,
 
 		WithholdDeadEndpoints: true,
 		RestartHold:           10 * time.Second,
 		StateDir:              "/run/herald",
 	}
+}
+
+// onNodeIP is addr ("host:port") with the node's IP for host when addr names none
+// (":7474"), so that the speaker's endpoints listen on the node's address, not on
+// every address of the host (its hostNetwork pod has them all); "0.0.0.0:7474" or
+// "[::]:7474" still means every one. Without nodeIP, or for "0" (off), addr as it is.
+func onNodeIP(addr, nodeIP string) string {
+	if nodeIP == "" || !strings.HasPrefix(addr, ":") {
+		return addr
+	}
+	return net.JoinHostPort(nodeIP, addr[1:])
 }
 
 // AddFlags registers the speaker's flags, with c's values as defaults.
@@ -145,7 +163,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.Rescan, "interface-rescan", c.Rescan, "how often interfaces are listed again to follow ones appearing and disappearing")
 	fs.DurationVar(&c.StallAfter, "stall-after", c.StallAfter, "when the speaker did not run for this long (a paused VM or container, a frozen or starved process), it answers for no IP until it has heard its peers again, which may have taken its IPs over meanwhile (0 disables)")
 	c.Metrics.AddFlags(fs)
-	fs.StringVar(&c.ProbeAddr, "health-probe-bind-address", c.ProbeAddr, "address of /healthz and /readyz")
+	fs.StringVar(&c.ProbeAddr, "health-probe-bind-address", c.ProbeAddr, "address of /healthz and /readyz; an address without host (:7475) listens on --ml-bind-addr, the node's IP, and so does the speaker's --metrics-bind-address")
 	c.Proxy.AddFlags(fs)
 	fs.DurationVar(&c.RestartHold, "restart-hold", c.RestartHold, "how long peers keep the IPs of a speaker that stopped on SIGTERM for it while it restarts (its host still answering), so that a restart moves no IP and breaks no connection (0: move them at once)")
 	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "directory (a hostPath in the DaemonSet) where a stopping speaker leaves the IPs it announces for the next speaker of the node (\"\": none)")

@@ -69,3 +69,20 @@ func TestConfigStallAfterBelowEarliestVerdict(t *testing.T) {
 		})
 	}
 }
+
+// TestEndpointsListenOnTheNodeIP: an address without host becomes the node's, in
+// either family; one with a host, or "0" (off), stays.
+func TestEndpointsListenOnTheNodeIP(t *testing.T) {
+	for _, c := range []struct{ addr, nodeIP, want string }{
+		{":7474", "172.18.0.3", "172.18.0.3:7474"},
+		{":7475", "fd00::3", "[fd00::3]:7475"},
+		{"0.0.0.0:7474", "172.18.0.3", "0.0.0.0:7474"},
+		{"127.0.0.1:7474", "172.18.0.3", "127.0.0.1:7474"},
+		{"0", "172.18.0.3", "0"},
+		{":7474", "", ":7474"},
+	} {
+		if got := onNodeIP(c.addr, c.nodeIP); got != c.want {
+			t.Errorf("onNodeIP(%q, %q) = %q, want %q", c.addr, c.nodeIP, got, c.want)
+		}
+	}
+}

@@ -25,6 +25,7 @@ type metrics struct {
 	peerClaims    *prometheus.CounterVec
 	// conflictEventsSuppressed counts address conflict Events not written (eventlimit.go).
 	conflictEventsSuppressed prometheus.Counter
+	tokenBound               prometheus.Gauge
 }
 
 // newMetrics registers the speaker's metrics, and the collectors its parts own
@@ -84,11 +85,15 @@ func newMetrics(reg prometheus.Registerer, owned ...prometheus.Collector) (*metr
 			Name: "herald_speaker_conflict_events_suppressed_total",
 			Help: "IPConflict and IPConflictResolved Events not written because the same IP had one of the same reason in the last minute; the next one says how many.",
 		}),
+		tokenBound: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "herald_speaker_token_node_bound",
+			Help: "1 when the API server binds this speaker's token to a pod on its own node (the admission policy then holds it to that node's records); 0 when it does not.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range append([]prometheus.Collector{m.owner, m.leaderChanges, m.failover, m.elections, m.problems, m.mode, m.expected, m.unreachable, m.peerClaims, m.conflictEventsSuppressed, m.heartbeats, m.beatSummary, m.recordWatches}, owned...) {
+	for _, c := range append([]prometheus.Collector{m.owner, m.leaderChanges, m.failover, m.elections, m.problems, m.mode, m.expected, m.unreachable, m.peerClaims, m.conflictEventsSuppressed, m.heartbeats, m.beatSummary, m.recordWatches, m.tokenBound}, owned...) {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {

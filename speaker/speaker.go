@@ -163,6 +163,8 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	}
 	cfg.Members.NodeName = cfg.NodeName
 
+	cfg.Metrics.BindAddress = onNodeIP(cfg.Metrics.BindAddress, cfg.Members.BindAddr)
+	cfg.ProbeAddr = onNodeIP(cfg.ProbeAddr, cfg.Members.BindAddr)
 	metrics, err := cfg.Metrics.Options()
 	if err != nil {
 		return err
@@ -224,6 +226,9 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	s.records.view = newRecordWatches(ctx, cfg.Namespace, cfg.NodeName, beatClient, s.records.handler, s.pokeElection,
 		cfg.Records, s.records.freshnessAsOf, log.WithName("records"))
 	if s.metrics, err = newMetrics(crmetrics.Registry, s.records.writes, s.records.reads, s.records.view.events); err != nil {
+		return err
+	}
+	if err := checkTokenBinding(ctx, restCfg, cfg.NodeName, s.metrics.tokenBound, log); err != nil {
 		return err
 	}
 	l2cfg := layer2.Config{

@@ -42,7 +42,7 @@ const (
 	// MaxWorkers keeps worker addresses below the client's and names within netlab's.
 	MaxWorkers = 20
 
-	speakerMetrics    = ":7474" // every address: the lab's Prometheus scrapes it over the bridge
+	speakerMetrics    = "0.0.0.0:7474" // every address: the lab's Prometheus scrapes it over the bridge, tests on loopback
 	speakerProbe      = "127.0.0.1:7475"
 	controllerMetrics = ":7472"
 	controllerProbe   = "127.0.0.1:7473"

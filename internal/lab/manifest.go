@@ -195,6 +195,12 @@ func ServiceAccountKubeconfig(ctx context.Context, cp *netlab.ControlPlane, sa t
 	if err != nil {
 		return err
 	}
+	return writeTokenKubeconfig(ctx, cp, sa, token, path)
+}
+
+// writeTokenKubeconfig writes at path a kubeconfig for cp's API server holding token,
+// and checks that the API server takes it as sa.
+func writeTokenKubeconfig(ctx context.Context, cp *netlab.ControlPlane, sa types.NamespacedName, token, path string) error {
 	kc, err := clientcmd.LoadFromFile(cp.Kubeconfig)
 	if err != nil {
 		return fmt.Errorf("lab: %w", err)

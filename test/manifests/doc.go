@@ -15,10 +15,18 @@
 //     controller's Pod passes Pod Security "restricted" and the speaker's needs
 //     "privileged"; and herald's controller (two replicas, leader election) and speakers
 //     run in a network-namespace lab under the manifests' ServiceAccounts (kubeconfigs
-//     holding their tokens), allocate and announce an address, and are never refused
+//     holding their tokens, each speaker's bound to a Pod on its node), allocate and announce an address, and are never refused
 //     by the API server; their HTTPS metrics endpoints answer 401 without a token, 403
 //     to a ServiceAccount without herald-metrics-reader and 200 to config/prometheus's
 //     reader, as the lab's kube-apiserver decides.
+//   - identity_test.go, with the binaries: on envtest's kube-apiserver, a speaker token
+//     bound to a pod on node-a writes node-b's heartbeat before the admission policy
+//     herald-speaker-own-node is installed, and after it writes only node-a's record,
+//     heartbeat and VIPStatus owner: node-b's, the controller's Leases and anything
+//     written with an unbound token are refused with the policy's message.
+//   - access_test.go, with the binaries: SubjectAccessReviews (kubectl auth can-i) of
+//     what the manifest's ServiceAccounts may do: no Service patch for the controller,
+//     none of the controller's objects for the speaker that RBAC can name.
 //   - wrapper_test.go, as root: the speaker image's iptables wrapper picks the node's
 //     iptables backend.
 //

@@ -212,6 +212,8 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 	// The manifests' ServiceAccounts run everything; the harness fails the test if the
 	// API server refused any component anything: that is what proves the RBAC enough.
 	e.ServiceAccountKubeconfigs()
+	// The manifest's admission policy lets a speaker write only with its pod's token.
+	e.SpeakerTokensBoundToPods = true
 	e.AddWorkers(2)
 	e.AddClient()
 	workers, clientHost := e.Workers, e.Client
@@ -293,7 +295,8 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 	// the herald-metrics-reader token of config/prometheus.
 	tokens := e.metricsTokens(t)
 	e.secureMetrics(t, tokens, e.CP.Host, "https://127.0.0.1:7472/metrics", "herald_allocations_total")
-	e.secureMetrics(t, tokens, workers[0], "https://"+labtest.SpeakerMetrics+"/metrics", "herald_")
+	// The speaker found its token bound to its node (a pod there), as the policy needs.
+	e.secureMetrics(t, tokens, workers[0], "https://"+labtest.SpeakerMetrics+"/metrics", "herald_speaker_token_node_bound 1")
 
 	// The owner publishes itself in svc1's VIPStatus (the speakers' vipstatuses rule).
 	labtest.Eventually(t, "the VIPStatus of "+ip.String()+" names the node answering ARP", func() error {

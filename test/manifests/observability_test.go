@@ -40,6 +40,7 @@ var requiredAlerts = []string{
 	"HeraldVIPFlapping",
 	"HeraldProxySyncFailing",
 	"HeraldSpeakerSilent",
+	"HeraldSpeakerTokenNotNodeBound",
 }
 
 // TestDashboardLayout: the dashboard has the required panels, every query goes to the

@@ -51,6 +51,10 @@ type Cluster struct {
 	// ControllerKubeconfig and SpeakerKubeconfig hold tokens of the manifest's
 	// ServiceAccounts (ServiceAccountKubeconfigs).
 	ControllerKubeconfig, SpeakerKubeconfig string
+	// SpeakerTokensBoundToPods makes StartSpeaker run each speaker with a token bound
+	// to a Pod on its node (lab.PodBoundKubeconfig) instead of SpeakerKubeconfig, as the
+	// manifest's admission policy requires once installed.
+	SpeakerTokensBoundToPods bool
 
 	tb   testing.TB
 	logs []string // of the herald components started, checked for refusals at the end
@@ -188,13 +192,25 @@ const (
 // override these (the last of a repeated flag wins).
 func (c *Cluster) StartSpeaker(h *netlab.Host, extra ...string) *netlab.Process {
 	c.tb.Helper()
-	args := append([]string{"speaker", "--kubeconfig", c.SpeakerKubeconfig, "--node-name", h.Name(),
+	args := append([]string{"speaker", "--kubeconfig", c.speakerKubeconfig(h), "--node-name", h.Name(),
 		"--ml-bind-addr", h.Addr().String(), "--namespace", lab.HeraldNamespace,
 		"--metrics-bind-address", SpeakerMetrics, "--metrics-secure=false", "--health-probe-bind-address", SpeakerProbe,
 		"--state-dir", filepath.Join(c.Net.RunDir(), "state", h.Name())}, extra...)
 	p := c.Start(h, "speaker", args...)
 	WaitHTTP(c.tb, h, p, "http://"+SpeakerProbe+"/readyz")
 	return p
+}
+
+// speakerKubeconfig is the kubeconfig the speaker on h runs with.
+func (c *Cluster) speakerKubeconfig(h *netlab.Host) string {
+	if !c.SpeakerTokensBoundToPods {
+		return c.SpeakerKubeconfig
+	}
+	path := filepath.Join(c.Net.RunDir(), "speaker-"+h.Name()+".kubeconfig")
+	if err := lab.PodBoundKubeconfig(context.Background(), c.CP, lab.SpeakerAccount, h.Name(), 24*time.Hour, path); err != nil {
+		c.tb.Fatal(err)
+	}
+	return path
 }
 
 // LBService creates a LoadBalancer Service without selector, port http 80 → 8080, and
