@@ -256,20 +256,22 @@ func (e *keyEditor) add(ctx context.Context, label string) (memberkey.Key, error
 }
 
 func (e *keyEditor) use(ctx context.Context, ref string) error {
-	return e.edit(ctx, func(data map[string][]byte, reports map[string]string) (map[string][]byte, error) {
-		next, k, err := memberkey.Use(data, ref, reports)
-		if err == nil {
-			fmt.Fprintf(e.out, "key %s (%s) is primary\n", k.Name, memberkey.Fingerprint(k.AES))
-		}
-		return next, err
-	})
+	return e.step(ctx, ref, memberkey.Use, "key %s (%s) is primary\n")
 }
 
 func (e *keyEditor) remove(ctx context.Context, ref string) error {
+	return e.step(ctx, ref, memberkey.Remove, "removed key %s (%s)\n")
+}
+
+// step applies one edit of the key named ref and says what it did (done takes the
+// key's name and fingerprint).
+func (e *keyEditor) step(ctx context.Context, ref string,
+	change func(data map[string][]byte, ref string, reports map[string]string) (map[string][]byte, memberkey.Key, error),
+	done string) error {
 	return e.edit(ctx, func(data map[string][]byte, reports map[string]string) (map[string][]byte, error) {
-		next, k, err := memberkey.Remove(data, ref, reports)
+		next, k, err := change(data, ref, reports)
 		if err == nil {
-			fmt.Fprintf(e.out, "removed key %s (%s)\n", k.Name, memberkey.Fingerprint(k.AES))
+			fmt.Fprintf(e.out, done, k.Name, memberkey.Fingerprint(k.AES))
 		}
 		return next, err
 	})
