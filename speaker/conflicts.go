@@ -181,7 +181,10 @@ func heldBack(n int) string {
 // herald does about it.
 func conflictNote(self string, c layer2.Conflict) string {
 	what := "stopped answering for it"
-	if c.BeforeAnnounce {
+	switch {
+	case !c.Contested.IsZero():
+		what = "answers for it again, contested, as the device kept claiming it past the longest yield"
+	case c.BeforeAnnounce:
 		what = "found it in use before announcing it and does not announce it"
 	}
 	return fmt.Sprintf("%s is claimed by %s on %s, a device that is not a herald speaker: %s %s; it checks again periodically and announces the IP once the device is gone. Give the device another address or remove the IP from the pool",

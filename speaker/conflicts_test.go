@@ -2,8 +2,12 @@ package speaker
 
 import (
 	"net"
+	"net/netip"
+	"strings"
 	"testing"
 	"time"
+
+	"herald.dev/herald/speaker/layer2"
 )
 
 func TestPeerMACsOutliveTheRecordForAWhile(t *testing.T) {
@@ -84,4 +88,24 @@ func mustMAC(t *testing.T, s string) net.HardwareAddr {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// TestConflictNoteSaysWhatTheNodeDoes: the VIPStatus note follows the conflict: quiet,
+// never announced, or answered again, contested.
+func TestConflictNoteSaysWhatTheNodeDoes(t *testing.T) {
+	c := layer2.Conflict{IP: netip.MustParseAddr("192.0.2.10"), Interface: "eth0", MAC: mustMAC(t, "02:00:00:00:00:0a")}
+	for _, tc := range []struct {
+		change func(*layer2.Conflict)
+		want   string
+	}{
+		{func(*layer2.Conflict) {}, "node1 stopped answering for it"},
+		{func(c *layer2.Conflict) { c.BeforeAnnounce = true }, "node1 found it in use before announcing it"},
+		{func(c *layer2.Conflict) { c.BeforeAnnounce, c.Contested = true, time.Unix(1, 0) }, "node1 answers for it again, contested"},
+	} {
+		cc := c
+		tc.change(&cc)
+		if got := conflictNote("node1", cc); !strings.Contains(got, tc.want) {
+			t.Errorf("note %q, want it to say %q", got, tc.want)
+		}
+	}
 }

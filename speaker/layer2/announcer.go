@@ -76,6 +76,12 @@ type Config struct {
 	// doubles from ConflictRecheckFirst after each answered probe, up to this (default
 	// DefaultConflictRecheck, 8 s; 0 means the default).
 	ConflictRecheck time.Duration
+	// ConflictYieldMax is the longest a yielded IP stays unanswered while a device
+	// still answers for it: then the node answers and announces it again, contested,
+	// keeping the conflict reported, and does not yield it again until a probe goes
+	// unanswered and the conflict clears (default DefaultConflictYieldMax, 10 s; 0
+	// means the default).
+	ConflictYieldMax time.Duration
 	// OnClaim, if set, is called for every claim on an owned IP, from peers (Claim.Peer)
 	// and foreign devices alike, on the receiving responder's loop: it must return
 	// quickly.
@@ -108,7 +114,7 @@ func DefaultConfig() Config {
 	return Config{Schedule: DefaultSchedule(), Rescan: 10 * time.Second, WatchLinks: true,
 		DefendInterval: DefaultDefendInterval, ProbeWait: DefaultProbeWait, PeerProbeWait: DefaultPeerProbeWait,
 		PeerWaitMax: DefaultPeerWaitMax, ConflictRecheckFirst: DefaultConflictRecheckFirst, ConflictRecheck: DefaultConflictRecheck,
-		StallAfter: DefaultStallAfter}
+		ConflictYieldMax: DefaultConflictYieldMax, StallAfter: DefaultStallAfter}
 }
 
 // ErrClosed is returned by Set once Run has finished.
@@ -120,7 +126,8 @@ var ErrClosed = errors.New("layer2: announcer closed")
 // an IP, Withdraw when it stops being owner, and runs Run for the node's lifetime.
 //
 // It does not fight other devices for an IP: a foreign device that insists on an
-// owned IP makes it yield the IP until that device is gone (the package documentation
+// owned IP makes it yield the IP until that device is gone or ConflictYieldMax has
+// passed, then answer it again without yielding (the package documentation
 // has the rules; Config.Peer, Probe, OnConflict and Conflict are the caller's side).
 type Announcer struct {
 	cfg     Config
@@ -180,6 +187,7 @@ func newAnnouncer(cfg Config, sys system, clk clock) (*Announcer, error) {
 		{"longest peer wait", &cfg.PeerWaitMax, DefaultPeerWaitMax},
 		{"first conflict recheck", &cfg.ConflictRecheckFirst, DefaultConflictRecheckFirst},
 		{"conflict recheck", &cfg.ConflictRecheck, DefaultConflictRecheck},
+		{"longest conflict yield", &cfg.ConflictYieldMax, DefaultConflictYieldMax},
 	} {
 		if *d.v < 0 {
 			return nil, fmt.Errorf("layer2: %s %s is negative", d.name, *d.v)

@@ -494,7 +494,7 @@ func TestNewValidates(t *testing.T) {
 	for _, mf := range mfs {
 		names = append(names, mf.GetName())
 	}
-	wantNames := []string{"herald_l2_arp_replies_total", "herald_l2_arp_requests_total", "herald_l2_dropped_frames_total",
+	wantNames := []string{"herald_l2_arp_replies_total", "herald_l2_arp_requests_total", "herald_l2_conflict_takebacks_total", "herald_l2_dropped_frames_total",
 		"herald_l2_gratuitous_sent_total", "herald_l2_ndp_advertisements_total", "herald_l2_ndp_solicitations_total",
 		"herald_l2_peer_waits_expired_total", "herald_l2_probes_sent_total", "herald_l2_replies_rate_limited_total", "herald_l2_stalls_total", "herald_l2_takeovers_deferred_total"} // the vectors without series yet (foreign claims, conflict) are not gathered
 	if !slices.Equal(names, wantNames) {

@@ -8,7 +8,9 @@ import (
 )
 
 // Conflict is an owned IP this node has yielded to a foreign device: it neither
-// answers nor announces it, while the caller still owns it (see Announcer).
+// answers nor announces it, while the caller still owns it (see Announcer), until
+// Config.ConflictYieldMax has passed; then the node answers it again, contested, and
+// the conflict lasts until the device is gone.
 type Conflict struct {
 	IP        netip.Addr
 	Interface string           // where the claim that made the node yield came in
@@ -17,6 +19,10 @@ type Conflict struct {
 	// BeforeAnnounce: the IP was found in use by the probe of a Set with Probe, so this
 	// node never announced it.
 	BeforeAnnounce bool
+	// Contested is when the node took the IP back while the device still answered,
+	// after Config.ConflictYieldMax: it answers and defends the IP again but keeps the
+	// conflict. Zero while it is yielded.
+	Contested time.Time
 	// Cleared is when the foreign device stopped answering probes and the node took
 	// the IP back; zero while the conflict lasts.
 	Cleared time.Time
@@ -81,6 +87,13 @@ const (
 	// this, so the IP is back within this much of the device going away, for two probe
 	// frames per wait while the device stays.
 	DefaultConflictRecheck = 8 * time.Second
+	// DefaultConflictYieldMax is the longest a yielded IP stays unanswered while a
+	// device keeps answering for it; then the node answers it again, contested. Yielding
+	// spares a real device that holds the address by mistake a gratuitous-ARP war, but a
+	// forger answering every probe would otherwise keep the VIP silent for as long as it
+	// sends. One DefendInterval matches the RFC's own horizon for "the device insists"
+	// and is as long as a failover may already take (DefaultPeerWaitMax).
+	DefaultConflictYieldMax = 10 * time.Second
 )
 
 // DefaultPeerWaitMax is the longest a takeover waits for peers' MACs to stop answering
@@ -160,6 +173,43 @@ func (a *Announcer) probeFirst(t *takeover) phase {
 	return phaseAnnounce
 }
 
+// conflictState is how the loop of an owned IP stands towards foreign claims.
+type conflictState int
+
+const (
+	answering    conflictState = iota // no conflict: answered and announced
+	quietYielded                      // yielded: neither answered nor announced
+	contested                         // taken back after ConflictYieldMax; the conflict lasts
+)
+
+// claimAction is what the loop does with a foreign claim.
+type claimAction int
+
+const (
+	ignoreClaim claimAction = iota
+	defendClaim             // announce the IP once
+	yieldClaim              // go quiet and report the conflict
+)
+
+// onClaim decides what a foreign claim at at does to an IP in state s whose last
+// defence was at defended (zero: none). A yielded IP only follows the device. Else a
+// claim more than interval after the last defence is defended; a sooner one makes an
+// answering IP yield (RFC 5227 §2.4) and is ignored on a contested one, which never
+// yields again nor defends more than once per interval: no gratuitous-ARP war.
+func onClaim(s conflictState, defended, at time.Time, interval time.Duration) claimAction {
+	recent := !defended.IsZero() && at.Sub(defended) < interval
+	switch {
+	case s == quietYielded:
+		return ignoreClaim
+	case !recent:
+		return defendClaim
+	case s == contested:
+		return ignoreClaim
+	default:
+		return yieldClaim
+	}
+}
+
 // defend applies RFC 5227 §2.4 to a foreign claim on an IP being announced. The first
 // claim, or one more than DefendInterval after the last defended one, is defended with
 // one announcement, and the IP is kept. A second claim within DefendInterval means the
@@ -171,7 +221,7 @@ func (a *Announcer) probeFirst(t *takeover) phase {
 // answer is the second claim; a device that claimed the IP once and is gone leaves the
 // probe unanswered and the IP stays with this node.
 func (a *Announcer) defend(t *takeover, c Claim) bool {
-	if !t.defended.IsZero() && c.At.Sub(t.defended) < a.cfg.DefendInterval {
+	if onClaim(answering, t.defended, c.At, a.cfg.DefendInterval) == yieldClaim {
 		return false
 	}
 	t.defended = c.At
@@ -205,27 +255,46 @@ func (a *Announcer) yield(t *takeover, c Claim, beforeAnnounce bool) bool {
 
 // yielded is the phase of a yielded IP: a probe round after ConflictRecheckFirst,
 // then after doubling waits up to ConflictRecheck (or at once on a restart); silence
-// clears the conflict and the schedule starts over.
+// clears the conflict and the schedule starts over. ConflictYieldMax after yielding,
+// the IP is taken back, contested (takeBack), and probed on the same schedule.
 func (a *Announcer) yielded(t *takeover) phase {
+	state := quietYielded
+	takeBackAt := a.clock.Now().Add(a.cfg.ConflictYieldMax)
 	answered := 0
-	deadline := a.clock.Now().Add(recheckAfter(answered, a.cfg.ConflictRecheckFirst, a.cfg.ConflictRecheck))
+	next := a.clock.Now().Add(recheckAfter(answered, a.cfg.ConflictRecheckFirst, a.cfg.ConflictRecheck))
 	for {
+		deadline := next
+		if state == quietYielded && takeBackAt.Before(deadline) {
+			deadline = takeBackAt
+		}
 		res, c := a.waitUntil(t, deadline)
 		switch res {
 		case stopped:
 			return phaseDone
 		case claimed:
-			a.stillClaimed(t, c)
+			a.inConflict(t, c, state)
 			continue
+		case fired:
+			if state == quietYielded && !a.clock.Now().Before(takeBackAt) {
+				if !a.takeBack(t) {
+					return phaseDone
+				}
+				state = contested
+				continue
+			}
+		case restarted:
+			if state == contested {
+				a.burst(t) // the interfaces changed: announce on them
+			}
 		}
 		res, c = a.probeRound(t, a.cfg.ProbeWait)
 		switch res {
 		case stopped:
 			return phaseDone
 		case claimed:
-			a.stillClaimed(t, c)
+			a.inConflict(t, c, state)
 			answered++
-			deadline = a.clock.Now().Add(recheckAfter(answered, a.cfg.ConflictRecheckFirst, a.cfg.ConflictRecheck))
+			next = a.clock.Now().Add(recheckAfter(answered, a.cfg.ConflictRecheckFirst, a.cfg.ConflictRecheck))
 			continue
 		}
 		if !a.clear(t) {
@@ -233,6 +302,38 @@ func (a *Announcer) yielded(t *takeover) phase {
 		}
 		return phaseAnnounce
 	}
+}
+
+// inConflict handles a foreign claim on a yielded or contested IP: it follows the
+// device, and defends a contested IP as onClaim says.
+func (a *Announcer) inConflict(t *takeover, c Claim, s conflictState) {
+	if onClaim(s, t.defended, c.At, a.cfg.DefendInterval) == defendClaim {
+		t.defended = c.At
+		a.log.V(1).Info("defending a contested IP against a foreign claim", "ip", t.ip, "interface", c.Interface, "mac", c.MAC.String(), "kind", c.Kind)
+		a.burst(t)
+	}
+	a.stillClaimed(t, c)
+}
+
+// takeBack answers and announces a yielded IP again while the conflict lasts: it has
+// been quiet for ConflictYieldMax and a device still answers for it, which may be a
+// forger keeping it silent. It returns false if the takeover was halted meanwhile.
+func (a *Announcer) takeBack(t *takeover) bool {
+	now := a.clock.Now()
+	t.mu.Lock()
+	if t.stopped || t.conflict == nil {
+		t.mu.Unlock()
+		return false
+	}
+	a.owners.setQuiet(t.ip, false)
+	t.conflict.Contested = now
+	mac := t.conflict.MAC
+	t.mu.Unlock()
+	a.metrics.inc(conflictTakebacks)
+	a.log.Info("address conflict: a device still answers for the IP after the longest yield; answering for it again, contested", "ip", t.ip, "mac", mac.String(), "yieldMax", a.cfg.ConflictYieldMax)
+	t.defended = now // the takeback burst is this DefendInterval's defence
+	a.burst(t)
+	return true
 }
 
 // stillClaimed follows the foreign device of a conflict: a claim from another MAC

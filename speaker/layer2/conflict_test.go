@@ -315,6 +315,7 @@ func TestConflictOwnInterfaces(t *testing.T) {
 // The conflict then clears once a recheck goes unanswered, and the IP is announced.
 func TestConflictProbeFindsOwner(t *testing.T) {
 	h := newHarness(t, Schedule{Repeats: []time.Duration{time.Hour}, Refresh: 30 * time.Second}, iface("eth0", 2, mac0))
+	h.a.cfg.ConflictYieldMax = time.Hour // the backoff alone; TestConflictYieldMax has the bound
 	h.a.rescan()
 	c := h.conn("eth0/arp")
 	if err := h.a.Set("svc", vip4, nil, Probe()); err != nil {
@@ -670,6 +671,7 @@ func TestConflictConfig(t *testing.T) {
 		{cfg: Config{DefendInterval: -1}, wantErr: true},
 		{cfg: Config{ProbeWait: -1}, wantErr: true},
 		{cfg: Config{ConflictRecheck: -1}, wantErr: true},
+		{cfg: Config{ConflictYieldMax: -1}, wantErr: true},
 		{cfg: Config{ConflictRecheckFirst: time.Minute, ConflictRecheck: time.Second}, wantErr: true},
 	} {
 		tc.cfg.Registerer = prometheus.NewRegistry()
@@ -682,6 +684,9 @@ func TestConflictConfig(t *testing.T) {
 		}
 		if err != nil {
 			t.Fatal(err)
+		}
+		if a.cfg.ConflictYieldMax <= 0 {
+			t.Errorf("longest yield %v, want the default or the one set", a.cfg.ConflictYieldMax)
 		}
 		if a.cfg.DefendInterval != tc.defend || a.cfg.ProbeWait != tc.wait || a.cfg.ConflictRecheck != tc.recheck {
 			t.Errorf("defend %v wait %v recheck %v, want %v %v %v", a.cfg.DefendInterval, a.cfg.ProbeWait, a.cfg.ConflictRecheck, tc.defend, tc.wait, tc.recheck)

@@ -58,6 +58,14 @@
 //     answer clears the conflict (OnConflictCleared, the gauge goes) and the schedule
 //     starts from its first announcement. For a yielded IP, Reannounce and a new
 //     interface bring the probe round forward.
+//   - Bounded yield: a device that still answers ConflictYieldMax (10 s) after the
+//     yield (a forger answering every probe) does not keep the IP silent longer. The
+//     node takes it back, contested: it answers the IP and announces it once, keeps
+//     the conflict (gauge, Announcer.Conflict with Contested set, no new OnConflict),
+//     never yields it again to further claims, and defends it with at most one
+//     announcement per DefendInterval. Probe rounds go on as while yielded; one that
+//     goes unanswered clears the conflict (herald_l2_conflict_takebacks_total counts
+//     the takebacks).
 //   - Probe before the first announcement: a Set with Probe, for an IP no node announced
 //     before, keeps the IP quiet through one probe round; a foreign answer yields it
 //     with no gratuitous frame ever sent (Conflict.BeforeAnnounce). A peer's answer
@@ -76,6 +84,7 @@
 // herald_l2_gratuitous_sent_total, herald_l2_ndp_solicitations_total,
 // herald_l2_ndp_advertisements_total, herald_l2_probes_sent_total,
 // herald_l2_takeovers_deferred_total, herald_l2_peer_waits_expired_total,
+// herald_l2_conflict_takebacks_total,
 // herald_l2_replies_rate_limited_total,
 // herald_l2_foreign_claims_total{ip}, herald_l2_conflict{ip,mac} and
 // herald_l2_dropped_frames_total{reason}. Malformed or foreign frames are dropped and

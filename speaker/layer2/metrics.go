@@ -80,8 +80,12 @@ type Metrics struct {
 	// Config.StallAfter (watchdog.go), after each of which it answered nothing until
 	// the speaker had heard its peers again.
 	Stalls prometheus.Counter
+	// ConflictTakebacks counts yielded IPs answered again, contested, because a device
+	// still answered for them after Config.ConflictYieldMax.
+	ConflictTakebacks prometheus.Counter
 	// Conflict is 1 for each IP this node owns but has yielded to the foreign device
-	// with the given MAC; the series goes when the conflict clears or the IP is withdrawn.
+	// with the given MAC, also once taken back contested; the series goes when the
+	// conflict clears or the IP is withdrawn.
 	Conflict *prometheus.GaugeVec
 }
 
@@ -104,6 +108,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		ProbesSent:        counter("herald_l2_probes_sent_total", "Address probes sent for owned IPs: ARP probes and IPv6 duplicate address detection solicitations."),
 		TakeoversDeferred: counter("herald_l2_takeovers_deferred_total", "Takeovers that waited because another herald speaker still answered for the IP (one cut off from memberlist, until it went silent)."),
 		PeerWaitsExpired:  counter("herald_l2_peer_waits_expired_total", "Takeovers that took the IP although a herald speaker's MAC still answered for it, after the longest wait (a dead node's MAC in forged frames, or a speaker the quorum rule did not silence)."),
+		ConflictTakebacks: counter("herald_l2_conflict_takebacks_total", "Yielded IPs this node answered again, contested, because a foreign device still answered for them after the longest yield (a forger, or a device holding the address by mistake)."),
 		Stalls:            counter("herald_l2_stalls_total", "Times this speaker did not run for longer than its stall threshold (a paused VM or container, a frozen or starved process); after each it answered nothing until it had heard its peers again."),
 		ForeignClaims: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_l2_foreign_claims_total",
@@ -111,7 +116,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"ip"}),
 		Conflict: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "herald_l2_conflict",
-			Help: "1 while this node owns the IP but has stopped answering for it because the device with the given MAC claims it.",
+			Help: "1 while this node owns the IP and the device with the given MAC claims it: this node has stopped answering for it, or answers again, contested, after the longest yield.",
 		}, []string{"ip", "mac"}),
 	}
 	for _, r := range dropReasons {
@@ -119,7 +124,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.ARPRequests, m.ARPReplies, m.GratuitousSent, m.NDPSolicitations, m.NDPAdvertisements, m.RepliesRateLimited, m.Dropped,
-			m.ProbesSent, m.TakeoversDeferred, m.PeerWaitsExpired, m.Stalls, m.ForeignClaims, m.Conflict} {
+			m.ProbesSent, m.TakeoversDeferred, m.PeerWaitsExpired, m.ConflictTakebacks, m.Stalls, m.ForeignClaims, m.Conflict} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -168,3 +173,4 @@ func probesSent(m *Metrics) prometheus.Counter         { return m.ProbesSent }
 func stalls(m *Metrics) prometheus.Counter             { return m.Stalls }
 func peerWaitsExpired(m *Metrics) prometheus.Counter   { return m.PeerWaitsExpired }
 func takeoversDeferred(m *Metrics) prometheus.Counter  { return m.TakeoversDeferred }
+func conflictTakebacks(m *Metrics) prometheus.Counter  { return m.ConflictTakebacks }
