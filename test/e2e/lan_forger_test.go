@@ -89,14 +89,20 @@ func TestSpeakerForgedClaims(t *testing.T) {
 	eventsBefore := c.conflictEvents("svc1")
 	suppressedBefore, _ := sampleValue(c.metrics(owner), suppressed)
 	phase := time.Now()
-	forging := make(chan struct{})
+	forging, stopForger := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(forging)
 		for range 200 {
+			select {
+			case <-stopForger:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
 			send(forger.MAC(), forger.MAC(), vip)
-			time.Sleep(100 * time.Millisecond)
 		}
 	}()
+	// A failure below ends the test early: the forger stops before its socket closes.
+	t.Cleanup(func() { close(stopForger); <-forging })
 	// The forger's broadcast replies count as answers to some requests, so the yield
 	// shows as many unanswered requests rather than one long silence.
 	testenv.Eventually(t, 5*time.Second, 10*time.Millisecond, owner.Name()+" yielding to the forger", func() error {
