@@ -58,10 +58,10 @@ func stopGently(s *State) {
 }
 
 // finish is netlab.Cleanup plus the lab's own files: the state, the pod records and
-// what the speakers left for a restart.
+// what the speakers left for a restart, and the mounted memberlist Secrets.
 func finish(prefix, runDir string) error {
 	err := netlab.Cleanup(prefix, runDir)
-	for _, p := range []string{filepath.Join(runDir, stateFile), filepath.Join(runDir, "agents"), filepath.Join(runDir, speakerStateDir)} {
+	for _, p := range []string{filepath.Join(runDir, stateFile), filepath.Join(runDir, "agents"), filepath.Join(runDir, "memberlist"), filepath.Join(runDir, speakerStateDir)} {
 		if rerr := os.RemoveAll(p); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 			err = errors.Join(err, rerr)
 		}

@@ -31,8 +31,10 @@ func labNamespaces(prefix string) []string {
 }
 
 // resetRunDir removes what an earlier lab left in the run directory (state, logs,
-// kubeconfigs, pid files, pod records, the control plane's files) and keeps the binaries, which Up
-// rebuilds only as far as they changed.
+// kubeconfigs, pid files, pod records, the mounted memberlist Secrets, the control
+// plane's files) and keeps the binaries, which Up rebuilds only as far as they
+// changed. A Secret volume left by an earlier lab would give a speaker that starts
+// before its agent writes the new one the earlier lab's key.
 func resetRunDir(runDir string) error {
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return fmt.Errorf("lab run directory: %w", err)
@@ -40,7 +42,7 @@ func resetRunDir(runDir string) error {
 	logs, _ := filepath.Glob(filepath.Join(runDir, "*.log"))
 	kubeconfigs, _ := filepath.Glob(filepath.Join(runDir, "*.kubeconfig"))
 	old := append(append(logs, kubeconfigs...), filepath.Join(runDir, stateFile), filepath.Join(runDir, "pids"), filepath.Join(runDir, speakerStateDir),
-		filepath.Join(runDir, "agents"), filepath.Join(runDir, CPHost+"-controlplane"))
+		filepath.Join(runDir, "agents"), filepath.Join(runDir, "memberlist"), filepath.Join(runDir, CPHost+"-controlplane"))
 	for _, p := range old {
 		if err := os.RemoveAll(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("lab run directory: %w", err)
