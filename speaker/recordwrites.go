@@ -1,10 +1,22 @@
 package speaker
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
 	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"herald.dev/herald/internal/memberkey"
 )
 
 // Why a speaker wrote its record: what an operator (and the scale benchmark) reads to
@@ -62,4 +74,234 @@ func coalesceWait(window time.Duration, reason string, sinceWrite time.Duration)
 		return 0
 	}
 	return window - sinceWrite
+}
+
+// want sets what the record should say; a change, or a new peer asking whether this
+// speaker is alive, wakes run to write it (at once, or once RecordConfig.Coalesce
+// has passed since the last write).
+func (r *records) want(w recordWish) {
+	r.mu.Lock()
+	now := !r.wish.sameContent(w) || w.newAsker(r.wish)
+	r.wish = w
+	r.mu.Unlock()
+	if now {
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// renewHeartbeat asks for the heartbeat to be written now rather than at the next
+// renewal: what it reports changed (the memberlist keys).
+func (r *records) renewHeartbeat() {
+	select {
+	case r.beatNow <- struct{}{}:
+	default:
+	}
+}
+
+// run writes the record when want asks (at once, or a change of view or a new asker
+// within RecordConfig.Coalesce of the last write at that window's end, with what
+// changed meanwhile), and the heartbeat every renewal period, until ctx ends. After a
+// failed write both are retried every FastRenew.
+func (r *records) run(ctx context.Context) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	// held fires when a change held back (coalesceWait) may be written: at the
+	// window's end after the last write, the same moment however often it is set.
+	held := time.NewTimer(time.Hour)
+	held.Stop()
+	defer held.Stop()
+	var written *recordWish // what the record says, once written
+	var writtenAt time.Time
+	for {
+		beat := false
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.wake:
+		case <-r.beatNow:
+			beat = true
+		case <-held.C:
+		case <-timer.C:
+			beat = true
+		}
+		r.mu.Lock()
+		w := r.wish
+		r.mu.Unlock()
+		// Once a renewal period, check the record is still what was written (deleted
+		// by hand, say): nothing else would rewrite it while its content stays. Not
+		// right after a write, which the cache may not show yet.
+		if beat && written != nil && r.now().Sub(writtenAt) > r.cfg.FastRenew*2 && !r.recordStored(ctx, *written) {
+			written = nil
+		}
+		var err error
+		wrote := false
+		if written == nil || !w.sameContent(*written) || w.newAsker(*written) {
+			reason := writeReason(written, w)
+			if wait := coalesceWait(r.cfg.Coalesce, reason, r.now().Sub(writtenAt)); wait > 0 {
+				held.Reset(wait)
+			} else {
+				wrote = true
+				if err = r.writeRecord(ctx, w); err == nil {
+					r.writes.WithLabelValues(reason).Inc()
+					written, writtenAt = &w, r.now()
+				}
+			}
+		}
+		if beat && err == nil {
+			wrote = true
+			err = r.writeHeartbeat(ctx)
+		}
+		if !wrote {
+			continue // woken for a wish the record already says
+		}
+		r.mu.Lock()
+		flipped := r.apiUp != (err == nil)
+		r.apiUp = err == nil
+		if err == nil {
+			r.apiAt = r.now()
+		}
+		r.mu.Unlock()
+		if err != nil && ctx.Err() == nil {
+			r.log.V(1).Info("writing this speaker's record", "error", err.Error())
+		}
+		if flipped {
+			r.changed()
+		}
+		// A record written on request leaves the heartbeat's pace alone.
+		if !beat && err == nil {
+			continue
+		}
+		period := r.cfg.Renew
+		if err != nil {
+			period = r.cfg.FastRenew
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(period)
+	}
+}
+
+// recordStored says whether the stored record says what w does; true when it cannot
+// tell. Read from the API server: the cache does not hold a record that lists this
+// speaker (recordview.go), its own included.
+func (r *records) recordStored(ctx context.Context, w recordWish) bool {
+	var l coordinationv1.Lease
+	if err := r.api.Get(ctx, types.NamespacedName{Namespace: r.namespace, Name: RecordName(r.self)}, &l); err != nil {
+		return !apierrors.IsNotFound(err)
+	}
+	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != r.self {
+		return false
+	}
+	for k, v := range w.content() {
+		if l.Annotations[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// writeRecord creates or rewrites the record with the wish.
+func (r *records) writeRecord(ctx context.Context, w recordWish) error {
+	l, err := r.put(ctx, RecordName(r.self), recordLabels(w.misses, w.mode), w.content(), &r.lease)
+	if err != nil {
+		return err
+	}
+	r.newer(l)
+	r.note(l, true)
+	return nil
+}
+
+// writeHeartbeat creates or renews the heartbeat (see heartbeats).
+func (r *records) writeHeartbeat(ctx context.Context) error {
+	var ann map[string]string
+	if r.keysReport != nil {
+		ann = map[string]string{memberkey.ReportAnnotation: r.keysReport()}
+	}
+	_, err := r.put(ctx, HeartbeatName(r.self), map[string]string{HeartbeatLabel: "true"}, ann, &r.beat)
+	return err
+}
+
+// put creates or renews the Lease name with these labels (replacing the misses labels
+// it had, see setLabels) and annotations; last is the version this speaker wrote last
+// (nil: read it first).
+func (r *records) put(ctx context.Context, name string, labels, annotations map[string]string, last **coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.FastRenew*2)
+	defer cancel()
+	r.mu.Lock()
+	l := *last
+	r.mu.Unlock()
+	key := types.NamespacedName{Namespace: r.namespace, Name: name}
+	if l == nil {
+		l = &coordinationv1.Lease{}
+		if err := r.api.Get(ctx, key, l); apierrors.IsNotFound(err) {
+			l = nil
+		} else if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", name, err)
+		}
+	}
+	now := metav1.NewMicroTime(r.now())
+	create := l == nil
+	if create {
+		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: r.namespace, Name: name}}
+		l.Spec.AcquireTime = &now
+		var node corev1.Node
+		if err := r.cache.Get(ctx, types.NamespacedName{Name: r.self}, &node); err == nil {
+			l.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}
+		}
+	} else {
+		l = l.DeepCopy()
+	}
+	l.Labels = setLabels(l.Labels, labels)
+	if len(annotations) > 0 {
+		if l.Annotations == nil {
+			l.Annotations = map[string]string{}
+		}
+		maps.Copy(l.Annotations, annotations)
+	}
+	l.Spec.HolderIdentity = ptr.To(r.self)
+	l.Spec.LeaseDurationSeconds = ptr.To(int32(r.cfg.Duration / time.Second))
+	l.Spec.RenewTime = &now
+	// No managedFields: the API server would list in them every label and
+	// annotation again (the older format's hears labels, 35 KB of its 77 at a thousand
+	// members), in every write stored and every watch event sent. Nothing reads
+	// them, and one empty entry strips them (documented API behaviour; on an update
+	// only: a create keeps them until the first rewrite).
+	l.ManagedFields = []metav1.ManagedFieldsEntry{{}}
+	var err error
+	if create {
+		err = r.writer.Create(ctx, l)
+	} else {
+		err = r.writer.Update(ctx, l)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		*last = nil // start from the stored object next time (a conflict, or deleted under us)
+		return nil, fmt.Errorf("writing %s: %w", name, err)
+	}
+	*last = l
+	r.noteOwnWrite(l.ResourceVersion, now.Time)
+	return l, nil
+}
+
+// remove deletes this speaker's record and heartbeat, on a graceful stop: the peers
+// stop expecting it at once.
+func (r *records) remove(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	var errs []error
+	for _, name := range []string{RecordName(r.self), HeartbeatName(r.self)} {
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: r.namespace, Name: name}}
+		if err := r.writer.Delete(ctx, l); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
