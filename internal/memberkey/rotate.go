@@ -51,9 +51,8 @@ func Add(data map[string][]byte, label string, material []byte) (map[string][]by
 	return out, Key{Name: name, AES: aes}, nil
 }
 
-// Use returns data with the key ref made primary, refusing while a speaker does not
-// hold it yet: that speaker could not read those that send with it.
-func Use(data map[string][]byte, ref string, reports map[string]string) (map[string][]byte, Key, error) {
+// findKey reads the keyring of data and finds the key ref in it.
+func findKey(data map[string][]byte, ref string) (Keyring, Key, error) {
 	ring, err := KeyringFromSecretData(data)
 	if err != nil {
 		return nil, Key{}, err
@@ -62,15 +61,32 @@ func Use(data map[string][]byte, ref string, reports map[string]string) (map[str
 	if !ok {
 		return nil, Key{}, fmt.Errorf("the memberlist Secret has no key %q (%s)", ref, ring.names())
 	}
-	fp := Fingerprint(k.AES)
-	var lacking []string
+	return ring, k, nil
+}
+
+// speakersWhere lists, sorted, the speakers whose report (its primary's fingerprint
+// and all of them) satisfies match.
+func speakersWhere(reports map[string]string, match func(primary string, all []string) bool) []string {
+	var nodes []string
 	for node, rep := range reports {
-		if _, all := ParseReport(rep); !slices.Contains(all, fp) {
-			lacking = append(lacking, node)
+		if match(ParseReport(rep)) {
+			nodes = append(nodes, node)
 		}
 	}
+	slices.Sort(nodes)
+	return nodes
+}
+
+// Use returns data with the key ref made primary, refusing while a speaker does not
+// hold it yet: that speaker could not read those that send with it.
+func Use(data map[string][]byte, ref string, reports map[string]string) (map[string][]byte, Key, error) {
+	_, k, err := findKey(data, ref)
+	if err != nil {
+		return nil, Key{}, err
+	}
+	fp := Fingerprint(k.AES)
+	lacking := speakersWhere(reports, func(_ string, all []string) bool { return !slices.Contains(all, fp) })
 	if len(lacking) > 0 {
-		slices.Sort(lacking)
 		return nil, Key{}, fmt.Errorf("speakers %v do not hold key %s (%s) yet: they could not read the others once it is primary; wait until they have applied its addition",
 			lacking, k.Name, fp)
 	}
@@ -82,26 +98,16 @@ func Use(data map[string][]byte, ref string, reports map[string]string) (map[str
 // Remove returns data without the key ref, refusing the primary and a key some
 // speaker still sends with (the others could no longer read it).
 func Remove(data map[string][]byte, ref string, reports map[string]string) (map[string][]byte, Key, error) {
-	ring, err := KeyringFromSecretData(data)
+	ring, k, err := findKey(data, ref)
 	if err != nil {
 		return nil, Key{}, err
-	}
-	k, ok := ring.Find(ref)
-	if !ok {
-		return nil, Key{}, fmt.Errorf("the memberlist Secret has no key %q (%s)", ref, ring.names())
 	}
 	fp := Fingerprint(k.AES)
 	if k.Name == ring[0].Name {
 		return nil, Key{}, fmt.Errorf("key %s (%s) is the primary; make another key primary first", k.Name, fp)
 	}
-	var using []string
-	for node, rep := range reports {
-		if p, _ := ParseReport(rep); p == fp {
-			using = append(using, node)
-		}
-	}
+	using := speakersWhere(reports, func(primary string, _ []string) bool { return primary == fp })
 	if len(using) > 0 {
-		slices.Sort(using)
 		return nil, Key{}, fmt.Errorf("speakers %v still send with key %s (%s): the others could not read them; wait until they have applied the new primary",
 			using, k.Name, fp)
 	}
