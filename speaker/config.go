@@ -65,6 +65,10 @@ type Config struct {
 	// container, a frozen or starved process), it answers for no IP until it has heard
 	// its peers again (layer2's watchdog); 0 turns that off.
 	StallAfter time.Duration
+	// ReplyRate and ReplyBurst limit the ARP and NDP answers one requester (its MAC)
+	// gets on one interface: per second sustained, and at once.
+	ReplyRate  float64
+	ReplyBurst int
 
 	// Metrics is the metrics endpoint (--metrics-bind-address, --metrics-secure,
 	// --metrics-cert-dir).
@@ -116,6 +120,8 @@ func DefaultConfig() Config {
 		Schedule:          layer2.DefaultSchedule(),
 		Rescan:            10 * time.Second,
 		StallAfter:        layer2.DefaultStallAfter,
+		ReplyRate:         layer2.DefaultReplyRate,
+		ReplyBurst:        layer2.DefaultReplyBurst,
 		Metrics:           metricsserve.Defaults(":7474"),
 		ProbeAddr:         ":7475",
 		Proxy:             px,
@@ -162,6 +168,8 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&c.Schedule.Refresh, "gratuitous-refresh", c.Schedule.Refresh, "period of the gratuitous ARP/NA refresh of owned IPs (0 disables)")
 	fs.DurationVar(&c.Rescan, "interface-rescan", c.Rescan, "how often interfaces are listed again to follow ones appearing and disappearing")
 	fs.DurationVar(&c.StallAfter, "stall-after", c.StallAfter, "when the speaker did not run for this long (a paused VM or container, a frozen or starved process), it answers for no IP until it has heard its peers again, which may have taken its IPs over meanwhile (0 disables)")
+	fs.Float64Var(&c.ReplyRate, "reply-rate", c.ReplyRate, "ARP replies and neighbour advertisements per second one requester (its MAC) gets on one interface, sustained; the rest are counted in herald_l2_replies_rate_limited_total")
+	fs.IntVar(&c.ReplyBurst, "reply-burst", c.ReplyBurst, "ARP replies and neighbour advertisements one requester (its MAC) may get at once on one interface")
 	c.Metrics.AddFlags(fs)
 	fs.StringVar(&c.ProbeAddr, "health-probe-bind-address", c.ProbeAddr, "address of /healthz and /readyz; an address without host (:7475) listens on --ml-bind-addr, the node's IP, and so does the speaker's --metrics-bind-address")
 	c.Proxy.AddFlags(fs)
@@ -209,6 +217,9 @@ func (c *Config) validate() (*regexp.Regexp, error) {
 		// A stall the peers may already have called a death must be noticed, or the
 		// thawed speaker answers for IPs they gave to other nodes.
 		errs = append(errs, fmt.Errorf("--stall-after %v must be shorter than %v, the earliest moment the peers may declare a silent speaker dead (--ml-probe-interval × (1 + --ml-suspicion-mult, or 4 when it is 0, automatic)), or 0", c.StallAfter, earliest))
+	}
+	if c.ReplyRate <= 0 || c.ReplyBurst <= 0 {
+		errs = append(errs, fmt.Errorf("--reply-rate %v and --reply-burst %d must be positive", c.ReplyRate, c.ReplyBurst))
 	}
 	if c.RestartHold < 0 {
 		errs = append(errs, fmt.Errorf("--restart-hold %v must not be negative", c.RestartHold))

@@ -33,6 +33,7 @@ func TestConfigStallAfterBelowEarliestVerdict(t *testing.T) {
 		{"the automatic suspicion multiplier", func(c *Config) { c.Members.SuspicionMult = 0 }, ""},
 		{"a fixed suspicion multiplier of 2", func(c *Config) { c.Members.SuspicionMult = 2 }, "--stall-after 400ms must be shorter than 300ms"},
 		{"negative stall", func(c *Config) { c.StallAfter = -time.Second }, "--stall-after -1s must not be negative"},
+		{"no answers", func(c *Config) { c.ReplyRate = 0 }, "--reply-rate 0 and --reply-burst 1000 must be positive"},
 		{"watchdog off", func(c *Config) {
 			c.StallAfter = 0
 			c.Members.ProbeInterval = 50 * time.Millisecond

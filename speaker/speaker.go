@@ -245,6 +245,8 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		OnConflictCleared: s.conflicted,
 		DefendInterval:    layer2.DefaultDefendInterval,
 		ProbeWait:         layer2.DefaultProbeWait,
+		ReplyRate:         cfg.ReplyRate,
+		ReplyBurst:        cfg.ReplyBurst,
 		StallAfter:        cfg.StallAfter,
 		OnStall:           s.onStall,
 	}

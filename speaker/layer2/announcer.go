@@ -96,6 +96,13 @@ type Config struct {
 	// without this call.
 	OnConflictCleared func(Conflict)
 
+	// ReplyRate is how many ARP replies and neighbour advertisements per second one
+	// requester (its MAC) gets on one interface, sustained; ReplyBurst how many at once
+	// (defaults DefaultReplyRate and DefaultReplyBurst; 0 means the default). The rest
+	// are counted in herald_l2_replies_rate_limited_total.
+	ReplyRate  float64
+	ReplyBurst int
+
 	// Stalls (see watchdog.go).
 
 	// StallAfter: a heartbeat this much late is a stall of the process; from then on
@@ -114,7 +121,8 @@ func DefaultConfig() Config {
 	return Config{Schedule: DefaultSchedule(), Rescan: 10 * time.Second, WatchLinks: true,
 		DefendInterval: DefaultDefendInterval, ProbeWait: DefaultProbeWait, PeerProbeWait: DefaultPeerProbeWait,
 		PeerWaitMax: DefaultPeerWaitMax, ConflictRecheckFirst: DefaultConflictRecheckFirst, ConflictRecheck: DefaultConflictRecheck,
-		ConflictYieldMax: DefaultConflictYieldMax, StallAfter: DefaultStallAfter}
+		ConflictYieldMax: DefaultConflictYieldMax, ReplyRate: DefaultReplyRate, ReplyBurst: DefaultReplyBurst,
+		StallAfter: DefaultStallAfter}
 }
 
 // ErrClosed is returned by Set once Run has finished.
@@ -201,6 +209,15 @@ func newAnnouncer(cfg Config, sys system, clk clock) (*Announcer, error) {
 	}
 	if cfg.StallAfter < 0 {
 		return nil, fmt.Errorf("layer2: stall threshold %s is negative", cfg.StallAfter)
+	}
+	if cfg.ReplyRate < 0 || cfg.ReplyBurst < 0 {
+		return nil, fmt.Errorf("layer2: reply rate %v and burst %d must not be negative", cfg.ReplyRate, cfg.ReplyBurst)
+	}
+	if cfg.ReplyRate == 0 {
+		cfg.ReplyRate = DefaultReplyRate
+	}
+	if cfg.ReplyBurst == 0 {
+		cfg.ReplyBurst = DefaultReplyBurst
 	}
 	m, err := NewMetrics(cfg.Registerer)
 	if err != nil {

@@ -151,9 +151,11 @@ func (a *Announcer) openNDP(ifi *net.Interface) bool {
 }
 
 // responderOptions makes a responder report claims to the announcer, leave out the
-// node's own MACs, and time claims by the announcer's clock.
+// node's own MACs, time claims by the announcer's clock and limit answers as
+// configured.
 func (a *Announcer) responderOptions() []ResponderOption {
-	return []ResponderOption{WithClaimHandler(a.claimed), WithNodeMACs(a.nodeMAC), withClock(a.clock)}
+	return []ResponderOption{WithClaimHandler(a.claimed), WithNodeMACs(a.nodeMAC), withClock(a.clock),
+		WithReplyLimit(a.cfg.ReplyRate, a.cfg.ReplyBurst)}
 }
 
 // serve runs a responder's loop. When the loop ends on its own (socket error, e.g. the

@@ -47,6 +47,12 @@ func WithNodeMACs(ours func(net.HardwareAddr) bool) ResponderOption {
 	return func(l *link) { l.nodeMACs = ours }
 }
 
+// WithReplyLimit sets how many answers per second one requester (its MAC) gets,
+// sustained, and how many at once (default DefaultReplyRate, DefaultReplyBurst).
+func WithReplyLimit(rate float64, burst int) ResponderOption {
+	return func(l *link) { l.limit = newReplyLimit(rate, float64(burst), replyRequesters) }
+}
+
 // withClock makes the responder time its claims by the announcer's clock.
 func withClock(c clock) ResponderOption {
 	return func(l *link) { l.clock = c }
@@ -68,7 +74,7 @@ func (l *link) init(ifi *net.Interface, c Conn, owners *Table, m *Metrics, log l
 	l.m = m
 	l.log = log.WithValues("interface", ifi.Name, "protocol", proto)
 	l.clock = realClock{}
-	l.limit = newReplyLimit(ReplyRate, ReplyBurst, replyRequesters)
+	l.limit = newReplyLimit(DefaultReplyRate, DefaultReplyBurst, replyRequesters)
 	for _, o := range opts {
 		o(l)
 	}

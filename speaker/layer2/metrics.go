@@ -58,8 +58,8 @@ type Metrics struct {
 	// NDPAdvertisements counts neighbour advertisements sent in answer to a solicitation.
 	NDPAdvertisements prometheus.Counter
 	// RepliesRateLimited counts answers (ARP replies, solicited neighbour
-	// advertisements) not sent because their requester had used its share (ReplyRate,
-	// ReplyBurst).
+	// advertisements) not sent because their requester had used its share
+	// (Config.ReplyRate, Config.ReplyBurst).
 	RepliesRateLimited prometheus.Counter
 	// Dropped counts received frames not answered, by reason (the Drop* constants).
 	Dropped *prometheus.CounterVec

@@ -6,15 +6,16 @@ import (
 	"time"
 )
 
-// Limits of the ARP and NDP answers per requester, on each interface. A host resolves
-// a VIP once per cache lifetime, and a router refreshing a thousand VIPs at once asks
-// in one burst; more than that is a host asking on purpose, and every answer goes to
-// the MAC the request names.
+// Default limits of the ARP and NDP answers per requester, on each interface. A host
+// resolves a VIP once per cache lifetime, a router refreshing a thousand VIPs at once
+// asks in one burst, and a monitor may ask for a few VIPs a hundred times a second;
+// more than that is a host asking on purpose, and every answer goes to the MAC the
+// request names.
 const (
-	// ReplyRate is how many answers per second one requester gets, sustained.
-	ReplyRate = 50
-	// ReplyBurst is how many answers one requester may get at once.
-	ReplyBurst = 1000
+	// DefaultReplyRate is how many answers per second one requester gets, sustained.
+	DefaultReplyRate = 1000
+	// DefaultReplyBurst is how many answers one requester may get at once.
+	DefaultReplyBurst = 1000
 	// replyRequesters bounds the requesters tracked per interface; past it, the new
 	// ones share one bucket, so a flood of made-up MACs costs memory once and leaves
 	// the known requesters their own.

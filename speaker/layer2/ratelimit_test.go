@@ -53,7 +53,8 @@ func TestReplyLimit(t *testing.T) {
 // requester is still answered; gratuitous ARP is never limited.
 func TestARPRateLimit(t *testing.T) {
 	clk := newFakeClock()
-	r, c, m := newTestARP(t, withClock(clk))
+	const burst = 20
+	r, c, m := newTestARP(t, withClock(clk), WithReplyLimit(50, burst))
 	done := make(chan struct{})
 	t.Cleanup(func() { close(done) })
 	go func() { // the answers themselves are TestARPRules'; only their count matters
@@ -65,30 +66,30 @@ func TestARPRateLimit(t *testing.T) {
 			}
 		}
 	}()
-	for range ReplyBurst + 7 {
+	for range burst + 7 {
 		r.serveFrame(arpRequest(vip4))
 	}
-	if got := value(m.ARPReplies); got != ReplyBurst {
-		t.Fatalf("arp_replies_total = %v, want %d", got, ReplyBurst)
+	if got := value(m.ARPReplies); got != burst {
+		t.Fatalf("arp_replies_total = %v, want %d", got, burst)
 	}
 	if got := value(m.RepliesRateLimited); got != 7 {
 		t.Fatalf("replies_rate_limited_total = %v, want 7", got)
 	}
 	r.serveFrame(arpBytes(bcast, otherMAC, 1, otherMAC, peer4, make(net.HardwareAddr, 6), vip4))
-	if got := value(m.ARPReplies); got != ReplyBurst+1 {
+	if got := value(m.ARPReplies); got != burst+1 {
 		t.Fatalf("another requester was not answered: arp_replies_total = %v", got)
 	}
 	clk.Advance(time.Second)
 	r.serveFrame(arpRequest(vip4))
-	if got := value(m.ARPReplies); got != ReplyBurst+2 {
+	if got := value(m.ARPReplies); got != burst+2 {
 		t.Fatalf("the first requester was not answered a second later: arp_replies_total = %v", got)
 	}
-	for range ReplyBurst + 1 {
+	for range burst + 1 {
 		if err := r.Announce(vip4); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := value(m.GratuitousSent); got != 2*(ReplyBurst+1) {
-		t.Fatalf("gratuitous_sent_total = %v, want %d", got, 2*(ReplyBurst+1))
+	if got := value(m.GratuitousSent); got != 2*(burst+1) {
+		t.Fatalf("gratuitous_sent_total = %v, want %d", got, 2*(burst+1))
 	}
 }
