@@ -9,11 +9,6 @@ import (
 	heraldv1 "herald.dev/herald/api/v1beta1"
 )
 
-// ReasonAnnotationConflict is the Warning given to a Service that sets one of herald's
-// annotations both under herald's name and MetalLB's (or under both of MetalLB's) with
-// different values.
-const ReasonAnnotationConflict = "AnnotationConflict"
-
 // requestAnnotations are the annotations a Service asks with. The pool annotation
 // herald writes is left out: after herald moved a Service to another pool, MetalLB's
 // leftover record of the old one is expected and says nothing wrong.
@@ -53,5 +48,5 @@ func (r *ServiceReconciler) warnAnnotationConflicts(svc *corev1.Service) {
 	if note == "" || note == prev {
 		return
 	}
-	r.Recorder.Eventf(svc, nil, corev1.EventTypeWarning, ReasonAnnotationConflict, "Allocate", note)
+	r.Recorder.Eventf(svc, nil, corev1.EventTypeWarning, heraldv1.ReasonAnnotationConflict, "Allocate", note)
 }

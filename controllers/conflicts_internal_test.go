@@ -8,7 +8,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
-	"herald.dev/herald/speaker"
 )
 
 func vip(ns, ip, node, reason string) heraldv1.VIPStatus {
@@ -19,8 +18,8 @@ func vip(ns, ip, node, reason string) heraldv1.VIPStatus {
 
 // The controller reads the reason the speakers write.
 func TestConflictReasonIsTheSpeakers(t *testing.T) {
-	if heraldv1.VIPReasonIPConflict != speaker.ReasonIPConflict {
-		t.Fatalf("heraldv1.VIPReasonIPConflict = %q, the speaker publishes %q", heraldv1.VIPReasonIPConflict, speaker.ReasonIPConflict)
+	if heraldv1.VIPReasonIPConflict != heraldv1.ReasonIPConflict {
+		t.Fatalf("heraldv1.VIPReasonIPConflict = %q, the speaker publishes %q", heraldv1.VIPReasonIPConflict, heraldv1.ReasonIPConflict)
 	}
 }
 

@@ -211,7 +211,7 @@ func (r *PoolReconciler) setReservedCondition(pool *heraldv1.IPAddressPool, rese
 		Message: msg, ObservedGeneration: pool.Generation}
 	same := sameCondition(prev, cond)
 	if prev == nil || prev.Message != msg {
-		r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, "AddressesReserved", "Validate", "The pool %s", msg)
+		r.Recorder.Eventf(pool, nil, corev1.EventTypeWarning, heraldv1.ReasonAddressesReserved, "Validate", "The pool %s", msg)
 	}
 	meta.SetStatusCondition(&pool.Status.Conditions, cond)
 	return same

@@ -19,13 +19,6 @@ import (
 	"herald.dev/herald/controllers/ipam"
 )
 
-// Event reasons on Services.
-const (
-	ReasonIPAllocated      = "IPAllocated"
-	ReasonAllocationFailed = "AllocationFailed"
-	ReasonIPReleased       = "IPReleased"
-)
-
 // ServiceReconciler gives LoadBalancer Services their external IPs and takes them back
 // when a Service is deleted, changes type or asks for other addresses.
 type ServiceReconciler struct {
@@ -157,7 +150,7 @@ func (r *ServiceReconciler) allocate(ctx context.Context, svc *corev1.Service) e
 	if wasDuplicate {
 		note += fmt.Sprintf(" (its previous IP was also held by an older Service: %s)", duplicate)
 	}
-	r.Recorder.Eventf(svc, nil, corev1.EventTypeNormal, ReasonIPAllocated, "Allocate", note)
+	r.Recorder.Eventf(svc, nil, corev1.EventTypeNormal, heraldv1.ReasonIPAllocated, "Allocate", note)
 	log.FromContext(ctx).V(1).Info("allocated", "ips", res.IPs, "pool", res.Pool)
 	return nil
 }
@@ -170,7 +163,7 @@ func (r *ServiceReconciler) warn(svc *corev1.Service, err error) {
 	case errors.Is(err, ipam.ErrIPConflict):
 		note += "; it is tried again when the conflict clears"
 	}
-	r.Recorder.Eventf(svc, nil, corev1.EventTypeWarning, ReasonAllocationFailed, "Allocate", note)
+	r.Recorder.Eventf(svc, nil, corev1.EventTypeWarning, heraldv1.ReasonAllocationFailed, "Allocate", note)
 }
 
 // writeAllocation records the IPs in the status and the pool in the
@@ -233,7 +226,7 @@ func (r *ServiceReconciler) clearStatus(ctx context.Context, svc *corev1.Service
 		return err
 	}
 	if len(released) > 0 {
-		r.Recorder.Eventf(svc, nil, corev1.EventTypeNormal, ReasonIPReleased, "Release", "Released IP %s", ipam.JoinIPs(released))
+		r.Recorder.Eventf(svc, nil, corev1.EventTypeNormal, heraldv1.ReasonIPReleased, "Release", "Released IP %s", ipam.JoinIPs(released))
 	}
 	return nil
 }

@@ -10,14 +10,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/speaker/election"
 )
-
-// RebalanceAnnotation on a Service asks for its IPs to move, once, to the node the
-// hash places them on: an IP stays with the node announcing it (no fail-back) only
-// while that node's claim carries the annotation's current value. `herald rebalance`
-// sets it to the current time.
-const RebalanceAnnotation = "herald.dev/rebalance"
 
 // Claims are the IPs one speaker announces, each with what the others need to keep it
 // there: the rebalance token of its Services when the speaker took it, and the nodes
@@ -87,7 +82,7 @@ func DecodeClaims(data []byte) (Claims, error) {
 func rebalanceTokens(services []*corev1.Service) map[netip.Addr]string {
 	values := map[netip.Addr][]string{}
 	for _, svc := range services {
-		v := svc.Annotations[RebalanceAnnotation]
+		v := svc.Annotations[heraldv1.AnnotationRebalance]
 		for _, in := range svc.Status.LoadBalancer.Ingress {
 			ip, err := netip.ParseAddr(in.IP)
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/speaker/election"
 )
 
@@ -38,7 +39,7 @@ func TestClaimsRoundTrip(t *testing.T) {
 func claimService(name, rebalance string, ips ...string) *corev1.Service {
 	s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
 	if rebalance != "" {
-		s.Annotations = map[string]string{RebalanceAnnotation: rebalance}
+		s.Annotations = map[string]string{heraldv1.AnnotationRebalance: rebalance}
 	}
 	for _, ip := range ips {
 		s.Status.LoadBalancer.Ingress = append(s.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})

@@ -21,10 +21,6 @@ import (
 // which layer2 settles by yielding and this file reports: a Warning Event IPConflict
 // on the Services, the VIPStatus reason, and the metric herald_l2_conflict.
 
-// ReasonIPConflict is the Event and VIPStatus reason of an IP yielded to a foreign
-// device.
-const ReasonIPConflict = heraldv1.VIPReasonIPConflict
-
 // claimLogEvery bounds the log lines about one IP claimed by a peer.
 const claimLogEvery = 10 * time.Second
 
@@ -153,9 +149,9 @@ func (s *Speaker) claimed(c layer2.Claim) {
 // IP and reason (conflictEventEvery); the VIPStatus always follows.
 func (s *Speaker) conflicted(c layer2.Conflict) {
 	defer s.pokeElection() // the VIPStatus follows
-	typ, reason := corev1.EventTypeWarning, ReasonIPConflict
+	typ, reason := corev1.EventTypeWarning, heraldv1.ReasonIPConflict
 	if !c.Cleared.IsZero() {
-		typ, reason = corev1.EventTypeNormal, ReasonIPConflict+"Resolved"
+		typ, reason = corev1.EventTypeNormal, heraldv1.ReasonIPConflictResolved
 	}
 	ok, held := s.conflictEvents.allow(c.IP, reason, time.Now())
 	if !ok {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/testenv"
 )
 
@@ -29,21 +30,21 @@ func TestNodeEventsEachWithholdingIsAnEvent(t *testing.T) {
 	var want []string
 	for i := range 3 {
 		if i > 0 {
-			if err := w.create(ctx, w.event(node, corev1.EventTypeNormal, ReasonEndpointsRestored, "Restore", "back")); err != nil {
+			if err := w.create(ctx, w.event(node, corev1.EventTypeNormal, heraldv1.ReasonEndpointsRestored, "Restore", "back")); err != nil {
 				t.Fatal(err)
 			}
-			want = append(want, ReasonEndpointsRestored)
+			want = append(want, heraldv1.ReasonEndpointsRestored)
 		}
-		if err := w.create(ctx, w.event(node, corev1.EventTypeWarning, ReasonEndpointsWithheld, "WithholdVanished", "lost")); err != nil {
+		if err := w.create(ctx, w.event(node, corev1.EventTypeWarning, heraldv1.ReasonEndpointsWithheld, "WithholdVanished", "lost")); err != nil {
 			t.Fatal(err)
 		}
-		want = append(want, ReasonEndpointsWithheld)
+		want = append(want, heraldv1.ReasonEndpointsWithheld)
 		time.Sleep(time.Millisecond)
 	}
 
 	// The loop's way: in the background.
-	w.send(ctx, node, corev1.EventTypeNormal, ReasonEndpointsRestored, "Restore", "back")
-	want = append(want, ReasonEndpointsRestored)
+	w.send(ctx, node, corev1.EventTypeNormal, heraldv1.ReasonEndpointsRestored, "Restore", "back")
+	want = append(want, heraldv1.ReasonEndpointsRestored)
 
 	var got []corev1.Event
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {

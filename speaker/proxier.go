@@ -14,12 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/proxy"
 )
-
-// ReasonProxyFamilyMissing is the Warning Event on the Node when the proxier programs
-// only one family of a dual-stack node (ip6tables missing, IPv6 off in the kernel).
-const ReasonProxyFamilyMissing = "ProxyFamilyMissing"
 
 // newProxier builds the embedded proxier for this node. Its IPs (one per family, which
 // selects iptables and/or ip6tables) are the Node's InternalIPs, the memberlist bind
@@ -88,7 +85,7 @@ func (s *Speaker) feedProxier(ctx context.Context, c cache.Cache) {
 		return
 	}
 	for _, note := range s.proxier.Status().MissingFamilies {
-		s.nodeEvent(corev1.EventTypeWarning, ReasonProxyFamilyMissing, note)
+		s.nodeEvent(corev1.EventTypeWarning, heraldv1.ReasonProxyFamilyMissing, note)
 	}
 	for {
 		var svcs corev1.ServiceList

@@ -13,15 +13,9 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/speaker/election"
 	"herald.dev/herald/speaker/layer2"
-)
-
-// Event reasons the speaker writes on Services.
-const (
-	ReasonAnnouncing       = "Announcing"
-	ReasonInterfaceMissing = "InterfaceMissing"
-	ReasonUnserved         = "Unserved"
 )
 
 // reporter writes the Events users read with `kubectl describe service`: a Normal
@@ -52,7 +46,7 @@ func (r *reporter) takeover(t Takeover, a layer2.Announcement) {
 		prev = t.Previous
 	}
 	note := fmt.Sprintf("announcing %s from %s on %s, previous owner %s", t.IP, r.self, strings.Join(ifaces, ","), prev)
-	r.event(t.Services, corev1.EventTypeNormal, ReasonAnnouncing, note)
+	r.event(t.Services, corev1.EventTypeNormal, heraldv1.ReasonAnnouncing, note)
 }
 
 // afterElection writes the warnings that the decisions call for. IPs without owner
@@ -72,11 +66,11 @@ func (r *reporter) afterElection(ds []election.Decision, live []string, responde
 		case d.Owner == "" && reportsUnowned:
 			reason, note, services = string(d.Reason), fmt.Sprintf("%s is announced by no node: %s", d.IP, d.Message), d.Services
 		case d.Owner == self && missingInterfaces(d, responders):
-			reason, services = ReasonInterfaceMissing, d.Services
+			reason, services = heraldv1.ReasonInterfaceMissing, d.Services
 			note = fmt.Sprintf("%s is elected to %s, which has none of the interfaces %s that the L2Advertisement allows (it answers on %s)",
 				d.IP, self, strings.Join(d.Interfaces, ","), responderNames(responders))
 		case d.Owner == self && len(d.Unserved) > 0:
-			reason, services = ReasonUnserved, d.Unserved
+			reason, services = heraldv1.ReasonUnserved, d.Unserved
 			note = fmt.Sprintf("%s is announced from %s, which cannot serve this Service (it shares the IP with Services that pick other nodes)", d.IP, self)
 		}
 		key := reason + "|" + note

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	heraldv1 "herald.dev/herald/api/v1beta1"
 )
 
 // After a stall (the speaker did not run for longer than --stall-after: a paused VM or
@@ -16,9 +18,6 @@ import (
 // (and refutes it) and receives the claims of the nodes that stood in for it, runs an
 // election with them, which leaves each IP with the node that took it over (no
 // fail-back), and only then lets layer 2 answer again (Resume).
-
-// ReasonSpeakerStalled is the Warning Event on this speaker's Node after a stall.
-const ReasonSpeakerStalled = "SpeakerStalled"
 
 // stallSyncTimeout bounds the exchange with the peers after a stall; peers that have
 // not answered by then are heard through gossip, as usual.
@@ -77,7 +76,7 @@ func (s *Speaker) resumeAfterStall(ctx context.Context, reached int) {
 	gap := s.stallState.longest
 	s.stallState.longest = 0
 	s.log.Info("answering again after a stall", "stalled", gap, "peersReached", reached)
-	s.eventOn(ctx, s.cfg.NodeName, corev1.EventTypeWarning, ReasonSpeakerStalled, "Resume", fmt.Sprintf(
+	s.eventOn(ctx, s.cfg.NodeName, corev1.EventTypeWarning, heraldv1.ReasonSpeakerStalled, "Resume", fmt.Sprintf(
 		"the speaker of %s did not run for %s (a paused VM or container, a frozen or starved process): it answered for no IP until it had heard its peers again (%d answered)",
 		s.cfg.NodeName, gap.Round(time.Millisecond), reached))
 }

@@ -11,14 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/speaker/deadnodes"
 	"herald.dev/herald/speaker/quorum"
-)
-
-// Event reasons on the Node of a node whose endpoints the proxiers withhold.
-const (
-	ReasonEndpointsWithheld = "EndpointsWithheld"
-	ReasonEndpointsRestored = "EndpointsRestored"
 )
 
 // updateWithheld decides which nodes are dead (speaker/deadnodes), hands them to the
@@ -99,7 +94,7 @@ func (s *Speaker) reportWithheld(ctx context.Context, dead []deadnodes.Node, liv
 			}
 			s.log.Info("withholding the endpoints of a node the speakers know down", "node", d.Name, "since", d.Since, "why", why)
 			if reports(d.Name) {
-				s.eventOn(ctx, d.Name, corev1.EventTypeWarning, ReasonEndpointsWithheld, action, why+": its endpoints get no new connections from any node's proxier")
+				s.eventOn(ctx, d.Name, corev1.EventTypeWarning, heraldv1.ReasonEndpointsWithheld, action, why+": its endpoints get no new connections from any node's proxier")
 			}
 		case d.Unreachable && !old.Unreachable:
 			s.log.Info("a withheld node answers nothing: clearing the flows to its endpoints", "node", d.Name)
@@ -113,7 +108,7 @@ func (s *Speaker) reportWithheld(ctx context.Context, dead []deadnodes.Node, liv
 	for _, n := range restored {
 		s.log.Info("the endpoints of a node are no longer withheld", "node", n)
 		if reports(n) {
-			s.eventOn(ctx, n, corev1.EventTypeNormal, ReasonEndpointsRestored, "Restore", fmt.Sprintf(
+			s.eventOn(ctx, n, corev1.EventTypeNormal, heraldv1.ReasonEndpointsRestored, "Restore", fmt.Sprintf(
 				"%s is back (or shown alive): its endpoints get traffic again", n))
 		}
 	}

@@ -20,6 +20,12 @@ const (
 	// may edit it); the pool of an IP follows from the IP.
 	AnnotationAllocatedFromPool = "herald.dev/ip-allocated-from-pool"
 
+	// AnnotationRebalance asks for the Service's IPs to move, once, to the node the hash
+	// places them on: an IP stays with the node announcing it (no fail-back) only while
+	// that node's claim carries the annotation's current value. `herald rebalance` sets
+	// it to the current time. MetalLB has no such annotation, so it has no alias.
+	AnnotationRebalance = "herald.dev/rebalance"
+
 	// PoolFinalizer keeps a pool whose addresses are held by Services until the last
 	// one is released.
 	PoolFinalizer = "herald.dev/pool-in-use"

@@ -5,13 +5,8 @@ import (
 	"slices"
 
 	"go4.org/netipx"
-)
 
-// Reasons of PoolProblem.
-const (
-	ReasonOverlap          = "Overlap"
-	ReasonInvalidAddresses = "InvalidAddresses"
-	ReasonDuplicateName    = "DuplicateName"
+	heraldv1 "herald.dev/herald/api/v1beta1"
 )
 
 // checkPools turns pools into states, oldest first, and finds the problems that keep a
@@ -30,7 +25,7 @@ func checkPools(pools []Pool) ([]*poolState, []PoolProblem) {
 	for _, p := range states {
 		if seen[p.Name] {
 			// Only the oldest of the namesakes is kept: state is looked up by name.
-			problems = append(problems, PoolProblem{Pool: p.Name, Reason: ReasonDuplicateName,
+			problems = append(problems, PoolProblem{Pool: p.Name, Reason: heraldv1.ReasonDuplicateName,
 				Message: "another IPAddressPool has the same name; only the oldest is used"})
 			continue
 		}
@@ -41,7 +36,7 @@ func checkPools(pools []Pool) ([]*poolState, []PoolProblem) {
 
 	for _, p := range states {
 		if msg := invalidRanges(p.Ranges); msg != "" {
-			p.problem = &PoolProblem{Pool: p.Name, Reason: ReasonInvalidAddresses, Message: msg}
+			p.problem = &PoolProblem{Pool: p.Name, Reason: heraldv1.ReasonInvalidAddresses, Message: msg}
 		}
 	}
 	findOverlaps(states)
@@ -139,7 +134,7 @@ func findOverlaps(byAge []*poolState) {
 			msg = fmt.Sprintf("addresses %s overlap %s of the older pool %q (%s); this pool gives out no addresses until the overlap is removed",
 				rangeString(c.mine), rangeString(c.with), byAge[c.other].Name, rangeString(common))
 		}
-		p.problem = &PoolProblem{Pool: p.Name, Reason: ReasonOverlap, Message: msg}
+		p.problem = &PoolProblem{Pool: p.Name, Reason: heraldv1.ReasonOverlap, Message: msg}
 	}
 }
 

@@ -333,7 +333,7 @@ func (f *fullLab) rebalanceAll(tb testing.TB) {
 // rebalanceService sets the Service's herald.dev/rebalance annotation to a new value.
 func rebalanceService(tb testing.TB, c client.Client, key types.NamespacedName) {
 	tb.Helper()
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, speaker.RebalanceAnnotation, time.Now().UTC().Format(time.RFC3339Nano))
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, heraldv1.AnnotationRebalance, time.Now().UTC().Format(time.RFC3339Nano))
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 	if err := c.Patch(tb.Context(), svc, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 		tb.Fatalf("rebalancing %s: %v", key, err)

@@ -14,9 +14,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/internal/netns"
-	"herald.dev/herald/speaker"
 )
 
 // nodeDeathCutoff is the promise: no request fails later than this after a node
@@ -34,8 +34,8 @@ func TestLabNodeDeath(t *testing.T) {
 	f := fullLabFor(t)
 	const dead = "worker"
 	f.expectNoFailureAfter(t, dead, linkDownFault, nodeDeathCutoff)
-	f.expectNodeEvent(t, dead, speaker.ReasonEndpointsWithheld, "without a goodbye")
-	f.expectNodeEvent(t, dead, speaker.ReasonEndpointsRestored, "")
+	f.expectNodeEvent(t, dead, heraldv1.ReasonEndpointsWithheld, "without a goodbye")
+	f.expectNodeEvent(t, dead, heraldv1.ReasonEndpointsRestored, "")
 
 	t.Run("an open connection to the dead pod fails fast", func(t *testing.T) {
 		f.heal(t) // worker is back from the first fault: start whole, as every test does
@@ -93,7 +93,7 @@ func TestLabNodeShutdown(t *testing.T) {
 	f := fullLabFor(t)
 	const down = "worker"
 	f.expectNoFailureAfter(t, down, shutdownNodeFault, nodeShutdownCutoff)
-	f.expectNodeEvent(t, down, speaker.ReasonEndpointsWithheld, "said goodbye")
+	f.expectNodeEvent(t, down, heraldv1.ReasonEndpointsWithheld, "said goodbye")
 }
 
 // expectNoFailureAfter inflicts fault on node for 15 s while the client requests every

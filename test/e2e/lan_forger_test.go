@@ -13,11 +13,11 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/internal/lab/netlab"
 	"herald.dev/herald/internal/netns"
 	"herald.dev/herald/internal/testenv"
-	"herald.dev/herald/speaker"
 	"herald.dev/herald/speaker/election"
 	"herald.dev/herald/speaker/layer2"
 )
@@ -177,7 +177,7 @@ func (c *cluster) conflictEvents(service string) int {
 	}
 	n := 0
 	for _, e := range evs.Items {
-		if e.Regarding.Name != service || e.Reason != speaker.ReasonIPConflict {
+		if e.Regarding.Name != service || e.Reason != heraldv1.ReasonIPConflict {
 			continue
 		}
 		k := 1

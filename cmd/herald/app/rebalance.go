@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
-	"herald.dev/herald/speaker"
 )
 
 // RebalanceOptions are the flags of `herald rebalance`.
@@ -126,7 +125,7 @@ func RunRebalance(ctx context.Context, o RebalanceOptions, names []string, out i
 		return 1
 	})
 	token := o.Now().UTC().Format(time.RFC3339Nano)
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{speaker.RebalanceAnnotation: token}}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{heraldv1.AnnotationRebalance: token}}})
 	if err != nil {
 		return err
 	}
@@ -135,7 +134,7 @@ func RunRebalance(ctx context.Context, o RebalanceOptions, names []string, out i
 		if err := c.Patch(ctx, s, client.RawPatch(types.MergePatchType, patch)); err != nil {
 			return fmt.Errorf("service %s/%s: %w", s.Namespace, s.Name, err)
 		}
-		fmt.Fprintf(out, "service/%s in %s: rebalance requested (%s=%s)\n", s.Name, s.Namespace, speaker.RebalanceAnnotation, token)
+		fmt.Fprintf(out, "service/%s in %s: rebalance requested (%s=%s)\n", s.Name, s.Namespace, heraldv1.AnnotationRebalance, token)
 	}
 	if len(targets) == 0 {
 		fmt.Fprintln(out, "no LoadBalancer Service with an IP found")

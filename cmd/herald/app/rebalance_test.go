@@ -7,8 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/testenv"
-	"herald.dev/herald/speaker"
 )
 
 // herald rebalance against a real API server: named Services, --all, and refusals.
@@ -37,7 +37,7 @@ func TestRebalanceAgainstAPIServer(t *testing.T) {
 		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &s); err != nil {
 			t.Fatal(err)
 		}
-		return s.Annotations[speaker.RebalanceAnnotation]
+		return s.Annotations[heraldv1.AnnotationRebalance]
 	}
 
 	out, err := run("rebalance", "--kubeconfig", admin, "svc1")

@@ -20,7 +20,6 @@ import (
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/testenv"
-	"herald.dev/herald/speaker"
 )
 
 var now = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
@@ -268,7 +267,7 @@ func TestStatusAgainstAPIServer(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "worker.withheld"},
 		Regarding:  corev1.ObjectReference{Kind: "Node", Name: "worker", APIVersion: "v1"},
 		EventTime:  metav1.NewMicroTime(time.Now().Add(-2 * time.Minute)), Type: corev1.EventTypeWarning,
-		Reason: speaker.ReasonEndpointsWithheld, Action: "Withhold", Note: "its speaker vanished",
+		Reason: heraldv1.ReasonEndpointsWithheld, Action: "Withhold", Note: "its speaker vanished",
 		ReportingController: "herald.dev/speaker", ReportingInstance: "worker2",
 	}
 	if err := env.Client.Create(ctx, &withheld); err != nil {

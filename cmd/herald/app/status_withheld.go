@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"herald.dev/herald/speaker"
+	heraldv1 "herald.dev/herald/api/v1beta1"
 )
 
 // WithheldNode is a node whose endpoints the speakers withhold from every Service:
@@ -51,11 +51,11 @@ func WithheldNodes(events []corev1.Event) []WithheldNode {
 		}
 		at := eventTime(e)
 		switch e.Reason {
-		case speaker.ReasonEndpointsWithheld:
+		case heraldv1.ReasonEndpointsWithheld:
 			if at.After(l.withheld) {
 				l.withheld, l.ev = at, e
 			}
-		case speaker.ReasonEndpointsRestored:
+		case heraldv1.ReasonEndpointsRestored:
 			if at.After(l.restored) {
 				l.restored = at
 			}

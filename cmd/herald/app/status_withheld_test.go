@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"herald.dev/herald/speaker"
+	heraldv1 "herald.dev/herald/api/v1beta1"
 )
 
 func nodeEvent(node, reason, reporter string, at time.Time, v1 bool) corev1.Event {
@@ -30,17 +30,17 @@ func TestWithheldNodes(t *testing.T) {
 	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	events := []corev1.Event{
 		// worker: withheld, restored, withheld again: withheld.
-		nodeEvent("worker", speaker.ReasonEndpointsWithheld, "worker2", t0, true),
-		nodeEvent("worker", speaker.ReasonEndpointsRestored, "worker2", t0.Add(time.Minute), true),
-		nodeEvent("worker", speaker.ReasonEndpointsWithheld, "worker3", t0.Add(2*time.Minute), true),
+		nodeEvent("worker", heraldv1.ReasonEndpointsWithheld, "worker2", t0, true),
+		nodeEvent("worker", heraldv1.ReasonEndpointsRestored, "worker2", t0.Add(time.Minute), true),
+		nodeEvent("worker", heraldv1.ReasonEndpointsWithheld, "worker3", t0.Add(2*time.Minute), true),
 		// worker2: withheld, then restored (a core/v1 writer's timestamps): not withheld.
-		nodeEvent("worker2", speaker.ReasonEndpointsWithheld, "worker", t0, false),
-		nodeEvent("worker2", speaker.ReasonEndpointsRestored, "worker", t0.Add(time.Second), false),
+		nodeEvent("worker2", heraldv1.ReasonEndpointsWithheld, "worker", t0, false),
+		nodeEvent("worker2", heraldv1.ReasonEndpointsRestored, "worker", t0.Add(time.Second), false),
 		// worker4: withheld, repeated in a series.
-		nodeEvent("worker4", speaker.ReasonEndpointsWithheld, "worker", t0, true),
+		nodeEvent("worker4", heraldv1.ReasonEndpointsWithheld, "worker", t0, true),
 		// Other reasons and objects do not count.
 		nodeEvent("worker5", "NodeNotReady", "kcm", t0, false),
-		{InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "worker6"}, Reason: speaker.ReasonEndpointsWithheld, EventTime: metav1.NewMicroTime(t0)},
+		{InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "worker6"}, Reason: heraldv1.ReasonEndpointsWithheld, EventTime: metav1.NewMicroTime(t0)},
 	}
 	events[5].Series = &corev1.EventSeries{Count: 3, LastObservedTime: metav1.NewMicroTime(t0.Add(time.Hour))}
 	got := WithheldNodes(events)
