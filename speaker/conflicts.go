@@ -126,9 +126,9 @@ func responderMACs(rs []layer2.ResponderInfo) []string {
 	return slices.Compact(out)
 }
 
-// claimed is layer2's OnClaim: a peer answering for an IP this node announces is
+// sighted is layer2's OnSighting: a peer answering for an IP this node announces is
 // evidence of a split brain; a foreign device's claims are layer2's to settle.
-func (s *Speaker) claimed(c layer2.Claim) {
+func (s *Speaker) sighted(c layer2.Sighting) {
 	if !c.Peer {
 		return
 	}

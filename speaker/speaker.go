@@ -240,7 +240,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		OnAnnounce:        s.announced,
 		WatchLinks:        true,
 		Peer:              func(mac net.HardwareAddr) bool { return s.peers.has(cfg.NodeName, mac) },
-		OnClaim:           s.claimed,
+		OnSighting:        s.sighted,
 		OnConflict:        s.conflicted,
 		OnConflictCleared: s.conflicted,
 		DefendInterval:    layer2.DefaultDefendInterval,

@@ -45,7 +45,7 @@ type Config struct {
 	// Address conflicts (see the package documentation and conflict.go).
 
 	// Peer reports whether a MAC is another herald speaker's. Claims from peers are
-	// reported to OnClaim and counted but never make this node yield; the speaker's
+	// reported to OnSighting and counted but never make this node yield; the speaker's
 	// membership settles them. It should cover every interface of the cluster's other
 	// nodes: their kernels may answer for a VIP too (kube-proxy in IPVS mode puts every
 	// VIP on kube-ipvs0). Nil: every MAC not this node's is foreign, and two speakers
@@ -82,10 +82,10 @@ type Config struct {
 	// unanswered and the conflict clears (default DefaultConflictYieldMax, 10 s; 0
 	// means the default).
 	ConflictYieldMax time.Duration
-	// OnClaim, if set, is called for every claim on an owned IP, from peers (Claim.Peer)
+	// OnSighting, if set, is called for every claim on an owned IP, from peers (Sighting.Peer)
 	// and foreign devices alike, on the receiving responder's loop: it must return
 	// quickly.
-	OnClaim func(Claim)
+	OnSighting func(Sighting)
 	// OnConflict, if set, is called when the node yields an IP to a foreign device, and
 	// again if another foreign MAC claims it while yielded; from the IP's takeover loop,
 	// outside any lock. It may race with a Withdraw of the same IP.

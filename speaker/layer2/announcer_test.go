@@ -26,7 +26,7 @@ type harness struct {
 	clk       *fakeClock
 	reg       *prometheus.Registry
 	announced chan Announcement
-	claims    chan Claim    // OnClaim
+	claims    chan Sighting // OnSighting
 	conflicts chan Conflict // OnConflict
 	cleared   chan Conflict // OnConflictCleared
 
@@ -56,7 +56,7 @@ func newHarness(t *testing.T, sched Schedule, facts ...Facts) *harness {
 	t.Helper()
 	h := &harness{
 		t: t, clk: newFakeClock(), reg: prometheus.NewRegistry(), announced: make(chan Announcement, 16),
-		claims: make(chan Claim, 256), conflicts: make(chan Conflict, 16), cleared: make(chan Conflict, 16),
+		claims: make(chan Sighting, 256), conflicts: make(chan Conflict, 16), cleared: make(chan Conflict, 16),
 		facts: facts, conns: map[string]*fakeConn{}, opened: map[string]int{}, failing: map[string]bool{},
 	}
 	open := func(ifi *net.Interface, proto string) (*fakeConn, error) {
@@ -98,7 +98,7 @@ func newHarness(t *testing.T, sched Schedule, facts ...Facts) *harness {
 	cfg.Log = logr.Discard()
 	cfg.OnAnnounce = func(an Announcement) { h.announced <- an }
 	cfg.Peer = func(mac net.HardwareAddr) bool { return bytes.Equal(mac, peerMAC) }
-	cfg.OnClaim = func(c Claim) { h.claims <- c }
+	cfg.OnSighting = func(c Sighting) { h.claims <- c }
 	cfg.OnConflict = func(c Conflict) { h.conflicts <- c }
 	cfg.OnConflictCleared = func(c Conflict) { h.cleared <- c }
 	a, err := newAnnouncer(cfg, sys, h.clk)

@@ -74,7 +74,7 @@ func (r *ARPResponder) handle(b []byte) ([]byte, net.HardwareAddr, string) {
 	case arp.OperationReply:
 		// Replies are never answered; the one question is whether they claim an owned IP.
 		if r.owners.status(p.SenderIP, r.name).here() {
-			if reason := r.claimed(p.SenderIP, p.SenderHardwareAddr, f.Source, arpClaimKind(&p)); reason != "" {
+			if reason := r.claimed(p.SenderIP, p.SenderHardwareAddr, f.Source, arpFrameKind(&p)); reason != "" {
 				return nil, nil, reason
 			}
 		}
@@ -84,7 +84,7 @@ func (r *ARPResponder) handle(b []byte) ([]byte, net.HardwareAddr, string) {
 		var sender status
 		sender, target = r.owners.statusPair(p.SenderIP, p.TargetIP, r.name)
 		if sender.here() && !p.SenderIP.IsUnspecified() {
-			if reason := r.claimed(p.SenderIP, p.SenderHardwareAddr, f.Source, arpClaimKind(&p)); reason != "" {
+			if reason := r.claimed(p.SenderIP, p.SenderHardwareAddr, f.Source, arpFrameKind(&p)); reason != "" {
 				return nil, nil, reason
 			}
 		}
@@ -114,14 +114,14 @@ func (r *ARPResponder) handle(b []byte) ([]byte, net.HardwareAddr, string) {
 }
 
 // arpClaimKind says what kind of claim a packet with an owned sender IP is.
-func arpClaimKind(p *arp.Packet) ClaimKind {
+func arpFrameKind(p *arp.Packet) FrameKind {
 	switch {
 	case p.SenderIP == p.TargetIP:
-		return ClaimGratuitousARP
+		return FrameGratuitousARP
 	case p.Operation == arp.OperationReply:
-		return ClaimARPReply
+		return FrameARPReply
 	default:
-		return ClaimARPRequest
+		return FrameARPRequest
 	}
 }
 

@@ -216,24 +216,24 @@ func TestARPAnnounce(t *testing.T) {
 // TestARPClaims: claims are counted by IP on every frame, reported with what the
 // announcer needs, and not made by this node's other MACs or by probes.
 func TestARPClaims(t *testing.T) {
-	var got []Claim
+	var got []Sighting
 	clk := newFakeClock()
-	r, _, m := newTestARP(t, WithClaimHandler(func(c Claim) { got = append(got, c) }),
+	r, _, m := newTestARP(t, WithSightingHandler(func(c Sighting) { got = append(got, c) }),
 		WithNodeMACs(func(mac net.HardwareAddr) bool { return bytes.Equal(mac, peerMAC) }), withClock(clk))
 	zero := make(net.HardwareAddr, 6)
 	frames := []struct {
 		frame []byte
-		kind  ClaimKind // "" = not a claim
+		kind  FrameKind // "" = not a claim
 	}{
-		{arpBytes(ourMAC, otherMAC, 2, otherMAC, vip4, ourMAC, peer4), ClaimARPReply},
-		{arpBytes(bcast, otherMAC, 1, otherMAC, vip4, zero, vip4), ClaimGratuitousARP},
-		{arpBytes(bcast, otherMAC, 2, otherMAC, vip4, otherMAC, vip4), ClaimGratuitousARP},
-		{arpBytes(bcast, otherMAC, 1, otherMAC, vip4, zero, peer4), ClaimARPRequest},
+		{arpBytes(ourMAC, otherMAC, 2, otherMAC, vip4, ourMAC, peer4), FrameARPReply},
+		{arpBytes(bcast, otherMAC, 1, otherMAC, vip4, zero, vip4), FrameGratuitousARP},
+		{arpBytes(bcast, otherMAC, 2, otherMAC, vip4, otherMAC, vip4), FrameGratuitousARP},
+		{arpBytes(bcast, otherMAC, 1, otherMAC, vip4, zero, peer4), FrameARPRequest},
 		{arpBytes(bcast, peerMAC, 1, peerMAC, vip4, zero, vip4), ""},                             // another interface of this node
 		{arpBytes(bcast, otherMAC, 1, otherMAC, netip.MustParseAddr("0.0.0.0"), zero, vip4), ""}, // a probe asks
 		{arpBytes(bcast, otherMAC, 2, otherMAC, peer4, zero, peer4), ""},                         // not owned
 	}
-	var want []ClaimKind
+	var want []FrameKind
 	for _, f := range frames {
 		clk.Advance(time.Second)
 		r.handle(f.frame)

@@ -220,7 +220,7 @@ func onClaim(s conflictState, defended, at time.Time, interval time.Duration) cl
 // defend it (Linux by default), but every one that holds it answers a probe, and that
 // answer is the second claim; a device that claimed the IP once and is gone leaves the
 // probe unanswered and the IP stays with this node.
-func (a *Announcer) defend(t *takeover, c Claim) bool {
+func (a *Announcer) defend(t *takeover, c Sighting) bool {
 	if onClaim(answering, t.defended, c.At, a.cfg.DefendInterval) == yieldClaim {
 		return false
 	}
@@ -233,7 +233,7 @@ func (a *Announcer) defend(t *takeover, c Claim) bool {
 
 // yield makes the IP quiet and reports the conflict. It returns false if the takeover
 // was halted meanwhile.
-func (a *Announcer) yield(t *takeover, c Claim, beforeAnnounce bool) bool {
+func (a *Announcer) yield(t *takeover, c Sighting, beforeAnnounce bool) bool {
 	t.mu.Lock()
 	if t.stopped {
 		t.mu.Unlock()
@@ -306,7 +306,7 @@ func (a *Announcer) yielded(t *takeover) phase {
 
 // inConflict handles a foreign claim on a yielded or contested IP: it follows the
 // device, and defends a contested IP as onClaim says.
-func (a *Announcer) inConflict(t *takeover, c Claim, s conflictState) {
+func (a *Announcer) inConflict(t *takeover, c Sighting, s conflictState) {
 	if onClaim(s, t.defended, c.At, a.cfg.DefendInterval) == defendClaim {
 		t.defended = c.At
 		a.log.V(1).Info("defending a contested IP against a foreign claim", "ip", t.ip, "interface", c.Interface, "mac", c.MAC.String(), "kind", c.Kind)
@@ -338,7 +338,7 @@ func (a *Announcer) takeBack(t *takeover) bool {
 
 // stillClaimed follows the foreign device of a conflict: a claim from another MAC
 // moves the gauge and is reported as a new conflict.
-func (a *Announcer) stillClaimed(t *takeover, c Claim) {
+func (a *Announcer) stillClaimed(t *takeover, c Sighting) {
 	t.mu.Lock()
 	if t.stopped || t.conflict == nil || bytes.Equal(t.conflict.MAC, c.MAC) {
 		t.mu.Unlock()
@@ -382,7 +382,7 @@ func (a *Announcer) clear(t *takeover) bool {
 // the first. It returns the first claim heard (peers' only while t.watchPeers), stopped,
 // or fired when none was heard. A restart (the interfaces changed) starts the round
 // over.
-func (a *Announcer) probeRound(t *takeover, wait time.Duration) (waitResult, Claim) {
+func (a *Announcer) probeRound(t *takeover, wait time.Duration) (waitResult, Sighting) {
 	for {
 		start := a.clock.Now()
 		a.probe(t)
@@ -417,8 +417,8 @@ func (a *Announcer) probe(t *takeover) {
 }
 
 // claimed receives the claims of every responder: it tells peers from foreign devices,
-// hands foreign claims to the IP's takeover loop and reports every claim to OnClaim.
-func (a *Announcer) claimed(c Claim) {
+// hands foreign claims to the IP's takeover loop and reports every claim to OnSighting.
+func (a *Announcer) claimed(c Sighting) {
 	c.Peer = a.cfg.Peer != nil && a.cfg.Peer(c.MAC)
 	a.log.V(1).Info("claim", "ip", c.IP, "interface", c.Interface, "mac", c.MAC.String(), "kind", c.Kind, "peer", c.Peer)
 	a.mu.Lock()
@@ -426,7 +426,7 @@ func (a *Announcer) claimed(c Claim) {
 	a.mu.Unlock()
 	if c.Peer && t != nil && t.watchPeers.Load() {
 		// A peer answering while this node probes, quiet, before taking the IP: the
-		// wait WaitForPeers is for, not two nodes answering (no OnClaim, which the
+		// wait WaitForPeers is for, not two nodes answering (no OnSighting, which the
 		// speaker counts as a split brain).
 		t.claim(c)
 		return
@@ -434,8 +434,8 @@ func (a *Announcer) claimed(c Claim) {
 	if t != nil && !c.Peer {
 		t.claim(c)
 	}
-	if a.cfg.OnClaim != nil {
-		a.cfg.OnClaim(c)
+	if a.cfg.OnSighting != nil {
+		a.cfg.OnSighting(c)
 	}
 }
 

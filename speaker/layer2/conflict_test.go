@@ -75,14 +75,14 @@ func answered(t *testing.T, c *fakeConn, ip netip.Addr, want bool) {
 	}
 }
 
-func (h *harness) nextClaim() Claim {
+func (h *harness) nextClaim() Sighting {
 	h.t.Helper()
 	select {
 	case c := <-h.claims:
 		return c
 	case <-time.After(hangGuard):
 		h.t.Fatal("no claim reported")
-		return Claim{}
+		return Sighting{}
 	}
 }
 
@@ -214,7 +214,7 @@ func TestConflictDefendThenYield(t *testing.T) {
 
 	h.clk.Advance(time.Second)
 	c.deliver(t, foreignGARP(vip4, otherMAC))
-	if cl := h.nextClaim(); cl.Peer || cl.IP != vip4 || !bytes.Equal(cl.MAC, otherMAC) || cl.Kind != ClaimGratuitousARP || !cl.At.Equal(start.Add(time.Second)) {
+	if cl := h.nextClaim(); cl.Peer || cl.IP != vip4 || !bytes.Equal(cl.MAC, otherMAC) || cl.Kind != FrameGratuitousARP || !cl.At.Equal(start.Add(time.Second)) {
 		t.Fatalf("claim %+v", cl)
 	}
 	garp(t, c, vip4, mac0) // the one defence

@@ -24,13 +24,14 @@
 //   - Announcer (announcer.go, interfaces.go): ties them together for the speaker — Set,
 //     Withdraw, Run (interface rescans) — and reports each takeover's first frame.
 //   - ListenARP, ListenNDP (conn.go): the real AF_PACKET sockets, with kernel filters.
-//   - Claims and conflicts (claim.go, conflict.go): other devices saying they hold an
+//   - Claims and conflicts (sighting.go, conflict.go): other devices saying they hold an
 //     owned IP, and the announcer's rules for them, below.
 //
 // # Address conflicts
 //
-// A claim is a frame from a MAC that is not one of this node's responders' saying it
-// holds an IP this node owns on the receiving interface: an ARP request or reply whose
+// A claim (seen on the wire: a Sighting) is a frame from a MAC that is not one of
+// this node's responders' saying it holds an IP this node owns on the receiving
+// interface: an ARP request or reply whose
 // sender IP is the owned IP (gratuitous or not), or a neighbour advertisement for the
 // owned VIP (the claimer is its Target Link-Layer Address, else the Ethernet source).
 // The frame must come from the MAC it names (Ethernet source = ARP sender hardware
@@ -38,7 +39,7 @@
 // and counts for nothing, so a forger cannot speak in another device's name.
 // Probes only ask and are answered as before: ARP with sender IP 0.0.0.0, DAD from ::.
 // Every claim is counted in herald_l2_foreign_claims_total{ip}, dropped unanswered
-// (reason "claim") and reported to Config.OnClaim, marked Peer if Config.Peer says the
+// (reason "claim") and reported to Config.OnSighting, marked Peer if Config.Peer says the
 // MAC is another herald speaker's. The rules, per IP:
 //
 //   - Peers never make a node yield: their claims are evidence of a split brain, which

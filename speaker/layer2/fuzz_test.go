@@ -37,7 +37,7 @@ func FuzzARPHandle(f *testing.F) {
 	}
 	claims := 0
 	// shared by the calls of one worker, which run one at a time
-	r, c, m := newTestARP(f, WithClaimHandler(func(Claim) { claims++ }))
+	r, c, m := newTestARP(f, WithSightingHandler(func(Sighting) { claims++ }))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		before := outcomes(m, m.ARPReplies)
 		claimsBefore := claims

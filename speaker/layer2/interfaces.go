@@ -154,7 +154,7 @@ func (a *Announcer) openNDP(ifi *net.Interface) bool {
 // node's own MACs, time claims by the announcer's clock and limit answers as
 // configured.
 func (a *Announcer) responderOptions() []ResponderOption {
-	return []ResponderOption{WithClaimHandler(a.claimed), WithNodeMACs(a.nodeMAC), withClock(a.clock),
+	return []ResponderOption{WithSightingHandler(a.claimed), WithNodeMACs(a.nodeMAC), withClock(a.clock),
 		WithReplyLimit(a.cfg.ReplyRate, a.cfg.ReplyBurst)}
 }
 

@@ -24,10 +24,10 @@ type link struct {
 	log    logr.Logger
 	closed atomic.Bool
 
-	clock    clock
-	limit    *replyLimit                 // answers per requester MAC
-	onClaim  func(Claim)                 // nil: claims are only counted
-	nodeMACs func(net.HardwareAddr) bool // nil: only the interface's own MAC is ours
+	clock      clock
+	limit      *replyLimit                 // answers per requester MAC
+	onSighting func(Sighting)              // nil: claims are only counted
+	nodeMACs   func(net.HardwareAddr) bool // nil: only the interface's own MAC is ours
 }
 
 // ResponderOption configures an ARPResponder or an NDPResponder.
@@ -36,8 +36,8 @@ type ResponderOption func(*link)
 // WithClaimHandler makes the responder call report for every claim it sees (see
 // Claim), besides counting it. report runs on the responder's receive loop, so it must
 // return quickly.
-func WithClaimHandler(report func(Claim)) ResponderOption {
-	return func(l *link) { l.onClaim = report }
+func WithSightingHandler(report func(Sighting)) ResponderOption {
+	return func(l *link) { l.onSighting = report }
 }
 
 // WithNodeMACs tells the responder which MACs, besides its interface's own, are this
@@ -86,7 +86,7 @@ func (l *link) init(ifi *net.Interface, c Conn, owners *Table, m *Metrics, log l
 // returns the drop reason of the frame: "" when mac is this node's (not a claim),
 // DropSenderMismatch when the frame did not come from mac (a forger naming another
 // device, or a relay; either way no evidence of who holds the IP), else DropClaim.
-func (l *link) claimed(ip netip.Addr, mac, ethSrc net.HardwareAddr, kind ClaimKind) string {
+func (l *link) claimed(ip netip.Addr, mac, ethSrc net.HardwareAddr, kind FrameKind) string {
 	if sameMAC(mac, l.mac) || (l.nodeMACs != nil && l.nodeMACs(mac)) {
 		return ""
 	}
@@ -94,8 +94,8 @@ func (l *link) claimed(ip netip.Addr, mac, ethSrc net.HardwareAddr, kind ClaimKi
 		return DropSenderMismatch
 	}
 	l.m.claim(ip)
-	if l.onClaim != nil {
-		l.onClaim(Claim{IP: ip, Interface: l.name, MAC: bytes.Clone(mac), At: l.clock.Now(), Kind: kind})
+	if l.onSighting != nil {
+		l.onSighting(Sighting{IP: ip, Interface: l.name, MAC: bytes.Clone(mac), At: l.clock.Now(), Kind: kind})
 	}
 	return DropClaim
 }

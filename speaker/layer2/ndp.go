@@ -207,7 +207,7 @@ func (r *NDPResponder) advertisement(p *icmpv6Packet) string {
 	if !unicastMAC(mac) {
 		return DropMalformed
 	}
-	if reason := r.claimed(target, mac, p.ethSrc, ClaimNeighborAdvertisement); reason != "" {
+	if reason := r.claimed(target, mac, p.ethSrc, FrameNeighborAdvertisement); reason != "" {
 		return reason
 	}
 	return DropNotRequest

@@ -188,8 +188,8 @@ func TestNDPServe(t *testing.T) {
 // TestNDPClaims: an advertisement of the VIP by another host is counted and reported;
 // this node's other MACs and advertisements of other addresses are not claims.
 func TestNDPClaims(t *testing.T) {
-	var got []Claim
-	r, _, m := newTestNDP(t, WithClaimHandler(func(c Claim) { got = append(got, c) }),
+	var got []Sighting
+	r, _, m := newTestNDP(t, WithSightingHandler(func(c Sighting) { got = append(got, c) }),
 		WithNodeMACs(func(mac net.HardwareAddr) bool { return bytes.Equal(mac, peerMAC) }))
 	r.handle(adv{}.bytes())
 	r.handle(adv{noTLLA: true, ethSrc: peerMAC}.bytes())                         // this node
@@ -200,7 +200,7 @@ func TestNDPClaims(t *testing.T) {
 		t.Fatalf("%d claims, want 1: %+v", len(got), got)
 	}
 	for _, c := range got {
-		if c.IP != vip6 || c.Interface != "eth0" || !bytes.Equal(c.MAC, otherMAC) || c.Kind != ClaimNeighborAdvertisement {
+		if c.IP != vip6 || c.Interface != "eth0" || !bytes.Equal(c.MAC, otherMAC) || c.Kind != FrameNeighborAdvertisement {
 			t.Errorf("claim %+v, want %s on eth0 by %s", c, vip6, otherMAC)
 		}
 	}

@@ -629,7 +629,7 @@ func helperAnnouncer() {
 		cfg.Schedule.Refresh = d // also the conflict recheck period
 	}
 	cfg.Registerer = reg
-	cfg.OnClaim = func(c Claim) { say("claim %s %s %s peer=%v", c.IP, c.MAC, c.Kind, c.Peer) }
+	cfg.OnSighting = func(c Sighting) { say("claim %s %s %s peer=%v", c.IP, c.MAC, c.Kind, c.Peer) }
 	cfg.OnConflict = func(c Conflict) {
 		say("conflict %s %s %s before=%v", c.IP, c.MAC, c.Interface, c.BeforeAnnounce)
 	}

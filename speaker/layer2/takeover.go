@@ -49,7 +49,7 @@ type takeover struct {
 	watchPeers atomic.Bool
 	stop       chan struct{}
 	restart    chan struct{} // cap 1: "start the schedule again"
-	claims     chan Claim    // foreign claims (and peers' while watchPeers), for the loop
+	claims     chan Sighting // foreign claims (and peers' while watchPeers), for the loop
 	done       chan struct{} // closed when the loop has returned
 
 	defended time.Time // when a claim was last defended; only the loop uses it
@@ -64,7 +64,7 @@ func newTakeover(ip netip.Addr, o setOptions) *takeover {
 	return &takeover{
 		ip: ip, probe: o.probe, waitPeers: o.waitPeers,
 		stop: make(chan struct{}), restart: make(chan struct{}, 1),
-		claims: make(chan Claim, claimBacklog), done: make(chan struct{}),
+		claims: make(chan Sighting, claimBacklog), done: make(chan struct{}),
 	}
 }
 
@@ -92,7 +92,7 @@ func (t *takeover) again() {
 }
 
 // claim hands a foreign claim to the loop without blocking the responder.
-func (t *takeover) claim(c Claim) {
+func (t *takeover) claim(c Sighting) {
 	select {
 	case t.claims <- c:
 	default:
@@ -181,7 +181,7 @@ func (a *Announcer) announce(t *takeover) phase {
 
 // waitUntil blocks until deadline (forever if it is zero), or until the takeover is
 // halted or restarted or a foreign claim arrives, which it returns.
-func (a *Announcer) waitUntil(t *takeover, deadline time.Time) (waitResult, Claim) {
+func (a *Announcer) waitUntil(t *takeover, deadline time.Time) (waitResult, Sighting) {
 	var fire <-chan time.Time
 	if !deadline.IsZero() {
 		tm := a.clock.NewTimer(deadline.Sub(a.clock.Now()))
@@ -190,13 +190,13 @@ func (a *Announcer) waitUntil(t *takeover, deadline time.Time) (waitResult, Clai
 	}
 	select {
 	case <-t.stop:
-		return stopped, Claim{}
+		return stopped, Sighting{}
 	case <-t.restart:
-		return restarted, Claim{}
+		return restarted, Sighting{}
 	case c := <-t.claims:
 		return claimed, c
 	case <-fire:
-		return fired, Claim{}
+		return fired, Sighting{}
 	}
 }
 
