@@ -40,7 +40,7 @@ func (s *Speaker) runElection(ctx context.Context) {
 	// live in its view, at once, without waiting for it to stop answering. Two nodes
 	// answered them for the rest of the split.
 	membership := s.members.Snapshot()
-	live, holds := membership.Live, membership.Held
+	live, kept := membership.Live, membership.Kept
 	returned := s.noteMembership(live)
 	verdict, records := s.decide(ctx, live)
 	s.observe(verdict, live)
@@ -73,10 +73,10 @@ func (s *Speaker) runElection(ctx context.Context) {
 	in.Members = verdict.Electors
 	take := verdict.Take
 	// The speakers that hear a majority, and those holding what they have, keep every
-	// IP with the node announcing it (no fail-back), and hold the IPs of a peer that is
-	// restarting. An arbitrated election keeps them too, with the claims every side
+	// IP with the node announcing it (no fail-back), and keep the IPs of a peer that is
+	// restarting for it. An arbitrated election keeps them too, with the claims every side
 	// knew when the split began (arbitratedClaims), so that it moves nothing.
-	var held map[string]Claims
+	var restarting map[string]Claims
 	if verdict.Mode == quorum.ModeArbitrated {
 		in.Claims = s.arbitratedClaims(membership, verdict.Electors)
 	}
@@ -86,8 +86,8 @@ func (s *Speaker) runElection(ctx context.Context) {
 		// A peer that just joined and whose claims have not arrived yet may announce
 		// IPs this speaker would otherwise take.
 		take = take && !waiting
-		held = s.heldNodes(holds, time.Now())
-		for n, c := range held {
+		restarting = s.restartingPeers(kept, time.Now())
+		for n, c := range restarting {
 			in.Members = append(in.Members, n)
 			in.Claims[n] = c
 		}
@@ -97,13 +97,13 @@ func (s *Speaker) runElection(ctx context.Context) {
 	s.claimGens = claimGens(in.Claims, s.lostClaims(membership.Lost))
 	// Before the election's announcements: endpoints of a dead node are out of every
 	// Service as soon as the node's IPs move.
-	s.updateWithheld(ctx, verdict, live, records, in.Nodes, held)
+	s.updateWithheld(ctx, verdict, live, records, in.Nodes, restarting)
 	view, services, problems := BuildView(in)
 	for _, p := range problems {
 		s.log.Info("left out of the election", "object", p.Object, "error", p.Err.Error())
 	}
 	s.metrics.problems.Set(float64(len(problems)))
-	decisions := spareHeld(view, services, s.elector.Elect(view, services), held)
+	decisions := spareRestarting(view, services, s.elector.Elect(view, services), restarting)
 	s.metrics.elections.Inc()
 	plan := s.tracker.Apply(decisions, take)
 	trusted := verdict.Mode == quorum.ModeQuorum || verdict.Mode == quorum.ModeArbitrated

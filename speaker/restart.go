@@ -14,12 +14,12 @@ import (
 // conntrack entry for them. So a speaker stopping on SIGTERM
 //   - writes the IPs it announces (its claims) to --state-dir, and tells its peers it
 //     restarts (members.Leave with restart);
-//   - its peers hold its IPs for it for up to --restart-hold: they keep it among the
+//   - its peers keep its IPs for it for up to --restart-hold: they count it among the
 //     electors with its last claims, so nobody takes them, unless its host stops
-//     answering (a node shutting down: the host prober), or the hold runs out;
+//     answering (a node shutting down: the host prober), or that time runs out;
 //   - meanwhile the node's rules stay (the proxier's, like kube-proxy's, outlive the
 //     speaker), so clients whose ARP cache points at the node keep being served;
-//   - the new speaker reads the claims back if they are younger than the hold,
+//   - the new speaker reads the claims back if they are younger than --restart-hold,
 //     publishes them before it joins, and takes its IPs back without a probe (they
 //     were its own a moment ago) once it may announce again.
 // What is not covered: a client that has no ARP entry for an IP during the seconds the
@@ -78,22 +78,22 @@ func loadClaims(dir, node string, maxAge time.Duration, now time.Time) (Claims, 
 	return c, nil
 }
 
-// heldNodes returns, of holds (members.Held), the peers whose IPs this speaker holds
-// for them while they restart, with their claims, releasing the holds that ended: past RestartHold, or the
-// node's host answered no probe sent after it left. It asks for an election when the
-// next hold ends. Loop goroutine only.
-func (s *Speaker) heldNodes(holds map[string]members.HeldState, now time.Time) map[string]Claims {
+// restartingPeers returns, of kept (members.Snapshot.Kept), the peers whose IPs this
+// speaker keeps for them while they restart, with their claims, releasing those whose
+// time is up: past RestartHold, or the node's host answered no probe sent after it
+// left. It asks for an election when the next one's time is up. Loop goroutine only.
+func (s *Speaker) restartingPeers(kept map[string]members.KeptState, now time.Time) map[string]Claims {
 	if s.cfg.RestartHold <= 0 {
 		return nil
 	}
 	_, silentAt := s.prober.answers()
 	out := map[string]Claims{}
 	var next time.Time
-	for n, h := range holds {
+	for n, h := range kept {
 		end := h.Since.Add(s.cfg.RestartHold)
 		if silent, ok := silentAt[n]; !now.Before(end) || (ok && !silent.Before(h.Since)) {
 			s.members.Release(n)
-			s.log.Info("no longer holding the IPs of a restarting speaker", "node", n,
+			s.log.Info("no longer keeping the IPs of a restarting speaker", "node", n,
 				"reason", map[bool]string{true: "its host answers nothing", false: "it did not come back within --restart-hold"}[ok && !silent.Before(h.Since)])
 			continue
 		}
@@ -113,8 +113,8 @@ func (s *Speaker) heldNodes(holds map[string]members.HeldState, now time.Time) m
 			next = end
 		}
 	}
-	if !next.IsZero() && (s.holdWake.IsZero() || next.Before(s.holdWake) || !s.holdWake.After(now)) {
-		s.holdWake = next
+	if !next.IsZero() && (s.restartWake.IsZero() || next.Before(s.restartWake) || !s.restartWake.After(now)) {
+		s.restartWake = next
 		time.AfterFunc(next.Sub(now), s.pokeElection)
 	}
 	return out

@@ -117,10 +117,10 @@ type Speaker struct {
 	// restored are the IPs the previous speaker of this node announced when it
 	// stopped, taken back without a probe; servedOnce: an election ran that was not
 	// silent (until then, a silent speaker keeps publishing the restored claims);
-	// holdWake is when the next hold of a restarting peer ends (restart.go).
-	restored   Claims
-	servedOnce bool
-	holdWake   time.Time
+	// restartWake is when the time kept for a restarting peer next ends (restart.go).
+	restored    Claims
+	servedOnce  bool
+	restartWake time.Time
 	// taken are, per IP this node announces, its claim as made when it took the IP;
 	// tokens the rebalance tokens of the last election; known the speakers this one
 	// knows of (claimsync.go).

@@ -19,7 +19,7 @@ import (
 
 // leavingPrefix starts the message a leaving member sends, followed by its name;
 // restartingPrefix the message of one that leaves to come back soon (a restart), whose
-// peers keep its state meanwhile (Held).
+// peers keep its state meanwhile (Kept).
 const (
 	leavingPrefix    = "herald-leaving:"
 	restartingPrefix = "herald-restarting:"
@@ -95,7 +95,7 @@ func (d *messageDelegate) NotifyMsg(b []byte) {
 		// The word came after memberlist reported the departure: it was a goodbye.
 		m.left[name] = true
 		if restart {
-			m.held[name] = HeldState{Data: m.lost[name], Since: at}
+			m.kept[name] = KeptState{Data: m.lost[name], Since: at}
 		}
 		delete(m.lost, name)
 		delete(m.lostAt, name)

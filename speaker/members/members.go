@@ -26,10 +26,10 @@ type Members struct {
 	// leaving are the members that said they are leaving (leaving.go); left those
 	// whose last departure followed such a word.
 	leaving, left map[string]bool
-	// restarting are the leaving members that said they will be back soon, and held
-	// the states kept for those that left so (state.go).
+	// restarting are the leaving members that said they will be back soon, and kept
+	// the states of those that left so (state.go).
 	restarting map[string]bool
-	held       map[string]HeldState
+	kept       map[string]KeptState
 	// lost are the last states of the members lost without a goodbye (dead or cut
 	// off), until they come back (state.go); lostAt when each was lost, states or not.
 	lost   map[string][]byte
@@ -135,7 +135,7 @@ func newMembers(cfg Config, log logr.Logger) *Members {
 		left:       map[string]bool{},
 		name:       cfg.NodeName,
 		restarting: map[string]bool{},
-		held:       map[string]HeldState{},
+		kept:       map[string]KeptState{},
 		lost:       map[string][]byte{},
 		lostAt:     map[string]time.Time{},
 		states:     map[string]peerState{},
@@ -251,7 +251,7 @@ func (m *Members) Events() <-chan struct{} { return m.events }
 // Leave tells the peers this member is leaving, announces its departure and waits
 // for it to be gossiped, so that peers drop it at once instead of after failure
 // detection; all of it within timeout. With restart, the peers are told it will be
-// back soon and keep its state meanwhile (Held). Call it on SIGTERM before withdrawing
+// back soon and keep its state meanwhile (Kept). Call it on SIGTERM before withdrawing
 // announcements, then Shutdown.
 func (m *Members) Leave(timeout time.Duration, restart bool) error {
 	deadline := time.Now().Add(timeout)
@@ -293,14 +293,14 @@ func (d *eventDelegate) set(name string, live bool) {
 	if live {
 		m.live[name] = true
 		delete(m.left, name)
-		delete(m.held, name)
+		delete(m.kept, name)
 		delete(m.lost, name)
 		delete(m.lostAt, name)
 	} else {
 		delete(m.live, name)
 		m.left[name] = m.leaving[name]
 		if m.leaving[name] && m.restarting[name] {
-			m.held[name] = HeldState{Data: m.states[name].data, Since: time.Now()}
+			m.kept[name] = KeptState{Data: m.states[name].data, Since: time.Now()}
 		}
 		if st, ok := m.states[name]; ok && !m.leaving[name] {
 			m.lost[name] = st.data

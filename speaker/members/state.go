@@ -146,9 +146,9 @@ func (d *messageDelegate) stateMsg(b []byte) {
 	}
 }
 
-// HeldState is the last state of a member that left saying it restarts, and since
+// KeptState is the last state of a member that left saying it restarts, and since
 // when it is gone.
-type HeldState struct {
+type KeptState struct {
 	Data  []byte
 	Since time.Time
 }
@@ -157,11 +157,11 @@ type HeldState struct {
 type Snapshot struct {
 	// Live is Live.
 	Live []string
-	// Held are the states kept for the members that left saying they restart and
+	// Kept are the states kept for the members that left saying they restart and
 	// have not come back (nor died again: a member that comes back and dies without a
-	// word is no longer held). The caller decides how long a hold lasts; Release ends
+	// word is no longer kept). The caller decides how long it is kept; Release ends
 	// one.
-	Held map[string]HeldState
+	Kept map[string]KeptState
 	// States is the latest state of every live peer whose state this member has;
 	// live peers missing from it are those whose state has not arrived yet.
 	States map[string][]byte
@@ -171,26 +171,26 @@ type Snapshot struct {
 }
 
 // Snapshot returns the membership at one instant. Read apart, the parts disagree
-// when a member comes or goes in between: a restarting member moving from held to
+// when a member comes or goes in between: a restarting member moving from kept to
 // live could be missed in both, and a member lost in between would be live yet
 // have no state, which reads as claiming nothing.
 func (m *Members) Snapshot() Snapshot {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return Snapshot{Live: m.liveLocked(), Held: m.heldLocked(), States: m.statesLocked(), Lost: m.lostLocked()}
+	return Snapshot{Live: m.liveLocked(), Kept: m.keptLocked(), States: m.statesLocked(), Lost: m.lostLocked()}
 }
 
-func (m *Members) heldLocked() map[string]HeldState {
-	out := make(map[string]HeldState, len(m.held))
-	for n, h := range m.held {
+func (m *Members) keptLocked() map[string]KeptState {
+	out := make(map[string]KeptState, len(m.kept))
+	for n, h := range m.kept {
 		out[n] = h
 	}
 	return out
 }
 
-// Release forgets the state held for name.
+// Release forgets the state kept for name.
 func (m *Members) Release(name string) {
 	m.mu.Lock()
-	delete(m.held, name)
+	delete(m.kept, name)
 	m.mu.Unlock()
 }

@@ -126,7 +126,7 @@ func TestRestartingMemberIsHeld(t *testing.T) {
 	_ = c.Shutdown()
 	eventually(t, 5*time.Second, func() bool { return len(a.Live()) == 1 },
 		func() string { return fmt.Sprintf("a still sees %v", a.Live()) })
-	held := a.Snapshot().Held
+	held := a.Snapshot().Kept
 	if h, ok := held[b.name]; !ok || string(h.Data) != "b-claims" || h.Since.Before(before) {
 		t.Errorf("a holds %v for b, want its state since it left", held)
 	}
@@ -137,7 +137,7 @@ func TestRestartingMemberIsHeld(t *testing.T) {
 		t.Error("a restarting member did not leave gracefully")
 	}
 	a.Release(b.name)
-	if held := a.Snapshot().Held; len(held) != 0 {
+	if held := a.Snapshot().Kept; len(held) != 0 {
 		t.Errorf("after Release: %v", held)
 	}
 }
@@ -149,8 +149,8 @@ func TestRestartedMemberMovesFromHeldToLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = b.Shutdown()
-	eventually(t, 5*time.Second, func() bool { held := a.Snapshot().Held; _, ok := held[b.name]; return ok },
-		func() string { held := a.Snapshot().Held; return fmt.Sprintf("a holds %v, want b", held) })
+	eventually(t, 5*time.Second, func() bool { held := a.Snapshot().Kept; _, ok := held[b.name]; return ok },
+		func() string { held := a.Snapshot().Kept; return fmt.Sprintf("a holds %v, want b", held) })
 	if live := a.Snapshot().Live; slices.Contains(live, b.name) {
 		t.Errorf("a sees the restarting b live: %v", live)
 	}
@@ -162,7 +162,7 @@ func TestRestartedMemberMovesFromHeldToLive(t *testing.T) {
 	}
 	eventually(t, 10*time.Second, func() bool { live := a.Snapshot().Live; return slices.Contains(live, b.name) },
 		func() string { return fmt.Sprintf("a sees %v, want b back", a.Live()) })
-	if held := a.Snapshot().Held; len(held) != 0 {
+	if held := a.Snapshot().Kept; len(held) != 0 {
 		t.Errorf("a still holds %v for a member that is back", held)
 	}
 }
@@ -210,8 +210,8 @@ func TestGoodbyeHeardAfterTheLeave(t *testing.T) {
 	}
 	(*messageDelegate)(a.Members).NotifyMsg([]byte(restartingPrefix + b.name))
 	s := a.Snapshot()
-	if h, ok := s.Held[b.name]; !ok || string(h.Data) != "b-claims" {
-		t.Errorf("a holds %v after b's late word, want b's state", s.Held)
+	if h, ok := s.Kept[b.name]; !ok || string(h.Data) != "b-claims" {
+		t.Errorf("a holds %v after b's late word, want b's state", s.Kept)
 	}
 	if len(s.Lost) != 0 || !a.LeftGracefully(b.name) {
 		t.Errorf("after b's late word: lost %q, left gracefully %v; want nothing lost, a goodbye", s.Lost, a.LeftGracefully(b.name))
@@ -225,7 +225,7 @@ func TestGoodbyeHeardAfterTheLeave(t *testing.T) {
 	a.lostAt[b.name] = time.Now().Add(-2 * lateGoodbye)
 	a.mu.Unlock()
 	(*messageDelegate)(a.Members).NotifyMsg([]byte(restartingPrefix + b.name))
-	if s := a.Snapshot(); len(s.Held) != 0 || a.LeftGracefully(b.name) {
-		t.Errorf("a word %v after the loss made it a goodbye: held %v", 2*lateGoodbye, s.Held)
+	if s := a.Snapshot(); len(s.Kept) != 0 || a.LeftGracefully(b.name) {
+		t.Errorf("a word %v after the loss made it a goodbye: held %v", 2*lateGoodbye, s.Kept)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"herald.dev/herald/speaker/election"
 )
 
-func TestSpareHeldGivesUnclaimedIPsToLiveNodes(t *testing.T) {
+func TestSpareRestartingGivesUnclaimedIPsToLiveNodes(t *testing.T) {
 	v := election.View{Members: []string{"a", "b", "c"}, Nodes: []election.Node{{Name: "a"}, {Name: "b"}, {Name: "c"}},
 		Advertisements: []election.Advertisement{{Name: "all", AllPools: true}}}
 	var svcs []election.Service
@@ -34,29 +34,29 @@ func TestSpareHeldGivesUnclaimedIPsToLiveNodes(t *testing.T) {
 		t.Fatalf("the hash gave b fewer than two of 30 IPs: %v", decisions)
 	}
 	before := slices.Clone(decisions)
-	held := map[string]Claims{"b": {claimed[0]: {}}}
-	got := spareHeld(v, svcs, decisions, held)
+	restarting := map[string]Claims{"b": {claimed[0]: {}}}
+	got := spareRestarting(v, svcs, decisions, restarting)
 	if !slices.EqualFunc(before, decisions, func(x, y election.Decision) bool { return x.IP == y.IP && x.Owner == y.Owner }) {
-		t.Error("spareHeld changed the decisions it was given (the Elector keeps them)")
+		t.Error("spareRestarting changed the decisions it was given (the Elector keeps them)")
 	}
 	for i, d := range got {
 		switch {
 		case d.IP == claimed[0] && d.Owner != "b":
-			t.Errorf("%v, claimed by the held node, went to %q", d.IP, d.Owner)
+			t.Errorf("%v, claimed by the restarting node, went to %q", d.IP, d.Owner)
 		case slices.Contains(unclaimed, d.IP) && (d.Owner == "b" || d.Owner == ""):
-			t.Errorf("%v, not claimed by the held node, has owner %q, want a live node", d.IP, d.Owner)
+			t.Errorf("%v, not claimed by the restarting node, has owner %q, want a live node", d.IP, d.Owner)
 		case slices.Contains(unclaimed, d.IP) && d.Owner != before[i].Candidates[1]:
 			t.Errorf("%v went to %q, want the runner-up %q", d.IP, d.Owner, before[i].Candidates[1])
 		case !slices.Contains(unclaimed, d.IP) && d.Owner != before[i].Owner:
-			t.Errorf("%v moved from %q to %q, though no held node had it", d.IP, before[i].Owner, d.Owner)
+			t.Errorf("%v moved from %q to %q, though no restarting node had it", d.IP, before[i].Owner, d.Owner)
 		}
 	}
 
-	// Only held nodes can take it: it stays with one of them.
+	// Only restarting nodes can take it: it stays with one of them.
 	onlyB := v
 	onlyB.Members = []string{"b"}
 	d := election.Elect(onlyB, svcs[:1])
-	if got := spareHeld(onlyB, svcs[:1], d, map[string]Claims{"b": {}}); got[0].Owner != "b" {
-		t.Errorf("with no live candidate the IP went to %q, want it kept by the held node", got[0].Owner)
+	if got := spareRestarting(onlyB, svcs[:1], d, map[string]Claims{"b": {}}); got[0].Owner != "b" {
+		t.Errorf("with no live candidate the IP went to %q, want it kept by the restarting node", got[0].Owner)
 	}
 }
