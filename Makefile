@@ -33,16 +33,20 @@ manifests: $(CONTROLLER_GEN) ## Write CRDs (config/crd/bases) and RBAC (config/r
 	cp config/prometheus/rules.yaml charts/herald/files/prometheus/rules.yaml
 
 GENERATED = api/v1beta1/zz_generated.deepcopy.go config/crd/bases/*.yaml config/rbac/role.yaml config/rbac/speaker/role.yaml \
-            charts/herald/files/crds/*.yaml charts/herald/files/prometheus/rules.yaml
+            charts/herald/files/crds/*.yaml charts/herald/files/prometheus/rules.yaml docs/flags.md
+
+.PHONY: docs
+docs: ## Write docs/flags.md from the flags of cmd/herald's commands (hack/flagsdoc).
+	go run ./hack/flagsdoc docs/flags.md
 
 .PHONY: verify-generated
 verify-generated: $(CONTROLLER_GEN) ## Fail when the generated files differ from what the markers produce.
 	@before=$$(cat $(GENERATED) | sha256sum); \
-	$(MAKE) --no-print-directory generate manifests >/dev/null; \
+	$(MAKE) --no-print-directory generate manifests docs >/dev/null; \
 	after=$$(cat $(GENERATED) | sha256sum); \
 	if [ "$$before" != "$$after" ]; then \
-	  echo "generated files were stale (now regenerated): commit the result of 'make generate manifests'"; \
-	  git --no-pager diff --stat -- api config charts; exit 1; fi
+	  echo "generated files were stale (now regenerated): commit the result of 'make generate manifests docs'"; \
+	  git --no-pager diff --stat -- api config charts docs; exit 1; fi
 
 RENDERED = config/manifests/herald.yaml
 
