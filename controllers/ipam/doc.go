@@ -3,7 +3,7 @@
 // IPAddressPools into the types of this package, call the Allocator and write back what
 // it decides.
 //
-// Rules (the README's "Allocation rules"):
+// Rules (docs/allocation.md says them to users):
 //   - an assigned IP is never taken from a Service unless the Service asks for another
 //     (requested IPs or pool annotation changed) or goes away;
 //   - a fresh pool gives its addresses in ascending order; a freed address is handed out
