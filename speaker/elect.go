@@ -12,6 +12,7 @@ import (
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/poolapi"
+	"herald.dev/herald/speaker/claims"
 	"herald.dev/herald/speaker/election"
 	"herald.dev/herald/speaker/layer2"
 	"herald.dev/herald/speaker/quorum"
@@ -68,25 +69,25 @@ func (s *Speaker) runElection(ctx context.Context) {
 		return
 	}
 	s.servedOnce = true
-	s.known = s.knownSpeakers(live, records)
-	s.tokens = rebalanceTokens(in.Services)
 	in.Members = verdict.Electors
 	take := verdict.Take
 	// The speakers that hear a majority, and those holding what they have, keep every
 	// IP with the node announcing it (no fail-back), and keep the IPs of a peer that is
 	// restarting for it. An arbitrated election keeps them too, with the claims every side
-	// knew when the split began (arbitratedClaims), so that it moves nothing.
-	var restarting map[string]Claims
+	// knew when the split began (claims.Book.Arbitrated), so that it moves nothing.
+	s.book.StartPass(claims.Tokens(in.Services), s.knownSpeakers(live, records))
+	now := time.Now()
+	var restarting map[string]claims.Set
 	if verdict.Mode == quorum.ModeArbitrated {
-		in.Claims = s.arbitratedClaims(membership, verdict.Electors)
+		in.Claims = s.book.Arbitrated(membership, verdict.Electors, s.since, now)
 	}
 	if verdict.Mode == quorum.ModeQuorum || verdict.Mode == quorum.ModeHold {
 		var waiting bool
-		in.Claims, waiting = s.claimsOf(membership)
+		in.Claims, waiting = s.book.Of(membership, s.since, now)
 		// A peer that just joined and whose claims have not arrived yet may announce
 		// IPs this speaker would otherwise take.
 		take = take && !waiting
-		restarting = s.restartingPeers(kept, time.Now())
+		restarting = s.restartingPeers(kept, now)
 		for n, c := range restarting {
 			in.Members = append(in.Members, n)
 			in.Claims[n] = c
@@ -94,7 +95,7 @@ func (s *Speaker) runElection(ctx context.Context) {
 	}
 	// A takeover claims one more than the highest Gen of the claims known now: its
 	// peers', live and lost, and its own.
-	s.claimGens = claimGens(in.Claims, s.lostClaims(membership.Lost))
+	s.book.NoteGens(in.Claims, s.book.Lost(membership.Lost))
 	// Before the election's announcements: endpoints of a dead node are out of every
 	// Service as soon as the node's IPs move.
 	s.updateWithheld(ctx, verdict, live, records, in.Nodes, restarting)
@@ -219,16 +220,12 @@ func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string, tr
 		delete(s.takeovers, r.IP.String())
 		delete(s.ownedServices, r.IP)
 		s.mu.Unlock()
-		delete(s.taken, r.IP)
+		s.book.Release(r.IP)
 		s.metrics.peerClaims.DeleteLabelValues(r.IP.String())
 		s.log.Info("stopped announcing", "ip", r.IP, "services", r.Services, "newOwner", r.Next)
 	}
 	for _, t := range p.Take {
-		_, restored := s.restored[t.IP]
-		delete(s.restored, t.IP)
-		if !restored {
-			s.taken[t.IP] = Claim{Token: s.tokens[t.IP], Over: s.standsInFor(t.Key), Gen: s.claimGens[t.IP] + 1}
-		}
+		restored := s.book.Take(t.IP, t.Key)
 		pt := pendingTakeover{Takeover: t, restored: restored}
 		if t.Previous != "" && !s.live[t.Previous] {
 			pt.lostAt = s.lostAt[t.Previous]

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"slices"
 
+	"herald.dev/herald/speaker/claims"
 	"herald.dev/herald/speaker/election"
 )
 
@@ -15,7 +16,7 @@ import (
 // live candidate; the restarting node, back, does not take them from it (no
 // fail-back). An IP that no live node can take stays with the restarting node. Pure:
 // every peer keeping the same nodes decides the same.
-func spareRestarting(v election.View, services []election.Service, decisions []election.Decision, restarting map[string]Claims) []election.Decision {
+func spareRestarting(v election.View, services []election.Service, decisions []election.Decision, restarting map[string]claims.Set) []election.Decision {
 	if len(restarting) == 0 {
 		return decisions
 	}

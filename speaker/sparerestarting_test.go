@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"herald.dev/herald/speaker/claims"
 	"herald.dev/herald/speaker/election"
 )
 
@@ -34,7 +35,7 @@ func TestSpareRestartingGivesUnclaimedIPsToLiveNodes(t *testing.T) {
 		t.Fatalf("the hash gave b fewer than two of 30 IPs: %v", decisions)
 	}
 	before := slices.Clone(decisions)
-	restarting := map[string]Claims{"b": {claimed[0]: {}}}
+	restarting := map[string]claims.Set{"b": {claimed[0]: {}}}
 	got := spareRestarting(v, svcs, decisions, restarting)
 	if !slices.EqualFunc(before, decisions, func(x, y election.Decision) bool { return x.IP == y.IP && x.Owner == y.Owner }) {
 		t.Error("spareRestarting changed the decisions it was given (the Elector keeps them)")
@@ -56,7 +57,7 @@ func TestSpareRestartingGivesUnclaimedIPsToLiveNodes(t *testing.T) {
 	onlyB := v
 	onlyB.Members = []string{"b"}
 	d := election.Elect(onlyB, svcs[:1])
-	if got := spareRestarting(onlyB, svcs[:1], d, map[string]Claims{"b": {}}); got[0].Owner != "b" {
+	if got := spareRestarting(onlyB, svcs[:1], d, map[string]claims.Set{"b": {}}); got[0].Owner != "b" {
 		t.Errorf("with no live candidate the IP went to %q, want it kept by the restarting node", got[0].Owner)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"herald.dev/herald/internal/memberkey"
 	"herald.dev/herald/internal/scheme"
 	"herald.dev/herald/proxy"
+	"herald.dev/herald/speaker/claims"
 	"herald.dev/herald/speaker/deadnodes"
 	"herald.dev/herald/speaker/election"
 	"herald.dev/herald/speaker/layer2"
@@ -107,31 +108,14 @@ type Speaker struct {
 	// nodes whose endpoints the proxier withholds (loop goroutine only).
 	prober   *hostProber
 	withheld []deadnodes.Node
-	// claims are the IPs this speaker announces as it last published them (claimsRaw
-	// encoded), and peerClaims its peers' (loop goroutine only).
-	claims          Claims
-	claimsRaw       []byte
-	claimsSent      bool
-	claimsWaitUntil time.Time
-	peerClaims      map[string]peerClaims
-	// restored are the IPs the previous speaker of this node announced when it
-	// stopped, taken back without a probe; servedOnce: an election ran that was not
-	// silent (until then, a silent speaker keeps publishing the restored claims);
-	// restartWake is when the time kept for a restarting peer next ends (restart.go).
-	restored    Claims
+	// book holds this speaker's claims and what it knows of its peers' (loop
+	// goroutine only).
+	book *claims.Book
+	// servedOnce: an election ran that was not silent (until then, a silent speaker
+	// keeps publishing the claims it restored); restartWake is when the time kept for
+	// a restarting peer next ends (restart.go).
 	servedOnce  bool
 	restartWake time.Time
-	// taken are, per IP this node announces, its claim as made when it took the IP;
-	// tokens the rebalance tokens of the last election; known the speakers this one
-	// knows of (claimsync.go).
-	taken  map[netip.Addr]Claim
-	tokens map[netip.Addr]string
-	// claimGens is, per IP, the highest claim Gen of the claims the last election knew
-	// (its own, its peers', live and lost); a takeover claims one more. lostCache holds
-	// the decoded last claims of lost peers.
-	claimGens map[netip.Addr]uint64
-	lostCache map[string]peerClaims
-	known     []string
 
 	// peers are the other speakers' MACs (from their records): their claims on the
 	// wire are a split brain, not an address conflict.
@@ -207,12 +191,9 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		ownedServices:  map[netip.Addr][]string{},
 		claimLogAt:     map[netip.Addr]time.Time{},
 		conflictEvents: newEventLimit(conflictEventEvery),
-		peerClaims:     map[string]peerClaims{},
-		taken:          map[netip.Addr]Claim{},
-		claimGens:      map[netip.Addr]uint64{},
-		lostCache:      map[string]peerClaims{},
 	}
 	s.prober = newHostProber(cfg.Members.BindPort, s.pokeElection)
+	s.book = claims.NewBook(cfg.NodeName, cfg.Quorum.JoinWait, func(b []byte) { s.members.Publish(b) }, s.pokeElection, log.WithName("claims"))
 	s.reports = newReporter(cfg.NodeName, mgr.GetCache(), s.recorder)
 	s.vips = vipstatus.NewPublisher(cfg.NodeName, mgr.GetCache(), mgr.GetClient(), log.WithName("vipstatus"))
 	s.records = newRecords(cfg.NodeName, cfg.Namespace, cfg.Records, mgr.GetCache(), mgr.GetAPIReader(), mgr.GetClient(),
@@ -319,16 +300,11 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	s.members.OnMeta(s.peers.setMeta)
 	// The claims of the speaker this one replaces go out before the join: the peers
 	// holding its IPs see them as this node's as soon as it is back.
-	if restored, err := loadClaims(cfg.StateDir, cfg.NodeName, cfg.RestartHold, time.Now()); err != nil {
+	if restored, err := claims.Load(cfg.StateDir, cfg.NodeName, cfg.RestartHold, time.Now()); err != nil {
 		log.Error(err, "reading the claims the previous speaker left")
 	} else if len(restored) > 0 {
 		log.Info("taking back the IPs the previous speaker of this node announced", "ips", len(restored))
-		s.restored = restored
-		for ip, c := range restored {
-			s.taken[ip] = c
-		}
-		s.claims, s.claimsRaw, s.claimsSent = restored, restored.Encode(), true
-		s.members.Publish(s.claimsRaw)
+		s.book.Restore(restored)
 	}
 
 	// The responders also outlive ctx: on SIGTERM they keep answering until memberlist
@@ -349,7 +325,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	// The loop has ended: the claims are this goroutine's now.
 	restart := cfg.RestartHold > 0
 	if restart {
-		if serr := saveClaims(cfg.StateDir, cfg.NodeName, s.claims); serr != nil {
+		if serr := claims.Save(cfg.StateDir, cfg.NodeName, s.book.Own()); serr != nil {
 			log.Error(serr, "keeping this speaker's IPs for the next one")
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/speaker/claims"
 	"herald.dev/herald/speaker/election"
 )
 
@@ -32,7 +33,7 @@ type Inputs struct {
 	// peers; in an arbitrated election also the last claims of the electors it
 	// cannot hear): whose claims are current are the election's incumbents. Nil: placement
 	// by hash alone.
-	Claims map[string]Claims
+	Claims map[string]claims.Set
 }
 
 // Problem is an object the election had to leave out, with why.
@@ -53,7 +54,7 @@ func BuildView(in Inputs) (election.View, []election.Service, []Problem) {
 		IgnoreExcludeLabel: in.IgnoreExcludeLabel,
 	}
 	if len(in.Claims) > 0 {
-		v.Incumbents = incumbents(in.Claims, rebalanceTokens(in.Services))
+		v.Incumbents = claims.Incumbents(in.Claims, claims.Tokens(in.Services))
 	}
 	for _, n := range in.Nodes {
 		v.Nodes = append(v.Nodes, nodeView(n))

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/speaker/claims"
 	"herald.dev/herald/speaker/deadnodes"
 	"herald.dev/herald/speaker/quorum"
 )
@@ -21,9 +22,9 @@ import (
 // loop after every election, with the Nodes the election read (nil when silent: a
 // silent speaker withholds nothing).
 //
-// The prober also watches the hosts of the peers held while they restart (held): one
-// that stops answering ends its hold.
-func (s *Speaker) updateWithheld(ctx context.Context, v quorum.Verdict, live []string, recs []quorum.Record, nodes []*corev1.Node, held map[string]Claims) {
+// The prober also watches the hosts of the peers restarting (their IPs kept for them):
+// one that stops answering has its IPs moved.
+func (s *Speaker) updateWithheld(ctx context.Context, v quorum.Verdict, live []string, recs []quorum.Record, nodes []*corev1.Node, restarting map[string]claims.Set) {
 	in := deadnodes.Input{
 		Self: s.cfg.NodeName, Quorum: v.Mode == quorum.ModeQuorum && nodes != nil, Live: live,
 		Lost: s.lostAt, Left: map[string]bool{}, Records: map[string]deadnodes.Record{}, Now: time.Now(),
@@ -46,7 +47,7 @@ func (s *Speaker) updateWithheld(ctx context.Context, v quorum.Verdict, live []s
 	in.AliveAt, in.SilentAt = s.prober.answers()
 
 	targets := map[string]netip.Addr{}
-	for n := range held {
+	for n := range restarting {
 		if a, ok := addrs[n]; ok {
 			targets[n] = a
 		}

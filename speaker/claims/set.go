@@ -1,4 +1,4 @@
-package speaker
+package claims
 
 import (
 	"bytes"
@@ -14,29 +14,30 @@ import (
 	"herald.dev/herald/speaker/election"
 )
 
-// Claims are the IPs one speaker announces, each with what the others need to keep it
+// Set are the IPs one speaker announces, each with what the others need to keep it
 // there: the rebalance token of its Services when the speaker took it, and the nodes
-// it stands in for. Speakers publish their claims to each other (members.Publish):
-// they are the incumbents of the election.
-type Claims map[netip.Addr]Claim
+// it stands in for. Speakers publish their sets to each other (members.Publish): they
+// are the incumbents of the election.
+type Set map[netip.Addr]Claim
 
-// Claim is one IP of Claims.
+// Claim is one IP of a Set.
 type Claim struct {
-	// Token is the IP's rebalance token (rebalanceTokens) when the speaker took it.
+	// Token is the IP's rebalance token (Tokens) when the speaker took it.
 	Token string `json:"t,omitempty"`
 	// Over are the speakers the hash ranked before this one when it took the IP: they
 	// do not take it back (election.Incumbent).
 	Over []string `json:"o,omitempty"`
 	// Gen orders the claims of one IP: a speaker that takes an IP claims it with one
-	// more than the highest Gen among the claims it knows then (claimGens), so the
-	// latest informed taker has the highest. Without it, a node back from the dead with the claim it made long ago
-	// as a stand-in would take the IP from the node that took it back meanwhile.
+	// more than the highest Gen among the claims it knows then (Gens), so the latest
+	// informed taker has the highest. Without it, a node back from the dead with the
+	// claim it made long ago as a stand-in would take the IP from the node that took it
+	// back meanwhile.
 	// Claims of speakers that do not write it count as 0.
 	Gen uint64 `json:"g,omitempty"`
 }
 
 // Encode writes the claims as JSON, IPs sorted.
-func (c Claims) Encode() []byte {
+func (c Set) Encode() []byte {
 	m := make(map[string]Claim, len(c))
 	for ip, cl := range c {
 		m[ip.String()] = cl
@@ -48,9 +49,9 @@ func (c Claims) Encode() []byte {
 	return b
 }
 
-// DecodeClaims reads what Encode wrote.
-func DecodeClaims(data []byte) (Claims, error) {
-	c := Claims{}
+// Decode reads what Encode wrote.
+func Decode(data []byte) (Set, error) {
+	c := Set{}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return c, nil
 	}
@@ -77,9 +78,9 @@ func DecodeClaims(data []byte) (Claims, error) {
 	return c, nil
 }
 
-// rebalanceTokens returns, per LoadBalancer IP, the rebalance token of the Services
-// holding it: their annotations' values, sorted and comma-joined ("" without any).
-func rebalanceTokens(services []*corev1.Service) map[netip.Addr]string {
+// Tokens returns, per LoadBalancer IP, the rebalance token of the Services holding it:
+// their annotations' values, sorted and comma-joined ("" without any).
+func Tokens(services []*corev1.Service) map[netip.Addr]string {
 	values := map[netip.Addr][]string{}
 	for _, svc := range services {
 		v := svc.Annotations[heraldv1.AnnotationRebalance]
@@ -105,7 +106,7 @@ func rebalanceTokens(services []*corev1.Service) map[netip.Addr]string {
 	return out
 }
 
-// incumbents returns, per IP, the node whose claim on it carries the IP's current
+// Incumbents returns, per IP, the node whose claim on it carries the IP's current
 // token, with the nodes it stands in for. Where several nodes claim an IP (a move under
 // way, a node that took an IP back before it heard the node standing in for it, a node
 // back from a stall with the claims it had), the latest taker keeps it: the claimant
@@ -114,7 +115,7 @@ func rebalanceTokens(services []*corev1.Service) map[netip.Addr]string {
 // the hash places it. Over sets are ranks of one hash order, so at most one claimant
 // stands in for all the others, and every speaker with the same claims picks the same
 // one.
-func incumbents(claims map[string]Claims, tokens map[netip.Addr]string) map[netip.Addr]election.Incumbent {
+func Incumbents(claims map[string]Set, tokens map[netip.Addr]string) map[netip.Addr]election.Incumbent {
 	latest := map[netip.Addr][]election.Incumbent{} // the claimants of the highest Gen
 	gens := map[netip.Addr]uint64{}
 	for node, c := range claims {
@@ -155,12 +156,12 @@ func standsInForAll(c election.Incumbent, cs []election.Incumbent) bool {
 	return true
 }
 
-// claimGens returns, per IP, the highest Gen among the claims of every set. It is
+// Gens returns, per IP, the highest Gen among the claims of every set. It is
 // computed afresh from the claims known now rather than remembered: a counter kept
 // across Services that reuse an IP, or bumped by a speaker cut off from the others,
 // would let a stale or uninformed claim outrank the claim of the node that took the IP
 // over.
-func claimGens(sets ...map[string]Claims) map[netip.Addr]uint64 {
+func Gens(sets ...map[string]Set) map[netip.Addr]uint64 {
 	out := map[netip.Addr]uint64{}
 	for _, set := range sets {
 		for _, c := range set {
@@ -174,11 +175,11 @@ func claimGens(sets ...map[string]Claims) map[netip.Addr]uint64 {
 	return out
 }
 
-// ownClaims are the claims of a speaker announcing owned, each as made when the speaker
-// took it (taken). The token is not refreshed afterwards: a rebalance asked while the
-// IP's hash owner could not take it stays asked until it can.
-func ownClaims(owned []netip.Addr, taken map[netip.Addr]Claim) Claims {
-	c := make(Claims, len(owned))
+// own are the claims of a speaker announcing owned, each as made when the speaker took
+// it (taken). The token is not refreshed afterwards: a rebalance asked while the IP's
+// hash owner could not take it stays asked until it can.
+func own(owned []netip.Addr, taken map[netip.Addr]Claim) Set {
+	c := make(Set, len(owned))
 	for _, ip := range owned {
 		c[ip] = taken[ip]
 	}
