@@ -69,7 +69,7 @@ type Config struct {
 	// NFTNetlink is --nftables-netlink (default true): in nftables mode, partial syncs
 	// made only of chain rewrites (an endpoint change) go to the kernel over netlink
 	// instead of through nft, whose cache fetch of every chain on the node makes each
-	// run cost ~0.1 s per 20,000 chains. Everything else, and any batch the kernel
+	// run cost more the more Services there are. Everything else, and any batch the kernel
 	// refuses, runs with nft. false: always nft.
 	NFTNetlink bool
 

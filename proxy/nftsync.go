@@ -69,8 +69,8 @@ func (p *Proxier) newNFT(family knftables.Family) (knftables.Interface, error) {
 
 // largeTransaction is the operation count past which runNFT replaces the knftables
 // handle after running a transaction. A handle keeps the text of the largest
-// transaction it ran in a reusable buffer, about 20 MB after a full sync of 10,000
-// Services, for the life of the process; the two nft probes of a fresh handle cost
+// transaction it ran in a reusable buffer, tens of megabytes after a full sync of
+// 10,000 Services, for the life of the process; the two nft probes of a fresh handle cost
 // milliseconds beside the seconds such a transaction takes. (A variable so that a
 // test can have every transaction reopen the handle.)
 var largeTransaction = 20000

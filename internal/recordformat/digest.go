@@ -27,8 +27,8 @@ import (
 // The digest reproduces what a speaker reads of each record (name, UID, version,
 // holder, renewal, duration, mode, members, unreachable peers, MACs). Member lists
 // are sets of nodes: it lists every node once and each distinct set once, as a bitmap
-// over that list, so that a thousand records naming a thousand members each weigh a
-// few hundred KB, not 36 MB.
+// over that list, so that a thousand records naming a thousand members each fit in one
+// ConfigMap (BenchmarkDigest1000, docs/scale.md).
 const (
 	// DigestName is the digest's ConfigMap in herald's namespace.
 	DigestName = "herald-records"

@@ -9,9 +9,9 @@ import (
 // Conn is a netlink socket to nf_tables, bound to the network namespace of the thread
 // that opened it, kept open across batches. Closing a socket that committed a
 // transaction makes the kernel wait for the release of what the transaction replaced
-// (an RCU grace period among it): about 15 ms per one-endpoint change on the 2-core
-// machine of the benchmarks, three times the rest of such a sync at 1,000 Services. A
-// socket kept open leaves that release to the kernel's background work.
+// (an RCU grace period among it), which costs a one-endpoint sync more than the rest
+// of its work (docs/nftables.md). A socket kept open leaves that release to the
+// kernel's background work.
 type Conn struct {
 	c *nftables.Conn
 }

@@ -3,8 +3,8 @@
 // netlink, without the nft binary.
 //
 // Why: before nft runs any command that adds a rule, it reads every chain of every
-// table into its cache (nft 1.0.6 measured: ~0.1 s per 20,000 chains on the node). With
-// 10,000 Services that read is most of a one-endpoint sync, and it grows with the
+// table into its cache, in time that grows with the chains on the node. With 10,000
+// Services that read is most of a one-endpoint sync (docs/nftables.md), and it grows with the
 // Service count. The kernel resolves chains and sets by name itself, so a netlink batch
 // of the same operations needs no cache and costs the same at any table size.
 //

@@ -111,9 +111,7 @@ type Config struct {
 // other members to confirm the suspicion (in small clusters there are none to wait
 // for). Dead is gossiped in a few
 // GossipIntervals. In a three-node cluster: 0–200 ms until probed + 100 ms probe +
-// 400 ms suspicion ≈ 0.5–0.7 s (BenchmarkFailureDetection: median 0.56 s, at most
-// 0.75 s; with the former 200 ms probes and a multiplier of 2, the same suspicion,
-// median 0.75 s and up to 1 s).
+// 400 ms suspicion, measured by BenchmarkFailureDetection (docs/scale.md).
 //
 // False positives: a live member is declared dead only if it misses the direct
 // ping, all IndirectChecks indirect pings and the TCP fallback ping of one probe

@@ -191,7 +191,7 @@ func Decide(cfg Config, st State, in Input) (Verdict, State) {
 		return !heard || !r.ChangedAt.Before(s) || in.Now.Sub(s) < cfg.JoinWait
 	}
 	// A set, not a list: every record's members are counted against it, and a list
-	// made that cubic in the speakers (1.8 s a decision at 1,000).
+	// made that cubic in the speakers (BenchmarkDecide, docs/scale.md).
 	expectedSet := make(map[string]struct{}, len(expected))
 	for _, n := range expected {
 		expectedSet[n] = struct{}{}
