@@ -186,35 +186,21 @@ func Decide(cfg Config, st State, in Input) (Verdict, State) {
 	expected = sortedSet(expected)
 	v := Verdict{Expected: expected, Unreachable: without(expected, live)}
 
-	current := func(r *Record) bool {
-		s, heard := since[r.Node]
-		return !heard || !r.ChangedAt.Before(s) || in.Now.Sub(s) < cfg.JoinWait
-	}
-	// A set, not a list: every record's members are counted against it, and a list
-	// made that cubic in the speakers (BenchmarkDecide, docs/scale.md).
-	expectedSet := make(map[string]struct{}, len(expected))
-	for _, n := range expected {
-		expectedSet[n] = struct{}{}
-	}
-	majority := func(members []string) bool {
-		return 2*countIn(expectedSet, members) > len(expected)
-	}
-	quorate := majority(live)
+	f := newFacts(cfg, st, in, live, since, fresh, expected)
+	quorate := f.majority(live)
+	f.quorate = quorate
 	if quorate {
 		st.TroubleSince = time.Time{}
 	} else if st.TroubleSince.IsZero() {
 		st.TroubleSince = in.Now
 	}
 
-	// A writer this speaker heard join less than JoinWait ago has perhaps not caught
-	// up with it yet.
-	joinedRecently := func(n string) bool { s, ok := since[n]; return ok && in.Now.Sub(s) < cfg.JoinWait }
 	// A silent speaker that a majority hears again, before it hears them, is half way
 	// back: they serve its IPs until it does. (Only a silent speaker without a majority
 	// asks: counting every record's members is the costliest step at a thousand nodes.)
 	var heardBy []string
 	if st.Silent && !quorate {
-		heardBy = listeners(in.Self, fresh, current, majority)
+		heardBy = f.listeners()
 	}
 	switch {
 	case quorate || !st.Silent || len(heardBy) == 0:
@@ -222,30 +208,7 @@ func Decide(cfg Config, st State, in Input) (Verdict, State) {
 	case st.HeardSince.IsZero():
 		st.HeardSince = in.Now
 	}
-	hears := func(n string) bool { return quorate && slices.Contains(live, n) }
-	// settledBefore: self heard a majority already before n joined its view, so it was
-	// not the one apart. Before n's own join, not before the latest: a member back from
-	// a cut passes on the deaths it declared meanwhile, two peers may each believe the
-	// other dead for a moment, and each then hears the returning member and the other
-	// join within a second; counting only the members heard before both, each took
-	// itself for the one coming back and let the other's passing record depose it.
-	settledBefore := func(n string) bool {
-		joined := since[n]
-		heard := []string{in.Self}
-		for _, m := range live {
-			if m != in.Self && m != n && since[m].Before(joined) {
-				heard = append(heard, m)
-			}
-		}
-		return majority(heard)
-	}
-	// A record that changed to leave self out while self has been in Quorum all along:
-	// self was not the one apart, whether it still hears the writer or lost it too
-	// (two peers each believing a rumour of the other's death).
-	leftOutSinceQuorum := func(r *Record) bool {
-		return quorate && !st.QuorumSince.IsZero() && st.QuorumSince.Before(r.ChangedAt)
-	}
-	deposers, deposeAt := deposers(in.Self, fresh, joinedRecently, settledBefore, current, majority, hears, leftOutSinceQuorum, cfg.Grace, in.Now)
+	deposers, deposeAt := f.deposers()
 	v.DecideAgainAt = deposeAt
 	switch {
 	case in.LinkDown:
@@ -351,82 +314,6 @@ func joiningReason(self string, behind, unheard []string) string {
 		waits = append(waits, "it hears "+strings.Join(unheard, ", "))
 	}
 	return fmt.Sprintf("%s is back and announces nothing until %s", self, strings.Join(waits, " and "))
-}
-
-// deposers returns the writers of current, fresh records that publish a majority
-// without self, unless a member of that majority publishes a current record listing
-// self: then the record is stale (its writer died or was cut off after writing it) or
-// memberlist is still settling (each side of a forming split briefly sees a majority
-// without the other).
-//
-// A writer that joined self's view only just was apart from self and may hold self's
-// IPs. Who was apart decides: if self heard a majority already before it joined
-// (settled), the writer is the one coming back, and its view is only behind (it
-// publishes a majority without the peers it has not heard again yet), so members that
-// list self outvote it as above. If not, self is the one coming back and the writer
-// deposes it regardless, until it hears self.
-//
-// Only a writer that announces deposes. A silent one (Minority, Isolated, Rejoining)
-// serves no IP, so deposing self for it would leave self's IPs to nobody; and its view
-// is the least trustworthy there is: a node coming back from a cut hears its peers
-// one by one and publishes, for a moment, a majority without the ones it has not
-// heard yet, which a peer that has not heard it either cannot tell from a real one.
-//
-// A writer self hears while it hears a majority itself (hears) deposes it only once
-// its record has said so for grace, and deposeAt is when the first such writer will
-// (zero if none). That is a rumour, most likely: a member back from a partition
-// gossips the deaths it declared while cut off, its peers believe one for a moment and
-// write it, and the accused, alive all along, refutes it and is heard again at once.
-// Deposed at once, it would go silent and its IPs would move for nothing. Waiting costs
-// no double answer: the majority's new owners take its IPs only once it stops
-// answering (layer2.WaitForPeers). The same wait applies to a writer self does not
-// hear, if its record left self out while self was in Quorum all along
-// (leftOutSinceQuorum): two peers that each believed a rumour of the other's death
-// have each lost the other, and each publishes a majority without the other through
-// the member they both hear. Deposed at once, both went silent and their IPs moved
-// to the hash's nodes (fail-back) a moment before they heard each other again. In a
-// lasting cut between two members of a majority, each is deposed grace later.
-func deposers(self string, fresh map[string]*Record, joinedRecently, settledBefore func(string) bool, current func(*Record) bool, majority func([]string) bool,
-	hears func(string) bool, leftOutSinceQuorum func(*Record) bool, grace time.Duration, now time.Time) (out []string, deposeAt time.Time) {
-	for n, r := range fresh {
-		if n == self || !r.Mode.serving() || r.lists(self) || !current(r) || !majority(r.Members) {
-			continue
-		}
-		vouched := false
-		for _, m := range r.Members {
-			if o := fresh[m]; o != nil && m != self && current(o) && o.lists(self) {
-				vouched = true
-				break
-			}
-		}
-		if vouched && (!joinedRecently(n) || settledBefore(n)) {
-			continue
-		}
-		if ((hears(n) && !joinedRecently(n)) || leftOutSinceQuorum(r)) && !r.ChangedAt.IsZero() {
-			if at := r.ChangedAt.Add(grace); now.Before(at) {
-				if deposeAt.IsZero() || at.Before(deposeAt) {
-					deposeAt = at
-				}
-				continue
-			}
-		}
-		out = append(out, n)
-	}
-	slices.Sort(out)
-	return out, deposeAt
-}
-
-// listeners returns the writers of current, fresh records of announcing speakers that
-// list self among a majority they hear.
-func listeners(self string, fresh map[string]*Record, current func(*Record) bool, majority func([]string) bool) []string {
-	var out []string
-	for n, r := range fresh {
-		if n != self && r.Mode.serving() && r.lists(self) && current(r) && majority(r.Members) {
-			out = append(out, n)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // aliveAndServing returns the speakers this one does not hear that are alive and announcing
