@@ -2,7 +2,9 @@ package speaker
 
 import (
 	"context"
+	"maps"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +19,7 @@ import (
 	"herald.dev/herald/speaker/layer2"
 	"herald.dev/herald/speaker/quorum"
 	"herald.dev/herald/speaker/vipstatus"
+	"herald.dev/herald/speaker/withhold"
 )
 
 // holder is the key under which the speaker holds IPs in the announcer.
@@ -46,7 +49,7 @@ func (s *Speaker) runElection(ctx context.Context) {
 	verdict, records := s.decide(ctx, live)
 	s.observe(verdict, live)
 	if verdict.Mode.Silent() {
-		s.updateWithheld(ctx, verdict, live, records, nil, nil)
+		s.withhold.Update(ctx, withhold.Pass{Verdict: verdict, Live: live, Lost: s.lostAt, Records: records})
 		s.apply(s.tracker.Silence(), nil, nil, false)
 		// None: a node back from silence must not look like an incumbent, so a speaker
 		// its peers cannot hear (cut off, cable out) drops its claims. Not one that
@@ -98,7 +101,8 @@ func (s *Speaker) runElection(ctx context.Context) {
 	s.book.NoteGens(in.Claims, s.book.Lost(membership.Lost))
 	// Before the election's announcements: endpoints of a dead node are out of every
 	// Service as soon as the node's IPs move.
-	s.updateWithheld(ctx, verdict, live, records, in.Nodes, restarting)
+	s.withhold.Update(ctx, withhold.Pass{Verdict: verdict, Live: live, Lost: s.lostAt, Records: records,
+		Nodes: in.Nodes, Restarting: slices.Collect(maps.Keys(restarting))})
 	view, services, problems := BuildView(in)
 	for _, p := range problems {
 		s.log.Info("left out of the election", "object", p.Object, "error", p.Err.Error())

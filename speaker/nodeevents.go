@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -74,4 +75,14 @@ func (w nodeEvents) event(n *corev1.Node, typ, reason, action, note string) *eve
 		Regarding:           corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID},
 	}
 	return ev
+}
+
+// eventOn writes an Event on the Node named node (nodeEvents: each a new one).
+func (s *Speaker) eventOn(ctx context.Context, node, typ, reason, action, note string) {
+	var n corev1.Node
+	if err := s.cache.Get(ctx, types.NamespacedName{Name: node}, &n); err != nil {
+		s.log.V(1).Info("no Node to write an Event on", "node", node, "error", err.Error())
+		return
+	}
+	s.nodeEvents.send(ctx, &n, typ, reason, action, note)
 }

@@ -31,7 +31,7 @@ func (s *Speaker) restartingPeers(kept map[string]members.KeptState, now time.Ti
 	if s.cfg.RestartHold <= 0 {
 		return nil
 	}
-	_, silentAt := s.prober.answers()
+	_, silentAt := s.withhold.Answers()
 	out := map[string]claims.Set{}
 	var next time.Time
 	for n, h := range kept {

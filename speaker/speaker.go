@@ -29,12 +29,12 @@ import (
 	"herald.dev/herald/internal/scheme"
 	"herald.dev/herald/proxy"
 	"herald.dev/herald/speaker/claims"
-	"herald.dev/herald/speaker/deadnodes"
 	"herald.dev/herald/speaker/election"
 	"herald.dev/herald/speaker/layer2"
 	"herald.dev/herald/speaker/members"
 	"herald.dev/herald/speaker/quorum"
 	"herald.dev/herald/speaker/vipstatus"
+	"herald.dev/herald/speaker/withhold"
 )
 
 // +kubebuilder:rbac:groups="",resources=services;nodes,verbs=get;list;watch
@@ -104,10 +104,9 @@ type Speaker struct {
 	// ownedServices are the Services of each IP this node announces.
 	ownedServices map[netip.Addr][]string
 
-	// prober asks the hosts of vanished speakers whether they are up; withheld are the
-	// nodes whose endpoints the proxier withholds (loop goroutine only).
-	prober   *hostProber
-	withheld []deadnodes.Node
+	// withhold keeps the endpoints of nodes the speakers know down out of the
+	// proxier's rules, and probes the hosts of vanished and restarting speakers.
+	withhold *withhold.Withholder
 	// book holds this speaker's claims and what it knows of its peers' (loop
 	// goroutine only).
 	book *claims.Book
@@ -192,7 +191,13 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		claimLogAt:     map[netip.Addr]time.Time{},
 		conflictEvents: newEventLimit(conflictEventEvery),
 	}
-	s.prober = newHostProber(cfg.Members.BindPort, s.pokeElection)
+	s.withhold = withhold.New(withhold.Config{Self: cfg.NodeName, Enabled: cfg.WithholdDeadEndpoints,
+		BindAddr: cfg.Members.BindAddr, BindPort: cfg.Members.BindPort}, withhold.Callbacks{
+		SetWithheld:    func(nodes map[string]bool) { s.proxier.SetWithheld(nodes) },
+		LeftGracefully: func(node string) bool { return s.members.LeftGracefully(node) },
+		Event:          s.eventOn,
+		Changed:        s.pokeElection,
+	}, log.WithName("withhold"))
 	s.book = claims.NewBook(cfg.NodeName, cfg.Quorum.JoinWait, func(b []byte) { s.members.Publish(b) }, s.pokeElection, log.WithName("claims"))
 	s.reports = newReporter(cfg.NodeName, mgr.GetCache(), s.recorder)
 	s.vips = vipstatus.NewPublisher(cfg.NodeName, mgr.GetCache(), mgr.GetClient(), log.WithName("vipstatus"))
@@ -314,7 +319,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	l2Done := make(chan error, 1)
 	go func() { l2Done <- s.l2.Run(l2Ctx) }()
 
-	go s.prober.run(ctx)
+	go s.withhold.Run(ctx)
 
 	recordsCtx, stopRecords := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRecords()
