@@ -39,8 +39,19 @@ GENERATED = api/v1beta1/zz_generated.deepcopy.go config/crd/bases/*.yaml config/
 docs: ## Write docs/flags.md from the flags of cmd/herald's commands (hack/flagsdoc).
 	go run ./hack/flagsdoc docs/flags.md
 
+DASHBOARD = config/grafana/herald-dashboard.json
+
+.PHONY: dashboard
+dashboard: ## Write the Grafana dashboard ($(DASHBOARD)) from its code in hack/dashboard (its own module).
+	go -C hack/dashboard run . -o $(CURDIR)/$(DASHBOARD)
+
+.PHONY: verify-dashboard
+verify-dashboard: ## Fail when $(DASHBOARD) differs from what hack/dashboard generates (after the generator's own tests).
+	@go -C hack/dashboard test ./...
+	@go -C hack/dashboard run . -check -o $(CURDIR)/$(DASHBOARD)
+
 .PHONY: verify-generated
-verify-generated: $(CONTROLLER_GEN) ## Fail when the generated files differ from what the markers produce.
+verify-generated: $(CONTROLLER_GEN) verify-dashboard ## Fail when the generated files differ from what the markers, hack/flagsdoc and hack/dashboard produce.
 	@before=$$(cat $(GENERATED) | sha256sum); \
 	$(MAKE) --no-print-directory generate manifests docs >/dev/null; \
 	after=$$(cat $(GENERATED) | sha256sum); \
@@ -99,6 +110,7 @@ fmt-check:
 .PHONY: vet
 vet:
 	go vet $(GO_PACKAGES)
+	go -C hack/dashboard vet ./...
 
 .PHONY: verify-tracked-sizes
 verify-tracked-sizes: ## Fail when git tracks a file over 1 MiB (a built binary, a capture).

@@ -44,6 +44,7 @@ type Panel struct {
 	Datasource *DatasourceRef `json:"datasource"`
 	GridPos    GridPos        `json:"gridPos"`
 	Targets    []Target       `json:"targets"`
+	Panels     []Panel        `json:"panels"` // a collapsed row's panels
 }
 
 // DatasourceRef points a panel or query at a data source.
@@ -90,11 +91,22 @@ func ReadDashboard(path string) (*Dashboard, error) {
 // labelValues matches Grafana's label_values(metric, label) variable query.
 var labelValues = regexp.MustCompile(`^label_values\(\s*([^,]+?)\s*,\s*[a-zA-Z_][a-zA-Z0-9_]*\s*\)$`)
 
-// Queries returns every PromQL expression of the dashboard: the panels' queries and the
-// metric selectors of its label_values variables.
+// AllPanels returns the dashboard's panels with those of collapsed rows, which Grafana
+// (and the dashboard SDK's rows) keep inside the row rather than beside it.
+func (d *Dashboard) AllPanels() []Panel {
+	var out []Panel
+	for _, p := range d.Panels {
+		out = append(out, p)
+		out = append(out, p.Panels...)
+	}
+	return out
+}
+
+// Queries returns every PromQL expression of the dashboard: the queries of its panels,
+// collapsed rows' included, and the metric selectors of its label_values variables.
 func (d *Dashboard) Queries() ([]Query, error) {
 	var out []Query
-	for _, p := range d.Panels {
+	for _, p := range d.AllPanels() {
 		for _, t := range p.Targets {
 			out = append(out, Query{Where: fmt.Sprintf("panel %q query %s", p.Title, t.RefID), Expr: t.Expr})
 		}
