@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -123,18 +125,27 @@ func (e *keyEditor) reports(ctx context.Context) (map[string]string, error) {
 	return out, nil
 }
 
-func (e *keyEditor) secretData(ctx context.Context) (map[string][]byte, string, error) {
+func (e *keyEditor) secret(ctx context.Context) (*corev1.Secret, error) {
 	s, err := e.c.CoreV1().Secrets(e.o.Namespace).Get(ctx, e.o.Secret, metav1.GetOptions{})
 	if err != nil {
-		return nil, "", fmt.Errorf("reading the memberlist Secret %s/%s: %w", e.o.Namespace, e.o.Secret, err)
+		return nil, fmt.Errorf("reading the memberlist Secret %s/%s: %w", e.o.Namespace, e.o.Secret, err)
 	}
-	return s.Data, s.ResourceVersion, nil
+	return s, nil
 }
 
-// edit applies change to the Secret (refused on a concurrent change: the version
-// read is the version written over), then waits for every speaker.
+// keyring reads the memberlist Secret's keys.
+func (e *keyEditor) keyring(ctx context.Context) (memberkey.Keyring, error) {
+	s, err := e.secret(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return memberkey.KeyringFromSecretData(s.Data)
+}
+
+// edit applies change to the Secret, then waits for every speaker. The write carries
+// the version read, so the API server refuses it if the Secret changed meanwhile.
 func (e *keyEditor) edit(ctx context.Context, change func(data map[string][]byte, reports map[string]string) (map[string][]byte, error)) error {
-	data, version, err := e.secretData(ctx)
+	s, err := e.secret(ctx)
 	if err != nil {
 		return err
 	}
@@ -142,19 +153,12 @@ func (e *keyEditor) edit(ctx context.Context, change func(data map[string][]byte
 	if err != nil {
 		return err
 	}
-	next, err := change(data, reports)
-	if err != nil {
+	if s.Data, err = change(s.Data, reports); err != nil {
 		return err
 	}
-	s, err := e.c.CoreV1().Secrets(e.o.Namespace).Get(ctx, e.o.Secret, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("reading the memberlist Secret: %w", err)
-	}
-	if s.ResourceVersion != version {
+	if _, err := e.c.CoreV1().Secrets(e.o.Namespace).Update(ctx, s, metav1.UpdateOptions{}); apierrors.IsConflict(err) {
 		return fmt.Errorf("the memberlist Secret changed meanwhile; run the command again")
-	}
-	s.Data = next
-	if _, err := e.c.CoreV1().Secrets(e.o.Namespace).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+	} else if err != nil {
 		return fmt.Errorf("writing the memberlist Secret: %w", err)
 	}
 	return e.wait(ctx)
@@ -168,11 +172,7 @@ func (e *keyEditor) wait(ctx context.Context) error {
 	deadline := e.o.Now().Add(e.o.Wait)
 	var last []string
 	for {
-		data, _, err := e.secretData(ctx)
-		if err != nil {
-			return err
-		}
-		ring, err := memberkey.KeyringFromSecretData(data)
+		ring, err := e.keyring(ctx)
 		if err != nil {
 			return err
 		}
@@ -201,11 +201,7 @@ func (e *keyEditor) wait(ctx context.Context) error {
 }
 
 func (e *keyEditor) status(ctx context.Context) error {
-	data, _, err := e.secretData(ctx)
-	if err != nil {
-		return err
-	}
-	ring, err := memberkey.KeyringFromSecretData(data)
+	ring, err := e.keyring(ctx)
 	if err != nil {
 		return err
 	}
@@ -290,11 +286,7 @@ func (e *keyEditor) rotate(ctx context.Context, label string) error {
 	if err := e.use(ctx, k.Name); err != nil {
 		return err
 	}
-	data, _, err := e.secretData(ctx)
-	if err != nil {
-		return err
-	}
-	ring, err := memberkey.KeyringFromSecretData(data)
+	ring, err := e.keyring(ctx)
 	if err != nil {
 		return err
 	}

@@ -62,11 +62,7 @@ func TestMemberlistKeyRotation(t *testing.T) {
 	}
 	defer func() { stop(); wg.Wait() }()
 	ring := func() memberkey.Keyring {
-		data, _, err := e.secretData(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := memberkey.KeyringFromSecretData(data)
+		r, err := e.keyring(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,13 +147,8 @@ func TestMemberlistKeyRotation(t *testing.T) {
 
 // beat writes node's heartbeat reporting the keys of the Secret as it is now.
 func beat(ctx context.Context, t *testing.T, e *keyEditor, node string) {
-	data, _, err := e.secretData(ctx)
+	ring, err := e.keyring(ctx)
 	if err != nil {
-		return
-	}
-	ring, err := memberkey.KeyringFromSecretData(data)
-	if err != nil {
-		t.Error(err)
 		return
 	}
 	leases := e.c.CoordinationV1().Leases(e.o.Namespace)

@@ -69,22 +69,11 @@ func RunRebalance(ctx context.Context, o RebalanceOptions, names []string, out i
 	case o.AllNamespaces && !o.All:
 		return fmt.Errorf("-A goes with --all")
 	}
-	cfg, err := loadRESTConfig(o.Kubeconfig, o.Context, "herald-rebalance", o.Timeout)
+	ctx, cancel, cfg, c, err := connect(ctx, o.Kubeconfig, o.Context, "herald-rebalance", o.Timeout)
 	if err != nil {
 		return err
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if o.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
-		defer cancel()
-	}
-	c, err := statusClient(cfg)
-	if err != nil {
-		return err
-	}
+	defer cancel()
 	var targets []corev1.Service
 	if o.All {
 		ns := o.Namespace

@@ -88,22 +88,11 @@ func RunStatus(ctx context.Context, o StatusOptions, out, errOut io.Writer) erro
 	if o.AllNamespaces {
 		ns = ""
 	}
-	cfg, err := statusRESTConfig(o)
+	ctx, cancel, cfg, c, err := connect(ctx, o.Kubeconfig, o.Context, "herald-status", o.Timeout)
 	if err != nil {
 		return err
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if o.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.Timeout)
-		defer cancel()
-	}
-	c, err := statusClient(cfg)
-	if err != nil {
-		return err
-	}
+	defer cancel()
 	var svcs corev1.ServiceList
 	if err := c.List(ctx, &svcs, client.InNamespace(ns)); err != nil {
 		return explainAPIError(err, cfg.Host, "Services")
@@ -145,11 +134,6 @@ func RunStatus(ctx context.Context, o StatusOptions, out, errOut io.Writer) erro
 	}
 	printWithheld(out, withheld, time.Now())
 	return nil
-}
-
-// statusRESTConfig loads the kubeconfig as kubectl does (see loadRESTConfig).
-func statusRESTConfig(o StatusOptions) (*rest.Config, error) {
-	return loadRESTConfig(o.Kubeconfig, o.Context, "herald-status", o.Timeout)
 }
 
 // statusClient reads Services and VIPStatus objects. Its REST mapping is fixed, so
