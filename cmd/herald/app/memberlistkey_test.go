@@ -143,6 +143,27 @@ func TestMemberlistKeyRotation(t *testing.T) {
 	if strings.Contains(out.String(), string(old)) {
 		t.Error("the output shows a key")
 	}
+
+	// A Secret changed between the read and the write is not written over.
+	e.o.Wait = 0
+	before := ring()
+	err = e.edit(ctx, func(data map[string][]byte, _ map[string]string) (map[string][]byte, error) {
+		s, err := e.secret(ctx)
+		if err != nil {
+			return nil, err
+		}
+		s.Annotations = map[string]string{"touched": "meanwhile"}
+		if _, err := e.c.CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+			return nil, err
+		}
+		return map[string][]byte{}, nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "changed meanwhile") {
+		t.Fatalf("an edit over a concurrent change: %v, want it refused", err)
+	}
+	if r := ring(); len(r) != len(before) || r[0].Name != before[0].Name {
+		t.Fatalf("the refused edit changed the keys: %v", r)
+	}
 }
 
 // beat writes node's heartbeat reporting the keys of the Secret as it is now.
