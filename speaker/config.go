@@ -19,6 +19,7 @@ import (
 	"herald.dev/herald/speaker/layer2"
 	"herald.dev/herald/speaker/members"
 	"herald.dev/herald/speaker/quorum"
+	"herald.dev/herald/speaker/records"
 )
 
 // Config is everything `herald speaker` is told by its flags.
@@ -52,7 +53,7 @@ type Config struct {
 	LeaveTimeout time.Duration
 	// Records: this speaker's record in the API server; Quorum: the rule that uses
 	// them (speaker/quorum).
-	Records RecordConfig
+	Records records.Config
 	Quorum  quorum.Config
 
 	// ExcludeInterfaces is the regular expression of interface names never answered on.
@@ -114,7 +115,7 @@ func DefaultConfig() Config {
 		KeyReread:         5 * time.Second,
 		JoinInterval:      2 * time.Second,
 		LeaveTimeout:      time.Second,
-		Records:           DefaultRecordConfig(),
+		Records:           records.DefaultConfig(),
 		Quorum:            quorum.DefaultConfig(),
 		ExcludeInterfaces: layer2.DefaultExcludeInterfaces,
 		Schedule:          layer2.DefaultSchedule(),
@@ -195,7 +196,7 @@ func (c *Config) validate() (*regexp.Regexp, error) {
 	if err := c.Schedule.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("gratuitous schedule: %w", err))
 	}
-	if err := c.Records.validate(); err != nil {
+	if err := c.Records.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Quorum.Grace <= 0 || c.Quorum.JoinWait <= 0 {

@@ -12,6 +12,7 @@ import (
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/speaker/layer2"
+	"herald.dev/herald/speaker/records"
 )
 
 // What the speaker does with what it sees on the wire (speaker/layer2 detects it):
@@ -33,7 +34,7 @@ const peerMACRetention = 10 * time.Minute
 
 // peerMACs are the MACs other speakers publish, in their records and in their
 // memberlist metadata: a speaker that hears a peer has them from memberlist, one that
-// does not from the peer's record (it does not watch every record, recordview.go).
+// does not from the peer's record (it does not watch every record, speaker/records).
 type peerMACs struct {
 	mu     sync.RWMutex
 	byNode map[string][]string // node → its MACs, as strings
@@ -86,7 +87,7 @@ func (p *peerMACs) setMeta(node string, meta []byte) {
 	if p.byMeta == nil {
 		p.byMeta = map[string][]string{}
 	}
-	p.byMeta[node] = splitList(string(meta))
+	p.byMeta[node] = records.SplitList(string(meta))
 }
 
 // otherHas says whether a node other than self has mac among its MACs in byNode.

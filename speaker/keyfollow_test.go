@@ -3,18 +3,13 @@ package speaker
 import (
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	coordinationv1 "k8s.io/api/coordination/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"herald.dev/herald/internal/memberkey"
-	"herald.dev/herald/internal/testenv"
 	"herald.dev/herald/speaker/members"
 )
 
@@ -112,31 +107,4 @@ func metricValue(t *testing.T, c prometheus.Metric) float64 {
 		return m.GetGauge().GetValue()
 	}
 	return m.GetCounter().GetValue()
-}
-
-// TestHeartbeatReportsKeys: against a real API server, the heartbeat carries the
-// fingerprints of the keys, and a change of keys is reported at once, not at the
-// next renewal (an hour here).
-func TestHeartbeatReportsKeys(t *testing.T) {
-	env := testenv.Start(t)
-	ctx := t.Context()
-	const ns = "herald-system"
-	env.CreateNamespace(t, ns)
-	cfg := RecordConfig{Renew: time.Hour, FastRenew: 200 * time.Millisecond, Duration: 3 * time.Second}
-	r := newRecords("a", ns, cfg, env.Client, env.Client, env.Client, func() {}, func(string, []string) {}, logr.Discard())
-	var report atomic.Value
-	report.Store("1111111111111111")
-	r.keysReport = func() string { return report.Load().(string) }
-	go r.run(ctx)
-	reported := func() string {
-		var l coordinationv1.Lease
-		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: HeartbeatName("a")}, &l); err != nil {
-			return ""
-		}
-		return l.Annotations[memberkey.ReportAnnotation]
-	}
-	eventually(t, "the first heartbeat reports the keys", func() bool { return reported() == "1111111111111111" })
-	report.Store("2222222222222222,1111111111111111")
-	r.renewHeartbeat()
-	eventually(t, "the new keys reported before the next renewal", func() bool { return reported() == "2222222222222222,1111111111111111" })
 }

@@ -18,9 +18,6 @@ type metrics struct {
 	problems      prometheus.Gauge
 	mode          *prometheus.GaugeVec
 	expected      prometheus.Gauge
-	heartbeats    prometheus.Gauge
-	beatSummary   prometheus.Gauge
-	recordWatches *prometheus.GaugeVec
 	unreachable   *prometheus.GaugeVec
 	peerClaims    *prometheus.CounterVec
 	// conflictEventsSuppressed counts address conflict Events not written (eventlimit.go).
@@ -29,7 +26,7 @@ type metrics struct {
 }
 
 // newMetrics registers the speaker's metrics, and the collectors its parts own
-// (owned: the record writes), in reg (nil: none).
+// (owned: the records' metrics), in reg (nil: none).
 func newMetrics(reg prometheus.Registerer, owned ...prometheus.Collector) (*metrics, error) {
 	m := &metrics{
 		owner: prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -65,18 +62,6 @@ func newMetrics(reg prometheus.Registerer, owned ...prometheus.Collector) (*metr
 			Name: "herald_memberlist_unreachable",
 			Help: "1 for each expected speaker (peer) that this speaker (node) does not hear in memberlist: its record in the API server is fresh, so it is alive but cut off, or died less than a record duration ago.",
 		}, []string{"node", "peer"}),
-		heartbeats: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "herald_speaker_heartbeats_watched",
-			Help: "Peers whose heartbeat (a Lease) this speaker watches: those it does not hear over memberlist, while they are fewer than --heartbeat-summary-from or the controller's heartbeat summary is missing or stale, and for 30 s after. 0 when every speaker hears every other or the summary is in use.",
-		}),
-		beatSummary: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "herald_speaker_heartbeat_summary_used",
-			Help: "1 while this speaker tells the liveness of the peers it does not hear from the controller's heartbeat summary (current, renewed every 10 s); 0 when it needs none or the summary is missing or stale.",
-		}),
-		recordWatches: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "herald_speaker_record_watches",
-			Help: "Watches of the speakers' records, by scope: every (1 while this speaker is out of Quorum, and for 30 s after, unless it reads the digest), digest (1 while it reads the controller's records digest instead: out of Quorum in a cluster of --records-digest-from speakers or more, while the digest is current), leaving-out (1: the records that leave this speaker out) and trouble (1: those whose mode is not Quorum), both while in Quorum once the 30 s have passed, by-name (one per peer it does not hear while in Quorum).",
-		}, []string{"scope"}),
 		peerClaims: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_l2_peer_claims_total",
 			Help: "ARP/NDP frames in which another herald speaker claimed an IP this node announces: two nodes answering for one IP (split brain).",
@@ -93,7 +78,7 @@ func newMetrics(reg prometheus.Registerer, owned ...prometheus.Collector) (*metr
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range append([]prometheus.Collector{m.owner, m.leaderChanges, m.failover, m.elections, m.problems, m.mode, m.expected, m.unreachable, m.peerClaims, m.conflictEventsSuppressed, m.heartbeats, m.beatSummary, m.recordWatches, m.tokenBound}, owned...) {
+	for _, c := range append([]prometheus.Collector{m.owner, m.leaderChanges, m.failover, m.elections, m.problems, m.mode, m.expected, m.unreachable, m.peerClaims, m.conflictEventsSuppressed, m.tokenBound}, owned...) {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {

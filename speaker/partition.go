@@ -2,23 +2,17 @@ package speaker
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
 	"herald.dev/herald/speaker/quorum"
+	"herald.dev/herald/speaker/records"
 )
 
 // Event reasons the speaker writes on its own Node when memberlist splits and heals.
@@ -38,84 +32,32 @@ func (s *Speaker) decide(ctx context.Context, live []string) (quorum.Verdict, []
 	for _, m := range live {
 		in.Members = append(in.Members, quorum.Member{Name: m, Since: s.since[m]})
 	}
-	in.APIUp, in.APIAt, in.RecordsReadAt = s.records.status()
-	recs, err := s.records.list(ctx, false, live)
+	in.APIUp, in.APIAt, in.RecordsReadAt = s.records.Status()
+	recs, err := s.records.List(ctx, live)
 	if err != nil {
 		s.log.Error(err, "reading the speakers' records from the cache")
 	}
-	in.Records = s.records.live(recs, live, in.Now)
+	in.Records = s.records.Live(recs, live, in.Now)
 	v, st := quorum.Decide(s.cfg.Quorum, s.qstate, in)
 	if v.NeedRecords {
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
-		recs, err := s.records.listAfresh(rctx, st.SilentSince, live)
+		recs, err := s.records.ListAfresh(rctx, st.SilentSince, live)
 		cancel()
 		if err != nil {
 			s.log.V(1).Info("reading the speakers' records before announcing again", "error", err.Error())
 		} else {
-			in.Records = s.records.live(recs, live, in.Now)
-			in.APIUp, in.APIAt, in.RecordsReadAt = s.records.status()
+			in.Records = s.records.Live(recs, live, in.Now)
+			in.APIUp, in.APIAt, in.RecordsReadAt = s.records.Status()
 			v, st = quorum.Decide(s.cfg.Quorum, s.qstate, in)
 		}
 	}
 	s.qstate = st
-	s.records.prime()
-	if s.records.view != nil {
-		s.records.view.setMode(v.Mode, len(v.Expected), len(v.Unreachable))
-	}
+	s.records.Decided(v.Mode, len(v.Expected), len(v.Unreachable))
 	if at := v.DecideAgainAt; !at.IsZero() && !at.Equal(s.decideAgainAt) {
 		s.decideAgainAt = at // one timer per deadline
 		time.AfterFunc(time.Until(at), s.pokeElection)
 	}
 	return v, in.Records
-}
-
-// linkDown says whether the interface holding memberlist's address has lost its
-// carrier. It runs four times a second, so it reads one sysfs file; the interface is
-// looked up among all only when unknown or gone, at most every bindLookupEvery. An
-// address on no interface (a test binding to loopback, say) counts as up.
-func (s *Speaker) linkDown() bool {
-	if s.bindIface != "" {
-		b, err := os.ReadFile(filepath.Join("/sys/class/net", s.bindIface, "carrier"))
-		switch {
-		case err == nil:
-			return strings.TrimSpace(string(b)) != "1"
-		case errors.Is(err, syscall.EINVAL):
-			return true // the kernel refuses to read the carrier of an interface set down
-		}
-		s.bindIface = "" // renamed or gone: look it up again
-	}
-	if time.Since(s.bindLookup) < bindLookupEvery {
-		return false
-	}
-	s.bindLookup = time.Now()
-	s.bindIface = interfaceOf(s.cfg.Members.BindAddr)
-	return false
-}
-
-const bindLookupEvery = 5 * time.Second
-
-// interfaceOf returns the name of the interface holding addr, or "".
-func interfaceOf(addr string) string {
-	bind, err := netip.ParseAddr(addr)
-	if err != nil {
-		return ""
-	}
-	ifaces, err := net.Interfaces()
-	if err != nil {
-		return ""
-	}
-	for _, ifi := range ifaces {
-		addrs, err := ifi.Addrs()
-		if err != nil {
-			continue
-		}
-		for _, a := range addrs {
-			if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr() == bind {
-				return ifi.Name
-			}
-		}
-	}
-	return ""
 }
 
 // publishRecord asks for this speaker's record to say what it hears and does. Called
@@ -124,39 +66,14 @@ func interfaceOf(addr string) string {
 // run ahead of what the announcer does.
 func (s *Speaker) publishRecord(v quorum.Verdict, live []string, recs []quorum.Record) {
 	macs := responderMACs(s.l2.Responders())
-	s.records.want(recordWish{members: live, unreachable: v.Unreachable, macs: macs, mode: v.Mode,
-		misses: s.recordMisses(v, live),
-		askers: quorum.AskedBy(s.cfg.NodeName, recs, time.Now())})
+	s.records.Want(records.Wish{Members: live, Unreachable: v.Unreachable, MACs: macs, Mode: v.Mode,
+		Misses: s.records.Misses(v.Expected, live),
+		Askers: quorum.AskedBy(s.cfg.NodeName, recs, time.Now())})
 	// The peers that hear this speaker learn its MACs from memberlist; too many for
 	// memberlist's metadata, they learn them from the record alone.
 	if s.members != nil && !s.members.SetMeta([]byte(strings.Join(macs, ","))) {
 		s.log.V(1).Info("too many MACs for memberlist's metadata; peers read them from the record", "macs", len(macs))
 	}
-}
-
-// recordMisses returns the speakers this one's record labels as missed (missed): those
-// it expects, has heard or whose record it has seen, that it does not hear, less those
-// not expected whose Node is gone (forgotten then). A record goes with its Node (its
-// owner), and a speaker in Quorum may never see that deletion: a record that listed it
-// leaves none of its watches. Without the check, every Node replaced would stay in
-// every record.
-func (s *Speaker) recordMisses(v quorum.Verdict, live []string) []string {
-	out := missed(s.cfg.NodeName, s.records.known(v.Expected, live), live)
-	expected := make(map[string]bool, len(v.Expected))
-	for _, n := range v.Expected {
-		expected[n] = true
-	}
-	return slices.DeleteFunc(out, func(n string) bool {
-		if expected[n] {
-			return false
-		}
-		var node corev1.Node
-		if err := s.cache.Get(context.Background(), types.NamespacedName{Name: n}, &node); apierrors.IsNotFound(err) {
-			s.records.forgetNode(n)
-			return true
-		}
-		return false
-	})
 }
 
 // observe makes the verdict visible: the metrics, a log line and an Event on this
@@ -170,22 +87,7 @@ func (s *Speaker) observe(v quorum.Verdict, live []string) {
 		s.metrics.mode.WithLabelValues(string(m)).Set(val)
 	}
 	s.metrics.expected.Set(float64(len(v.Expected)))
-	if s.records.beats != nil {
-		s.metrics.heartbeats.Set(float64(len(s.records.beats.watched())))
-		used := 0.0
-		if len(v.Unreachable) > 0 && s.records.beats.summaryUsed() {
-			used = 1
-		}
-		s.metrics.beatSummary.Set(used)
-	}
-	if w := s.records.view; w != nil {
-		every, digest, narrow, byName := w.counts()
-		s.metrics.recordWatches.WithLabelValues("every").Set(float64(every))
-		s.metrics.recordWatches.WithLabelValues("digest").Set(float64(digest))
-		s.metrics.recordWatches.WithLabelValues("by-name").Set(float64(byName))
-		s.metrics.recordWatches.WithLabelValues("trouble").Set(float64(narrow))
-		s.metrics.recordWatches.WithLabelValues("leaving-out").Set(float64(narrow))
-	}
+	s.records.Observe(len(v.Unreachable))
 	s.metrics.unreachable.DeletePartialMatch(prometheus.Labels{"node": s.cfg.NodeName})
 	for _, p := range v.Unreachable {
 		s.metrics.unreachable.WithLabelValues(s.cfg.NodeName, p).Set(1)

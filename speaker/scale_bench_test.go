@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -29,6 +30,7 @@ import (
 	"herald.dev/herald/internal/scheme"
 	"herald.dev/herald/internal/testenv"
 	"herald.dev/herald/speaker/quorum"
+	"herald.dev/herald/speaker/records"
 )
 
 // BenchmarkSpeakersAtScale runs many speakers (scale_sim_test.go) against a real
@@ -421,21 +423,15 @@ type watches struct{ every, digest, narrow, recordsByName, heartbeats, degraded 
 func (h *scaleHarness) watches() watches {
 	var w watches
 	for _, s := range h.speakers {
-		if v := s.records.view; v != nil {
-			e, d, nw, n := v.counts()
-			w.every += e
-			w.digest += d
-			w.narrow += nw
-			w.recordsByName += n
-		}
-		if s.records.beats != nil {
-			w.heartbeats += len(s.records.beats.watched())
-		}
-		s.records.mu.Lock()
-		if s.records.wish.mode != quorum.ModeQuorum {
+		rw := s.records.Watching()
+		w.every += rw.Every
+		w.digest += rw.Digest
+		w.narrow += rw.Narrow
+		w.recordsByName += rw.ByName
+		w.heartbeats += rw.Heartbeats
+		if s.records.Wanted().Mode != quorum.ModeQuorum {
 			w.degraded++
 		}
-		s.records.mu.Unlock()
 	}
 	return w
 }
@@ -498,32 +494,44 @@ func (h *scaleHarness) sample(window time.Duration, f func()) loadSample {
 // recordEvents sums the watch events of records the speakers received, by watch
 // (herald_speaker_record_events_total).
 func (h *scaleHarness) recordEvents() map[string]float64 {
-	out := map[string]float64{}
-	for _, s := range h.speakers {
-		if s.records.view == nil {
-			continue
-		}
-		for _, watch := range recordEventWatches {
-			n, err := counterValue(s.records.view.events, watch)
-			if err != nil {
-				h.b.Fatal(err)
-			}
-			out[watch] += n
-		}
-	}
-	return out
+	return h.countsBy("herald_speaker_record_events_total", "watch")
 }
 
 // recordWrites sums the speakers' record writes by reason (herald_speaker_record_writes_total).
 func (h *scaleHarness) recordWrites() map[string]float64 {
+	return h.countsBy("herald_speaker_record_writes_total", "reason")
+}
+
+// The label values of herald_speaker_record_events_total and
+// herald_speaker_record_writes_total, in the order the reports print them.
+var (
+	recordEventWatches = []string{"every", "leaving-out", "trouble", "by-name", "digest"}
+	writeReasons       = []string{"start", "mode", "view", "macs", "answer"}
+)
+
+// countsBy sums the speakers' counter name by the value of label.
+func (h *scaleHarness) countsBy(name, label string) map[string]float64 {
 	out := map[string]float64{}
 	for _, s := range h.speakers {
-		for _, reason := range writeReasons {
-			n, err := s.records.writeCount(reason)
-			if err != nil {
-				h.b.Fatal(err)
+		reg := prometheus.NewRegistry()
+		for _, c := range s.records.Collectors() {
+			reg.MustRegister(c)
+		}
+		families, err := reg.Gather()
+		if err != nil {
+			h.b.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() != name {
+				continue
 			}
-			out[reason] += n
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == label {
+						out[l.GetValue()] += m.GetCounter().GetValue()
+					}
+				}
+			}
 		}
 	}
 	return out
@@ -771,12 +779,10 @@ func (h *scaleHarness) waitCalm() {
 	for {
 		troubled := 0
 		for _, s := range h.speakers {
-			s.records.mu.Lock()
-			if s.records.wish.mode != quorum.ModeQuorum || len(s.records.wish.askers) > 0 {
+			if w := s.records.Wanted(); w.Mode != quorum.ModeQuorum || len(w.Askers) > 0 {
 				troubled++
 			}
-			s.records.mu.Unlock()
-			if s.records.beats != nil && len(s.records.beats.watched()) > 0 {
+			if s.records.Watching().Heartbeats > 0 {
 				troubled++
 			}
 		}
@@ -789,7 +795,7 @@ func (h *scaleHarness) waitCalm() {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	time.Sleep(DefaultRecordConfig().Renew + time.Second)
+	time.Sleep(records.DefaultConfig().Renew + time.Second)
 }
 
 // startShared starts the informer of the records that the light speakers beyond
@@ -826,7 +832,7 @@ func (h *scaleHarness) stopAll() {
 	}
 	wg.Wait()
 	h.speakers = nil
-	for _, label := range []string{RecordLabel, HeartbeatLabel} {
+	for _, label := range []string{records.Label, records.HeartbeatLabel} {
 		if err := h.c.DeleteAllOf(context.Background(), &coordinationv1.Lease{}, client.InNamespace(h.sim.namespace),
 			client.HasLabels{label}); err != nil {
 			h.b.Errorf("deleting the records: %v", err)

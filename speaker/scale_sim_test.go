@@ -18,6 +18,7 @@ import (
 	"herald.dev/herald/speaker/layer2"
 	"herald.dev/herald/speaker/members"
 	"herald.dev/herald/speaker/quorum"
+	"herald.dev/herald/speaker/records"
 )
 
 // The scale benchmark (scale_bench_test.go) runs many speakers' control loops in one
@@ -92,16 +93,16 @@ func newRecordsCache(env simEnv) (cache.Cache, error) {
 }
 
 // recordsByObject selects every record, in herald's namespace (what a speaker's cache
-// held before narrowRecordsByObject).
+// held before records.CacheScope).
 func recordsByObject(namespace string) cache.ByObject {
 	return cache.ByObject{
 		Namespaces: map[string]cache.Config{namespace: {}},
-		Label:      labels.SelectorFromSet(labels.Set{RecordLabel: "true"}),
+		Label:      labels.SelectorFromSet(labels.Set{records.Label: "true"}),
 	}
 }
 
 // recordsCacheOptions are a simulated speaker's cache: leases are the records it
-// holds (narrowRecordsByObject, as Run's, unless shared).
+// holds (records.CacheScope, as Run's, unless shared).
 func recordsCacheOptions(env simEnv, leases cache.ByObject, observer bool) cache.Options {
 	opts := cache.Options{Scheme: scheme.New(), ByObject: map[client.Object]cache.ByObject{
 		&coordinationv1.Lease{}: leases,
@@ -143,7 +144,7 @@ func startSim(ctx context.Context, env simEnv, node string, port int, observer, 
 	c := env.shared
 	if !shared {
 		var err error
-		if c, err = cache.New(env.cfg, recordsCacheOptions(env, narrowRecordsByObject(env.namespace, node), observer)); err != nil {
+		if c, err = cache.New(env.cfg, recordsCacheOptions(env, records.CacheScope(env.namespace, node), observer)); err != nil {
 			return nil, fmt.Errorf("cache of %s: %w", node, err)
 		}
 	}
@@ -156,20 +157,18 @@ func startSim(ctx context.Context, env simEnv, node string, port int, observer, 
 		trigger: make(chan struct{}, 1), proxyPoke: make(chan struct{}, 1),
 		live: map[string]bool{}, since: map[string]time.Time{}, lostAt: map[string]time.Time{},
 	}
-	s.records = newRecords(node, env.namespace, cfg.Records, c, env.api, env.api, s.pokeElection, s.peers.set, env.log)
 	sim := &simSpeaker{Speaker: s, observer: observer, cache: c, done: make(chan struct{}), owners: map[string]int{}}
 	ctx, sim.stop = context.WithCancel(ctx)
-	if !shared {
-		s.records.view = newRecordWatches(ctx, env.namespace, node, env.api, s.records.handler, s.pokeElection,
-			cfg.Records, s.records.freshnessAsOf, env.log)
-	}
+	s.records = records.New(ctx, records.Options{Self: node, Namespace: env.namespace, Config: cfg.Records,
+		Cache: c, API: env.api, Writer: env.api, Watches: env.api, CacheHoldsRecords: shared,
+		PokeElection: s.pokeElection, PeerMACs: s.peers.set, Log: env.log})
 
 	if observer {
 		if err := s.watch(ctx, c); err != nil {
 			return nil, err
 		}
 	}
-	if err := s.records.watch(ctx, c); err != nil {
+	if err := s.records.WatchCache(ctx, c); err != nil {
 		return nil, err
 	}
 	if env.split != nil {
@@ -186,10 +185,8 @@ func startSim(ctx context.Context, env simEnv, node string, port int, observer, 
 		}
 		return nil, fmt.Errorf("memberlist of %s: %w", node, err)
 	}
-	s.records.setHeard(s.members.IsLive) // as Run does
+	s.records.SetHeard(s.members.IsLive) // as Run does
 	s.members.OnMeta(s.peers.setMeta)
-	s.records.beats = newHeartbeats(ctx, env.namespace, env.api, s.pokeElection, env.log)
-	s.records.beats.summaryFrom = cfg.Records.SummaryFrom // as Run does
 	cacheDone := make(chan struct{})
 	if shared {
 		close(cacheDone) // started by whoever made it
@@ -202,7 +199,7 @@ func startSim(ctx context.Context, env simEnv, node string, port int, observer, 
 		return nil, fmt.Errorf("informers of %s did not sync", node)
 	}
 	recordsDone := make(chan struct{})
-	go func() { s.records.run(ctx); close(recordsDone) }()
+	go func() { s.records.Run(ctx); close(recordsDone) }()
 	go func() {
 		sim.loop(ctx)
 		<-recordsDone

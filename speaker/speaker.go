@@ -33,6 +33,7 @@ import (
 	"herald.dev/herald/speaker/layer2"
 	"herald.dev/herald/speaker/members"
 	"herald.dev/herald/speaker/quorum"
+	"herald.dev/herald/speaker/records"
 	"herald.dev/herald/speaker/vipstatus"
 	"herald.dev/herald/speaker/withhold"
 )
@@ -64,7 +65,7 @@ type Speaker struct {
 	tracker    *Tracker
 	reports    *reporter
 	vips       *vipstatus.Publisher
-	records    *records
+	records    *records.Keeper
 	proxier    *proxy.Proxier
 
 	trigger chan struct{}
@@ -161,7 +162,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 			ByObject: map[client.Object]cache.ByObject{
 				&heraldv1.IPAddressPool{}:   {Namespaces: map[string]cache.Config{cfg.Namespace: {}}},
 				&heraldv1.L2Advertisement{}: {Namespaces: map[string]cache.Config{cfg.Namespace: {}}},
-				&coordinationv1.Lease{}:     narrowRecordsByObject(cfg.Namespace, cfg.NodeName),
+				&coordinationv1.Lease{}:     records.CacheScope(cfg.Namespace, cfg.NodeName),
 			},
 			// Nothing reads managedFields; a Node's are kilobytes, a record's grow
 			// with its writers.
@@ -201,17 +202,19 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	s.book = claims.NewBook(cfg.NodeName, cfg.Quorum.JoinWait, func(b []byte) { s.members.Publish(b) }, s.pokeElection, log.WithName("claims"))
 	s.reports = newReporter(cfg.NodeName, mgr.GetCache(), s.recorder)
 	s.vips = vipstatus.NewPublisher(cfg.NodeName, mgr.GetCache(), mgr.GetClient(), log.WithName("vipstatus"))
-	s.records = newRecords(cfg.NodeName, cfg.Namespace, cfg.Records, mgr.GetCache(), mgr.GetAPIReader(), mgr.GetClient(),
-		s.pokeElection, s.peers.set, log.WithName("records"))
-	beatClient, err := client.NewWithWatch(restCfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()})
+	recordsClient, err := client.NewWithWatch(restCfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()})
 	if err != nil {
-		return fmt.Errorf("heartbeat client: %w", err)
+		return fmt.Errorf("records client: %w", err)
 	}
-	s.records.beats = newHeartbeats(ctx, cfg.Namespace, beatClient, s.pokeElection, log.WithName("heartbeats"))
-	s.records.beats.summaryFrom = cfg.Records.SummaryFrom
-	s.records.view = newRecordWatches(ctx, cfg.Namespace, cfg.NodeName, beatClient, s.records.handler, s.pokeElection,
-		cfg.Records, s.records.freshnessAsOf, log.WithName("records"))
-	if s.metrics, err = newMetrics(crmetrics.Registry, s.records.writes, s.records.reads, s.records.view.events); err != nil {
+	s.records = records.New(ctx, records.Options{
+		Self: cfg.NodeName, Namespace: cfg.Namespace, Config: cfg.Records,
+		Cache: mgr.GetCache(), API: mgr.GetAPIReader(), Writer: mgr.GetClient(), Watches: recordsClient,
+		PokeElection: s.pokeElection, PeerMACs: s.peers.set,
+		// Called by the records' Run, started once memberlist runs.
+		KeysReport: func() string { return memberkey.Report(s.members.Keys()) },
+		Log:        log.WithName("records"),
+	})
+	if s.metrics, err = newMetrics(crmetrics.Registry, s.records.Collectors()...); err != nil {
 		return err
 	}
 	if err := checkTokenBinding(ctx, restCfg, cfg.NodeName, s.metrics.tokenBound, log); err != nil {
@@ -291,11 +294,10 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		return stopEarly(err)
 	}
 	log.Info("memberlist started", "node", cfg.NodeName, "addr", s.members.Addr())
-	s.records.setHeard(s.members.IsLive)
-	s.records.keysReport = func() string { return memberkey.Report(s.members.Keys()) }
+	s.records.SetHeard(s.members.IsLive)
 	if cfg.KeyReread > 0 {
 		keys := newKeyFollower(cfg.Members.ReadKeys, s.members.SetKeys, s.members.Keys, log.WithName("memberlist-keys"))
-		keys.changed = s.records.renewHeartbeat // reported at once, not at the next renewal
+		keys.changed = s.records.RenewHeartbeat // reported at once, not at the next renewal
 		if err := keys.register(crmetrics.Registry); err != nil {
 			_ = s.members.Shutdown()
 			return stopEarly(err)
@@ -324,7 +326,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	recordsCtx, stopRecords := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRecords()
 	recordsDone := make(chan struct{})
-	go func() { s.records.run(recordsCtx); close(recordsDone) }()
+	go func() { s.records.Run(recordsCtx); close(recordsDone) }()
 
 	err = s.serve(ctx, mgr.GetCache())
 	// The loop has ended: the claims are this goroutine's now.
@@ -344,7 +346,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		defer close(removed)
 		stopRecords()
 		<-recordsDone
-		if rerr := s.records.remove(context.WithoutCancel(ctx)); rerr != nil {
+		if rerr := s.records.Remove(context.WithoutCancel(ctx)); rerr != nil {
 			log.Error(rerr, "removing this speaker's record")
 		}
 	}()
@@ -364,6 +366,16 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	}
 	log.Info("speaker stopped")
 	return err
+}
+
+// countSpeakers is how many speakers the cluster holds (records.Keeper.CountSpeakers),
+// this one alone when they cannot be counted.
+func (s *Speaker) countSpeakers(ctx context.Context) int {
+	n, err := s.records.CountSpeakers(ctx)
+	if err != nil {
+		s.log.Error(err, "counting the speakers for memberlist's suspicion timeout; counting this one alone")
+	}
+	return n
 }
 
 // serve waits for the informers, joins the other speakers, then re-elects on every

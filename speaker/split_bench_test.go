@@ -16,12 +16,14 @@ import (
 
 	"herald.dev/herald/internal/scheme"
 	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/speaker/quorum"
+	"herald.dev/herald/speaker/records"
 )
 
 // BenchmarkHeartbeatsAtSplit measures what the speakers' liveness costs the API server
 // during an even split of $HERALD_SPLIT_NODES speakers (100): every speaker renews its
 // heartbeat every 10 s, and each tells the liveness of the other half, which it cannot
-// hear, through the real heartbeats code against a real kube-apiserver and etcd. First
+// hear, through the real records.Keeper against a real kube-apiserver and etcd. First
 // with no controller (each watches the other half's heartbeats by name), then with the
 // controller's HeartbeatSummarizer running (each reads the summary). It reports the
 // Lease watch events the API server sent per second in each, read from its own
@@ -58,7 +60,7 @@ func BenchmarkHeartbeatsAtSplit(b *testing.B) {
 			return l["resource"] == "leases" || l["kind"] == "Lease"
 		})
 	}
-	measure := func(what string, ready func(*heartbeats) bool) float64 {
+	measure := func(what string, ready func(records.Watching) bool) float64 {
 		rctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		readers := startSplitReaders(b, rctx, env, ns, nodes)
@@ -76,10 +78,10 @@ func BenchmarkHeartbeatsAtSplit(b *testing.B) {
 		return rate
 	}
 	for b.Loop() {
-		byName := measure("heartbeats watched by name", func(h *heartbeats) bool { return len(h.watched()) == n/2 })
+		byName := measure("heartbeats watched by name", func(w records.Watching) bool { return w.Heartbeats == n/2 })
 
 		startSummarizer(b, ctx, env, ns)
-		summary := measure("the heartbeat summary", func(h *heartbeats) bool { return h.summaryUsed() && len(h.watched()) == 0 })
+		summary := measure("the heartbeat summary", func(w records.Watching) bool { return w.SummaryUsed && w.Heartbeats == 0 })
 
 		b.ReportMetric(byName, "events/s-by-name")
 		b.ReportMetric(summary, "events/s-summary")
@@ -95,7 +97,7 @@ func renewHeartbeats(b *testing.B, ctx context.Context, c client.Client, ns stri
 	leases := make([]*coordinationv1.Lease, len(nodes))
 	for i, node := range nodes {
 		leases[i] = &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: HeartbeatName(node), Labels: map[string]string{HeartbeatLabel: "true"}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: records.HeartbeatName(node), Labels: map[string]string{records.HeartbeatLabel: "true"}},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(node), LeaseDurationSeconds: ptr.To(int32(30)),
 				RenewTime: &metav1.MicroTime{Time: time.Now()}},
 		}
@@ -120,11 +122,12 @@ func renewHeartbeats(b *testing.B, ctx context.Context, c client.Client, ns stri
 	}()
 }
 
-// splitReaders are the speakers' heartbeats code, one per node, each told every
-// 250 ms (a degraded speaker's decision pace) that it cannot hear the other half.
+// splitReaders are the speakers' records.Keeper, one per node, each told every
+// 250 ms (a degraded speaker's decision pace) that it cannot hear the other half,
+// whose records it holds.
 type splitReaders struct {
 	mu      sync.Mutex
-	readers []*heartbeats
+	readers []*records.Keeper
 }
 
 func startSplitReaders(b *testing.B, ctx context.Context, env *testenv.Env, ns string, nodes []string) *splitReaders {
@@ -136,13 +139,17 @@ func startSplitReaders(b *testing.B, ctx context.Context, env *testenv.Env, ns s
 		if err != nil {
 			b.Fatal(err)
 		}
-		h := newHeartbeats(ctx, ns, wc, func() {}, logr.Discard())
-		h.summaryFrom = DefaultRecordConfig().SummaryFrom
+		cfg := records.DefaultConfig()
+		k := records.New(ctx, records.Options{Self: nodes[i], Namespace: ns, Config: cfg, Watches: wc, CacheHoldsRecords: true, Log: logr.Discard()})
 		other := nodes[half:]
 		if i >= half {
 			other = nodes[:half]
 		}
-		r.readers = append(r.readers, h)
+		recs := make([]quorum.Record, len(other))
+		for j, node := range other {
+			recs[j] = quorum.Record{Node: node, Members: other, Mode: quorum.ModeQuorum, Duration: cfg.Duration}
+		}
+		r.readers = append(r.readers, k)
 		go func() {
 			tick := time.NewTicker(250 * time.Millisecond)
 			defer tick.Stop()
@@ -153,10 +160,7 @@ func startSplitReaders(b *testing.B, ctx context.Context, env *testenv.Env, ns s
 				case <-tick.C:
 				}
 				r.mu.Lock()
-				h.track(other)
-				for _, node := range other {
-					h.beat(node)
-				}
+				k.Live(recs, nil, time.Now())
 				r.mu.Unlock()
 			}
 		}()
@@ -165,11 +169,11 @@ func startSplitReaders(b *testing.B, ctx context.Context, env *testenv.Env, ns s
 }
 
 // all says whether every reader is ready.
-func (r *splitReaders) all(ready func(*heartbeats) bool) bool {
+func (r *splitReaders) all(ready func(records.Watching) bool) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, h := range r.readers {
-		if !ready(h) {
+	for _, k := range r.readers {
+		if !ready(k.Watching()) {
 			return false
 		}
 	}

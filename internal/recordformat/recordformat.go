@@ -12,7 +12,7 @@ const (
 	// Label marks the speakers' records (and only them) among the Leases.
 	Label = "herald.dev/speaker-record"
 	// ModeLabel repeats the record's mode as a label, for the API server's selectors.
-	// Its key is new with the misses labels (the speaker's recordlabels.go): a record
+	// Its key is new with the misses labels (the speaker's, speaker/records): a record
 	// of the older format, labelled with the members heard, lacks it.
 	ModeLabel = "herald.dev/quorum-mode"
 	// MembersAnnotation lists the memberlist members the speaker hears, sorted.

@@ -20,7 +20,7 @@
 // memberlist read it (through the controller's summary of every heartbeat while that
 // is current): to a reader, the record of a peer it hears is renewed now, and
 // that of a peer it does not hear as of the later of the record's write and that
-// renewal (see speaker/heartbeats.go). Readers note when each record last changed by
+// renewal (see speaker/records). Readers note when each record last changed by
 // their own clock, and a change after they lost its writer, or after their trouble
 // began, shows it alive; one write answers, whatever the trouble's length. So speakers in trouble can
 // tell live peers from dead ones through the API server, and a node that dies makes

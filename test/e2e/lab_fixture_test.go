@@ -43,8 +43,8 @@ import (
 	"herald.dev/herald/internal/lab/netlab"
 	"herald.dev/herald/internal/scheme"
 	"herald.dev/herald/internal/testenv"
-	"herald.dev/herald/speaker"
 	"herald.dev/herald/speaker/election"
+	"herald.dev/herald/speaker/records"
 )
 
 const (
@@ -285,14 +285,14 @@ func (f *fullLab) waitAllInQuorum(t testing.TB) {
 	var last string
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
 		var leases coordinationv1.LeaseList
-		if err := f.c.List(t.Context(), &leases, client.InNamespace(heraldNS), client.HasLabels{speaker.RecordLabel}); err != nil {
+		if err := f.c.List(t.Context(), &leases, client.InNamespace(heraldNS), client.HasLabels{records.Label}); err != nil {
 			last = err.Error()
 			continue
 		}
 		settled := 0
 		for _, l := range leases.Items {
-			members := strings.Split(l.Annotations[speaker.RecordMembersAnnotation], ",")
-			if l.Annotations[speaker.RecordModeAnnotation] == "Quorum" && len(members) == len(f.nodes) && slices.ContainsFunc(f.nodes, func(n string) bool {
+			members := strings.Split(l.Annotations[records.MembersAnnotation], ",")
+			if l.Annotations[records.ModeAnnotation] == "Quorum" && len(members) == len(f.nodes) && slices.ContainsFunc(f.nodes, func(n string) bool {
 				return l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == n
 			}) {
 				settled++

@@ -11,7 +11,7 @@ import (
 
 	"herald.dev/herald/internal/scheme"
 	"herald.dev/herald/internal/testenv"
-	"herald.dev/herald/speaker"
+	"herald.dev/herald/speaker/records"
 )
 
 // recordWrites watches the speakers' records from now until until, and then returns,
@@ -19,7 +19,7 @@ import (
 // on the API server, as it sees it.
 func (f *fullLab) recordWrites(t *testing.T, until time.Time) func() map[string][]time.Time {
 	t.Helper()
-	return f.leaseWrites(t, speaker.RecordLabel, until)
+	return f.leaseWrites(t, records.Label, until)
 }
 
 // leaseWrites watches the Leases labelled label in herald's namespace from now until
@@ -72,12 +72,12 @@ func TestLabRecordsQuiet(t *testing.T) {
 
 	const window = 25 * time.Second // two and a half heartbeat periods
 	start := time.Now()
-	records := f.recordWrites(t, start.Add(window))
-	beats := f.leaseWrites(t, speaker.HeartbeatLabel, start.Add(window))
+	recs := f.recordWrites(t, start.Add(window))
+	beats := f.leaseWrites(t, records.HeartbeatLabel, start.Add(window))
 	events0 := f.leaseWatchEvents(t)
 	time.Sleep(window)
 	events := f.leaseWatchEvents(t) - events0
-	rw, bw := records(), beats()
+	rw, bw := recs(), beats()
 	t.Logf("FIGURE Lease watch events sent by the API server in %s of steady state: %.0f (%.1f/s; the lab agents' node Leases and their watchers included)",
 		window, events, events/window.Seconds())
 	for _, n := range f.nodes {

@@ -1,4 +1,4 @@
-package speaker
+package records
 
 import (
 	"fmt"
@@ -7,11 +7,9 @@ import (
 	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"herald.dev/herald/speaker/quorum"
 )
 
-// BenchmarkRecordMisses times recordMisses, which runs on every decision of the
+// BenchmarkRecordMisses times Misses, which runs on every decision of the
 // speaker's quorum rule, at 1,000 speakers whose records it has seen and whom it has
 // heard: in steady state (it hears all) and at an even split (it hears half, expects
 // all). No speaker is unexpected, so no Node is read (the cache stays unused).
@@ -21,12 +19,10 @@ func BenchmarkRecordMisses(b *testing.B) {
 	for i := range nodes {
 		nodes[i] = fmt.Sprintf("node-%04d", i)
 	}
-	r := newRecords(nodes[0], "herald-system", DefaultRecordConfig(), nil, nil, nil, func() {}, func(string, []string) {}, logr.Discard())
+	r := newKeeper(nodes[0], "herald-system", DefaultConfig(), nil, nil, nil, func() {}, func(string, []string) {}, logr.Discard())
 	for i, node := range nodes {
-		r.note(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: RecordName(node), ResourceVersion: fmt.Sprint(i + 1)}}, true)
+		r.note(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: Name(node), ResourceVersion: fmt.Sprint(i + 1)}}, true)
 	}
-	s := &Speaker{cfg: Config{NodeName: nodes[0]}, records: r}
-	v := quorum.Verdict{Expected: nodes}
 	for _, c := range []struct {
 		name string
 		live []string
@@ -35,8 +31,8 @@ func BenchmarkRecordMisses(b *testing.B) {
 			b.ReportAllocs()
 			want := n - len(c.live)
 			for b.Loop() {
-				if got := len(s.recordMisses(v, c.live)); got != want {
-					b.Fatalf("recordMisses gave %d speakers, want %d", got, want)
+				if got := len(r.Misses(nodes, c.live)); got != want {
+					b.Fatalf("Misses gave %d speakers, want %d", got, want)
 				}
 			}
 		})

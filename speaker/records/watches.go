@@ -1,4 +1,4 @@
-package speaker
+package records
 
 import (
 	"context"
@@ -18,32 +18,8 @@ import (
 	"herald.dev/herald/speaker/quorum"
 )
 
-// Which records a speaker watches. Every speaker watching every record cost, at each
-// membership change, N writes sent to N watchers: a death rewrites every survivor's
-// record (its members lose a name), a million events at a thousand nodes. But a
-// speaker that hears a majority reads, of the others' records, only
-//   - those that leave it out: a majority without it deposes it (quorum rule 2);
-//   - those of speakers in trouble (any mode but Quorum): a peer holding or
-//     arbitrating asks everyone to show it is alive (quorum.AskedBy);
-//   - those of the peers it does not hear: whether they are alive, and whether their
-//     record lists it (which vouches for it against a majority without it).
-//
-// The record of a peer it hears, that lists it and hears a majority, tells it nothing
-// more: the peer is alive (memberlist says so) and does not depose it. So a speaker
-// in Quorum watches the records that carry its misses label (a selector the API
-// server evaluates: a record that starts listing it leaves the watch with one event),
-// the records whose mode label is not Quorum, and by name the records of the peers it
-// does not hear; it stands in for the others a record that lists it, in Quorum,
-// renewed now (synthesized). A death rewrites every survivor's record, and none of
-// those writes reaches a survivor. A speaker out of Quorum (in trouble, silent,
-// starting) needs every record, to count who is alive and whom each hears: it
-// watches them all until it has been back in Quorum for recordsWideLinger, and reads
-// them straight from the API server until that watch has synced. Meanwhile the two
-// narrow watches are stopped: they would repeat to it every record write the wide
-// one brings (at a start or an even split nearly every record leaves it out and is
-// in trouble: each write arrived three times), and so would those by name, opened
-// for the peers it lost while it still heard a majority. They start again when the
-// linger ends, and the wide watch stops only once they have synced.
+// How long a speaker back in Quorum keeps watching every record, and how its watches
+// by name start and stop (see the package doc).
 const (
 	recordsWideLinger = 30 * time.Second
 	// recordsByNameStarts limits how many watches by name start a second, after a
@@ -55,11 +31,11 @@ const (
 	recordsByNameLinger = 30 * time.Second
 )
 
-// narrowRecordsByObject is what a speaker's cache may hold of the Leases: the
-// records, in herald's namespace, whose writer misses node. A speaker reads its
-// records from recordWatches, not from the cache; should anything ask the cache for
-// Leases, it gets this narrow informer, never one of every Lease in the cluster.
-func narrowRecordsByObject(namespace, node string) cache.ByObject {
+// CacheScope is what a speaker's cache may hold of the Leases: the records, in
+// herald's namespace, whose writer misses node. A speaker reads its records from the
+// Keeper's own watches, not from the cache; should anything ask the cache for Leases,
+// it gets this narrow informer, never one of every Lease in the cluster.
+func CacheScope(namespace, node string) cache.ByObject {
 	return cache.ByObject{
 		Namespaces: map[string]cache.Config{namespace: {}},
 		Label:      missing(node),
@@ -67,7 +43,7 @@ func narrowRecordsByObject(namespace, node string) cache.ByObject {
 }
 
 // missing selects the records whose writer knows of node and does not hear it: those
-// that do not list it (recordlabels.go).
+// that do not list it (labels.go).
 func missing(node string) labels.Selector {
 	return recordsWhere(MissesLabel(node), selection.Exists, nil)
 }
@@ -75,13 +51,13 @@ func missing(node string) labels.Selector {
 // inTrouble selects the records whose mode is not Quorum (and those of speakers of
 // an older version, which have no mode label under its key).
 func inTrouble() labels.Selector {
-	return recordsWhere(RecordModeLabel, selection.NotEquals, []string{string(quorum.ModeQuorum)})
+	return recordsWhere(ModeLabel, selection.NotEquals, []string{string(quorum.ModeQuorum)})
 }
 
 // recordsWhere selects the records whose label key satisfies op with values. The keys
 // are constants or MissesLabel's, always valid.
 func recordsWhere(key string, op selection.Operator, values []string) labels.Selector {
-	is, err := labels.NewRequirement(RecordLabel, selection.Equals, []string{"true"})
+	is, err := labels.NewRequirement(Label, selection.Equals, []string{"true"})
 	if err != nil {
 		panic(err)
 	}
@@ -92,12 +68,8 @@ func recordsWhere(key string, op selection.Operator, values []string) labels.Sel
 	return labels.NewSelector().Add(*is, *req)
 }
 
-// A speaker out of Quorum in a large cluster reads the records digest instead of every
-// record (recorddigest.go): it watches the digest, and uses it while it is usable
-// (written within recordformat.DigestDuration, as of this speaker's last successful
-// write while its writes fail) and lists at least digestFrom records. Otherwise, or
-// until it has synced (at most digestSyncWait), it watches every record as before, so a
-// controller that is down or cut off costs what herald cost without the digest.
+// digestSyncWait is how long a speaker that needs every record waits for the records
+// digest's watch to sync before it watches every record.
 const digestSyncWait = 2 * time.Second
 
 // recordWatches are a speaker's watches of the records: in Quorum, those that leave
@@ -115,12 +87,12 @@ type recordWatches struct {
 	// wideLinger is recordsWideLinger (shorter in tests).
 	wideLinger time.Duration
 	// digestFrom is how many records the digest must list to be used (0: never,
-	// RecordConfig.DigestFrom); unheardFrom how many peers a speaker in Quorum must
-	// not hear to read it (RecordConfig.SummaryFrom: from there it reads the
+	// Config.DigestFrom); unheardFrom how many peers a speaker in Quorum must
+	// not hear to read it (Config.SummaryFrom: from there it reads the
 	// heartbeat summary too); asOf is the time its freshness is judged at.
 	digestFrom, unheardFrom int
 	asOf                    func() time.Time
-	// events counts the watch events received, by watch (recordevents.go).
+	// events counts the watch events received, by watch (events.go).
 	events *prometheus.CounterVec
 
 	mu sync.Mutex
@@ -144,11 +116,11 @@ type recordWatches struct {
 // started, out of Quorum: the digest's if cfg.DigestFrom is not 0, else the wide one.
 // asOf is when the digest's freshness is judged.
 func newRecordWatches(ctx context.Context, namespace, self string, c client.WithWatch, handler func(gone bool) toolscache.ResourceEventHandler, poke func(),
-	cfg RecordConfig, asOf func() time.Time, log logr.Logger) *recordWatches {
+	cfg Config, asOf func() time.Time, log logr.Logger) *recordWatches {
 	pace := byNamePace{linger: recordsByNameLinger, starts: recordsByNameStarts, burst: recordsByNameBurst}
 	w := &recordWatches{ctx: ctx, namespace: namespace, self: self, client: c, handler: handler, poke: poke, log: log, now: time.Now, wideLinger: recordsWideLinger,
 		digestFrom: cfg.DigestFrom, unheardFrom: cfg.SummaryFrom, asOf: asOf, events: newRecordEvents(), needEvery: true}
-	w.byName = newLeasesByName(ctx, namespace, c, "record", RecordName, pace, counted(handler(true), w.events, eventsByName), poke, log)
+	w.byName = newLeasesByName(ctx, namespace, c, "record", Name, pace, counted(handler(true), w.events, eventsByName), poke, log)
 	w.mu.Lock()
 	w.everyRecordLocked(w.now())
 	w.mu.Unlock()
@@ -197,7 +169,7 @@ func (w *recordWatches) narrowSynced() bool {
 func (w *recordWatches) startWide() *leaseWatch {
 	w.log.V(1).Info("watching every record")
 	return watchLeases(w.ctx, w.client, w.namespace, "every speaker record", func(o *client.ListOptions) {
-		o.LabelSelector = labels.SelectorFromSet(labels.Set{RecordLabel: "true"})
+		o.LabelSelector = labels.SelectorFromSet(labels.Set{Label: "true"})
 	}, counted(w.handler(true), w.events, eventsEvery))
 }
 
@@ -283,9 +255,9 @@ func (w *recordWatches) everyRecordLocked(now time.Time) {
 // digest's watch if need be and waits for it up to digestFirstWait: its records stand
 // in for those of the peers not heard whose watches by name have not synced, each of
 // which would otherwise be read straight from the API server. A split forming loses
-// tens of peers at once, and those reads, one by one from an API server the split
-// keeps busy, held a decision for seconds in the 100-node benchmark, during which the
-// narrow watches brought every write of the speakers already in trouble.
+// many peers at once, and those reads, one by one from an API server the split keeps
+// busy, held a decision back while the narrow watches brought every write of the
+// speakers already in trouble.
 func (w *recordWatches) digestFor(ctx context.Context, unheard, known int) map[string]*coordinationv1.Lease {
 	w.mu.Lock()
 	if w.digestFrom == 0 || known < w.digestFrom || w.unheardFrom == 0 || unheard < w.unheardFrom || w.ctx.Err() != nil {
@@ -309,8 +281,8 @@ func (w *recordWatches) digestFor(ctx context.Context, unheard, known int) map[s
 }
 
 // digestFirstWait is how long a decision waits for the digest's watch to sync before
-// it reads the records it lacks one by one (the digest is one object: milliseconds
-// on an API server that answers).
+// it reads the records it lacks one by one (the digest is one object, quick to read
+// from an API server that answers).
 const digestFirstWait = 500 * time.Millisecond
 
 // readable says whether digest d (nil: none) may be read instead of every record: it

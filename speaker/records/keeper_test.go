@@ -1,4 +1,4 @@
-package speaker
+package records
 
 import (
 	"slices"
@@ -17,10 +17,10 @@ import (
 // A record read in an older version than one seen before (the cache lagging behind a
 // direct read) is not taken for news.
 func TestRecordsNeverGoBack(t *testing.T) {
-	r := &records{}
+	r := &Keeper{}
 	lease := func(rv, members string) *coordinationv1.Lease {
 		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "herald-speaker-a", UID: "u1", ResourceVersion: rv,
-			Annotations: map[string]string{RecordMembersAnnotation: members}}}
+			Annotations: map[string]string{MembersAnnotation: members}}}
 	}
 	r.newer(lease("20", "a,b,c"))
 	if got := r.newer(lease("15", "a,b")); got.ResourceVersion != "20" {
@@ -39,8 +39,8 @@ func TestRecordsNeverGoBack(t *testing.T) {
 func TestRenewalOnly(t *testing.T) {
 	base := &coordinationv1.Lease{}
 	base.UID = "u1"
-	base.Labels = map[string]string{RecordLabel: "true"}
-	base.Annotations = map[string]string{RecordMembersAnnotation: "a,b", RecordModeAnnotation: "Quorum"}
+	base.Labels = map[string]string{Label: "true"}
+	base.Annotations = map[string]string{MembersAnnotation: "a,b", ModeAnnotation: "Quorum"}
 	base.Spec.HolderIdentity = ptr.To("a")
 	base.Spec.LeaseDurationSeconds = ptr.To(int32(30))
 	base.Spec.RenewTime = &metav1.MicroTime{Time: time.Unix(100, 0)}
@@ -51,10 +51,10 @@ func TestRenewalOnly(t *testing.T) {
 		t.Error("a renewal with the same annotations is not renewalOnly")
 	}
 	for name, change := range map[string]func(*coordinationv1.Lease){
-		"members":  func(l *coordinationv1.Lease) { l.Annotations[RecordMembersAnnotation] = "a" },
-		"mode":     func(l *coordinationv1.Lease) { l.Annotations[RecordModeAnnotation] = "Hold" },
-		"unreach":  func(l *coordinationv1.Lease) { l.Annotations[RecordUnreachableAnnotation] = "b" },
-		"macs":     func(l *coordinationv1.Lease) { l.Annotations[RecordMACsAnnotation] = "02:00:00:00:00:01" },
+		"members":  func(l *coordinationv1.Lease) { l.Annotations[MembersAnnotation] = "a" },
+		"mode":     func(l *coordinationv1.Lease) { l.Annotations[ModeAnnotation] = "Hold" },
+		"unreach":  func(l *coordinationv1.Lease) { l.Annotations[UnreachableAnnotation] = "b" },
+		"macs":     func(l *coordinationv1.Lease) { l.Annotations[MACsAnnotation] = "02:00:00:00:00:01" },
 		"holder":   func(l *coordinationv1.Lease) { l.Spec.HolderIdentity = ptr.To("b") },
 		"duration": func(l *coordinationv1.Lease) { l.Spec.LeaseDurationSeconds = ptr.To(int32(15)) },
 		"uid":      func(l *coordinationv1.Lease) { l.UID = "u2" },
@@ -71,10 +71,10 @@ func TestRenewalOnly(t *testing.T) {
 // the same name, is read afresh, and each read carries when its version was first seen.
 func TestRecordsParseOncePerVersion(t *testing.T) {
 	now := time.Unix(1000, 0)
-	r := &records{seen: map[string]seenVersion{}, primed: true, now: func() time.Time { return now }}
+	r := &Keeper{seen: map[string]seenVersion{}, primed: true, now: func() time.Time { return now }}
 	lease := func(uid, rv, members string) *coordinationv1.Lease {
 		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "herald-speaker-a", UID: types.UID(uid), ResourceVersion: rv,
-			Labels: map[string]string{RecordLabel: "true"}, Annotations: map[string]string{RecordMembersAnnotation: members}}}
+			Labels: map[string]string{Label: "true"}, Annotations: map[string]string{MembersAnnotation: members}}}
 		l.Spec.HolderIdentity = ptr.To("a")
 		l.Spec.LeaseDurationSeconds = ptr.To(int32(30))
 		l.Spec.RenewTime = &metav1.MicroTime{Time: now}
@@ -110,30 +110,30 @@ func TestRecordsParseOncePerVersion(t *testing.T) {
 // is alive, is written at once; an asker that stops asking, or the same wish again,
 // waits for the renewal period.
 func TestRecordsWriteAtOnce(t *testing.T) {
-	r := newRecords("a", "herald-system", DefaultRecordConfig(), nil, nil, nil, func() {}, func(string, []string) {}, logr.Discard())
-	base := recordWish{members: []string{"a", "b", "c"}, mode: quorum.ModeQuorum}
-	with := func(mutate func(*recordWish)) recordWish {
+	r := newKeeper("a", "herald-system", DefaultConfig(), nil, nil, nil, func() {}, func(string, []string) {}, logr.Discard())
+	base := Wish{Members: []string{"a", "b", "c"}, Mode: quorum.ModeQuorum}
+	with := func(mutate func(*Wish)) Wish {
 		w := base
 		mutate(&w)
 		return w
 	}
 	steps := []struct {
 		name string
-		wish recordWish
+		wish Wish
 		now  bool
 	}{
 		{"the first wish", base, true},
 		{"the same again", base, false},
-		{"c starts asking", with(func(w *recordWish) { w.askers = []string{"c"} }), true},
-		{"c still asks", with(func(w *recordWish) { w.askers = []string{"c"} }), false},
-		{"b asks too", with(func(w *recordWish) { w.askers = []string{"b", "c"} }), true},
-		{"c stops asking", with(func(w *recordWish) { w.askers = []string{"b"} }), false},
+		{"c starts asking", with(func(w *Wish) { w.Askers = []string{"c"} }), true},
+		{"c still asks", with(func(w *Wish) { w.Askers = []string{"c"} }), false},
+		{"b asks too", with(func(w *Wish) { w.Askers = []string{"b", "c"} }), true},
+		{"c stops asking", with(func(w *Wish) { w.Askers = []string{"b"} }), false},
 		{"nobody asks", base, false},
-		{"the view changes", with(func(w *recordWish) { w.members = []string{"a", "b"} }), true},
-		{"the mode changes", with(func(w *recordWish) { w.members = []string{"a", "b"}; w.mode = quorum.ModeHold }), true},
+		{"the view changes", with(func(w *Wish) { w.Members = []string{"a", "b"} }), true},
+		{"the mode changes", with(func(w *Wish) { w.Members = []string{"a", "b"}; w.Mode = quorum.ModeHold }), true},
 	}
 	for _, s := range steps {
-		r.want(s.wish)
+		r.Want(s.wish)
 		woken := false
 		select {
 		case <-r.wake:
@@ -151,10 +151,10 @@ func TestRecordsWriteAtOnce(t *testing.T) {
 // etcd revision follows; a watch event for it later says it changed then.
 func TestRecordsChangedAtOfAVersionRead(t *testing.T) {
 	now := time.Unix(1000, 0)
-	r := &records{seen: map[string]seenVersion{}, left: map[string]time.Time{}, primed: true, now: func() time.Time { return now }}
+	r := &Keeper{seen: map[string]seenVersion{}, left: map[string]time.Time{}, primed: true, now: func() time.Time { return now }}
 	lease := func(rv string) *coordinationv1.Lease {
 		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "herald-speaker-x", UID: "u1", ResourceVersion: rv,
-			Labels: map[string]string{RecordLabel: "true"}, Annotations: map[string]string{RecordMembersAnnotation: "a,x"}}}
+			Labels: map[string]string{Label: "true"}, Annotations: map[string]string{MembersAnnotation: "a,x"}}}
 		l.Spec.HolderIdentity = ptr.To("x")
 		l.Spec.LeaseDurationSeconds = ptr.To(int32(30))
 		l.Spec.RenewTime = &metav1.MicroTime{Time: now}

@@ -1,17 +1,14 @@
-package speaker
+package records
 
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -21,12 +18,13 @@ import (
 	"herald.dev/herald/speaker/quorum"
 )
 
-// records reads the speakers' records and writes this speaker's own. Writes run in
-// their own goroutine: an unreachable API server never delays an election.
-type records struct {
+// Keeper reads the speakers' records and heartbeats and writes this speaker's own.
+// Writes run in their own goroutine (Run): an unreachable API server never delays an
+// election.
+type Keeper struct {
 	self      string
 	namespace string
-	cfg       RecordConfig
+	cfg       Config
 	log       logr.Logger
 	cache     client.Reader
 	api       client.Reader // uncached, for reads that must be current
@@ -34,13 +32,13 @@ type records struct {
 	changed   func() // pokes the election
 	macs      func(node string, macs []string)
 	beats     *heartbeats // nil: every record's own renewal is all there is
-	// view, when set, holds the watches of the records (recordview.go), and the
+	// view, when set, holds the watches of the records (watches.go), and the
 	// cache none; nil: the cache holds every record.
 	view *recordWatches
 	now  func() time.Time
 
 	wake chan struct{}
-	// beatNow asks run for a heartbeat now (renewHeartbeat).
+	// beatNow asks Run for a heartbeat now (RenewHeartbeat).
 	beatNow chan struct{}
 	// keysReport, when set, is the fingerprints of the memberlist keys this speaker
 	// holds, which its heartbeat publishes (memberkey.ReportAnnotation).
@@ -50,7 +48,7 @@ type records struct {
 	// heard says whether this speaker hears node over memberlist; nil until
 	// memberlist runs.
 	heard func(node string) bool
-	wish  recordWish
+	wish  Wish
 	// seen is, by lease name, when its current version was first seen, and that
 	// version read as a record once asked for (see parse).
 	seen   map[string]seenVersion
@@ -75,9 +73,11 @@ type records struct {
 	// started, whether or not it saw their records (see known).
 	heardOnce map[string]struct{}
 
-	// writes counts the record's successful writes by reason (recordwrites.go);
-	// reads the reads of every record afresh by source (recordreads.go).
+	// writes counts the record's successful writes by reason (writes.go); reads
+	// the reads of every record afresh by source (reads.go); gauges show the
+	// watches (metrics.go).
 	writes, reads *prometheus.CounterVec
+	gauges        gauges
 }
 
 type seenVersion struct {
@@ -91,20 +91,68 @@ type seenVersion struct {
 	ok, parsed bool
 }
 
-func newRecords(self, namespace string, cfg RecordConfig, c, api client.Reader, w client.Writer, changed func(),
-	macs func(node string, macs []string), log logr.Logger) *records {
-	return &records{
+// Options are what a Keeper reads, writes and calls back.
+type Options struct {
+	// Self is this speaker's node, Namespace herald's, where the records are.
+	Self, Namespace string
+	Config          Config
+	// Cache reads the Nodes (the owners of the record and the heartbeat), and the
+	// records when CacheHoldsRecords; API reads straight from the API server; Writer
+	// writes this speaker's record and heartbeat.
+	Cache, API client.Reader
+	Writer     client.Writer
+	// Watches, when set, opens the Keeper's own watches: of the peers' heartbeats,
+	// and, unless CacheHoldsRecords, of the records (the cache then holds none, see
+	// CacheScope). nil: no heartbeats, every record from the cache.
+	Watches           client.WithWatch
+	CacheHoldsRecords bool
+
+	// PokeElection asks the speaker for a decision: what it reads changed (nil: none).
+	PokeElection func()
+	// PeerMACs says the MACs a peer's record lists (nil MACs: its record was deleted).
+	PeerMACs func(node string, macs []string)
+	// KeysReport, when set, is the fingerprints of the memberlist keys this speaker
+	// holds, which its heartbeat publishes (memberkey.ReportAnnotation). Called by Run.
+	KeysReport func() string
+	Log        logr.Logger
+}
+
+// New returns the Keeper of o.Self's record; its watches run until ctx ends, its
+// writes once Run is called.
+func New(ctx context.Context, o Options) *Keeper {
+	if o.PokeElection == nil {
+		o.PokeElection = func() {}
+	}
+	if o.PeerMACs == nil {
+		o.PeerMACs = func(string, []string) {}
+	}
+	r := newKeeper(o.Self, o.Namespace, o.Config, o.Cache, o.API, o.Writer, o.PokeElection, o.PeerMACs, o.Log)
+	r.keysReport = o.KeysReport
+	if o.Watches == nil {
+		return r
+	}
+	r.beats = newHeartbeats(ctx, o.Namespace, o.Watches, o.PokeElection, o.Log.WithName("heartbeats"))
+	r.beats.summaryFrom = o.Config.SummaryFrom
+	if !o.CacheHoldsRecords {
+		r.view = newRecordWatches(ctx, o.Namespace, o.Self, o.Watches, r.handler, o.PokeElection, o.Config, r.freshnessAsOf, o.Log)
+	}
+	return r
+}
+
+func newKeeper(self, namespace string, cfg Config, c, api client.Reader, w client.Writer, changed func(),
+	macs func(node string, macs []string), log logr.Logger) *Keeper {
+	return &Keeper{
 		self: self, namespace: namespace, cfg: cfg, log: log, cache: c, api: api, writer: w, changed: changed, macs: macs, now: time.Now,
 		wake: make(chan struct{}, 1), beatNow: make(chan struct{}, 1), seen: map[string]seenVersion{}, left: map[string]time.Time{}, heardOnce: map[string]struct{}{}, apiUp: true,
-		wish:   recordWish{mode: quorum.ModeRejoining, members: []string{self}},
-		writes: newRecordWrites(), reads: newRecordReads(),
+		wish:   Wish{Mode: quorum.ModeRejoining, Members: []string{self}},
+		writes: newRecordWrites(), reads: newRecordReads(), gauges: newGauges(),
 	}
 }
 
-// watch notes when each record in c changes (by this node's clock) and pokes the
-// election, for records without a view (whose watches hold the records otherwise):
-// the cache then holds every record.
-func (r *records) watch(ctx context.Context, c cache.Informers) error {
+// WatchCache notes when each record in c changes (by this node's clock) and pokes the
+// election, when the cache holds every record (Options.CacheHoldsRecords); the
+// Keeper's own watches hold them otherwise, and it does nothing.
+func (r *Keeper) WatchCache(ctx context.Context, c cache.Informers) error {
 	if r.view != nil {
 		return nil
 	}
@@ -120,13 +168,13 @@ func (r *records) watch(ctx context.Context, c cache.Informers) error {
 
 // handler is what a watch of records calls. gone says whether a record leaving the
 // watch was deleted; if not, it may only have left the watch's selection.
-func (r *records) handler(gone bool) toolscache.ResourceEventHandler {
+func (r *Keeper) handler(gone bool) toolscache.ResourceEventHandler {
 	return recordEvents{r: r, gone: gone}
 }
 
 // recordEvents is a watch's handler (records.handler).
 type recordEvents struct {
-	r    *records
+	r    *Keeper
 	gone bool
 }
 
@@ -165,7 +213,7 @@ func (h recordEvents) noted(obj any, observed bool) {
 	r := h.r
 	if l, ok := obj.(*coordinationv1.Lease); ok {
 		r.note(l, observed)
-		if macs := splitList(l.Annotations[RecordMACsAnnotation]); l.Spec.HolderIdentity != nil && (len(macs) > 0 || r.view == nil) {
+		if macs := SplitList(l.Annotations[MACsAnnotation]); l.Spec.HolderIdentity != nil && (len(macs) > 0 || r.view == nil) {
 			r.macs(*l.Spec.HolderIdentity, macs)
 		}
 	}
@@ -174,7 +222,7 @@ func (h recordEvents) noted(obj any, observed bool) {
 
 // noteLeft notes that the record name left a watch (see records.left), or was
 // deleted: then it is forgotten.
-func (r *records) noteLeft(name string, gone bool) {
+func (r *Keeper) noteLeft(name string, gone bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
@@ -188,7 +236,7 @@ func (r *records) noteLeft(name string, gone bool) {
 // forgetLocked forgets the record name: it no longer exists. Known records are
 // watched by name while their writers are unheard (see unwatched), so a deleted one
 // must not stay known.
-func (r *records) forgetLocked(name string) {
+func (r *Keeper) forgetLocked(name string) {
 	delete(r.seen, name)
 	delete(r.left, name)
 	delete(r.newest, name)
@@ -196,15 +244,15 @@ func (r *records) forgetLocked(name string) {
 }
 
 // hears says whether this speaker hears node over memberlist.
-func (r *records) hears(node string) bool {
+func (r *Keeper) hears(node string) bool {
 	r.mu.Lock()
 	heard := r.heard
 	r.mu.Unlock()
 	return heard != nil && heard(node)
 }
 
-// setHeard tells the records whom this speaker hears, once memberlist runs.
-func (r *records) setHeard(heard func(node string) bool) {
+// SetHeard tells the Keeper whom this speaker hears, once memberlist runs.
+func (r *Keeper) SetHeard(heard func(node string) bool) {
 	r.mu.Lock()
 	r.heard = heard
 	r.mu.Unlock()
@@ -213,7 +261,7 @@ func (r *records) setHeard(heard func(node string) bool) {
 // renewalOnly says whether b is a renewal of a: the same writer saying the same.
 func renewalOnly(a, b *coordinationv1.Lease) bool {
 	if a.UID != b.UID || !ptr.Equal(a.Spec.HolderIdentity, b.Spec.HolderIdentity) ||
-		!ptr.Equal(a.Spec.LeaseDurationSeconds, b.Spec.LeaseDurationSeconds) || a.Labels[RecordLabel] != b.Labels[RecordLabel] {
+		!ptr.Equal(a.Spec.LeaseDurationSeconds, b.Spec.LeaseDurationSeconds) || a.Labels[Label] != b.Labels[Label] {
 		return false
 	}
 	for _, k := range recordContentKeys {
@@ -231,13 +279,13 @@ func renewalOnly(a, b *coordinationv1.Lease) bool {
 // in an event, was seen changing then. Stamping a version first read, say when a
 // peer goes unheard and its record is read straight from the API server, with the
 // time of the read would make an old record look like a live speaker's answer.
-func (r *records) note(l *coordinationv1.Lease, observed bool) {
+func (r *Keeper) note(l *coordinationv1.Lease, observed bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.noteLocked(l, observed)
 }
 
-func (r *records) noteLocked(l *coordinationv1.Lease, observed bool) seenVersion {
+func (r *Keeper) noteLocked(l *coordinationv1.Lease, observed bool) seenVersion {
 	observed = observed && r.primed
 	s, ok := r.seen[l.Name]
 	switch {
@@ -267,7 +315,7 @@ func (r *records) noteLocked(l *coordinationv1.Lease, observed bool) seenVersion
 
 // lastChangeLocked is when this speaker last saw the record name change: a version
 // first seen, or the record leaving a watch; zero if never since it started.
-func (r *records) lastChangeLocked(name string) time.Time {
+func (r *Keeper) lastChangeLocked(name string) time.Time {
 	last := r.seen[name].at
 	if t := r.left[name]; t.After(last) {
 		last = t
@@ -281,7 +329,7 @@ func (r *records) lastChangeLocked(name string) time.Time {
 // written in trouble, reaches every writer's watches; the members heard stand in for
 // it where a watch lost that event (a relist lists only what its selector holds now):
 // a reader this speaker once heard and no longer does gets its misses label even so.
-func (r *records) known(expected, heard []string) []string {
+func (r *Keeper) known(expected, heard []string) []string {
 	r.mu.Lock()
 	for _, n := range heard {
 		r.heardOnce[n] = struct{}{}
@@ -300,212 +348,33 @@ func (r *records) known(expected, heard []string) []string {
 }
 
 // forgetNode forgets a speaker whose Node is gone: it is no longer known (known).
-func (r *records) forgetNode(node string) {
+func (r *Keeper) forgetNode(node string) {
 	r.mu.Lock()
 	delete(r.heardOnce, node)
 	r.mu.Unlock()
 }
 
+// Decided tells the Keeper the decision taken: the start-up is over (versions seen
+// from now on are changes), and its watches follow the mode, how many speakers the
+// decision expects and how many of them this speaker does not hear (setMode).
+func (r *Keeper) Decided(m quorum.Mode, expected, unheard int) {
+	r.prime()
+	if r.view != nil {
+		r.view.setMode(m, expected, unheard)
+	}
+}
+
 // prime marks the start-up over: versions seen from now on are changes.
-func (r *records) prime() {
+func (r *Keeper) prime() {
 	r.mu.Lock()
 	r.primed = true
 	r.mu.Unlock()
 }
 
-// list returns the records in the cache and the watches beside it, or read afresh
-// from the API server: always while the watches lack records this speaker needs (it is
-// out of Quorum and the watch of every record has not synced yet). heard are the
-// members the decision takes as heard.
-func (r *records) list(ctx context.Context, fresh bool, heard []string) ([]quorum.Record, error) {
-	complete := true
-	if r.view != nil && !fresh {
-		var wanted bool
-		complete, wanted = r.view.complete()
-		fresh = wanted && !complete
-	}
-	var leases coordinationv1.LeaseList
-	src, start := r.cache, r.now()
-	if fresh {
-		src = r.api
-	}
-	// Read only, never changed: the cache's objects need no copy (a speaker lists
-	// every record before each decision, a thousand at a thousand nodes). With the
-	// watches of its view, the cache holds none.
-	if fresh || r.view == nil {
-		if err := src.List(ctx, &leases, client.InNamespace(r.namespace), client.HasLabels{RecordLabel}, client.UnsafeDisableDeepCopy); err != nil {
-			return nil, fmt.Errorf("listing speaker records: %w", err)
-		}
-	}
-	// The cache and the watches may hold one record in two versions: newer keeps the
-	// newest seen.
-	byName := make(map[string]*coordinationv1.Lease, len(leases.Items))
-	for i := range leases.Items {
-		byName[leases.Items[i].Name] = r.newer(&leases.Items[i])
-	}
-	if r.view != nil && !fresh {
-		for _, l := range r.view.leases() {
-			byName[l.Name] = r.newer(l)
-		}
-	}
-	out := make([]quorum.Record, 0, len(byName))
-	for _, l := range byName {
-		if rec, ok := r.parse(l); ok {
-			out = append(out, rec)
-		}
-	}
-	if !complete && !fresh {
-		more, err := r.unwatched(ctx, byName, heard)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, more...)
-	}
-	if fresh && r.beats != nil {
-		if err := r.beats.readAll(ctx); err != nil {
-			return nil, err
-		}
-	}
-	if fresh {
-		r.mu.Lock()
-		r.readAt = start
-		r.mu.Unlock()
-	}
-	return out, nil
-}
-
-// unwatched returns the records of the writers known to this speaker that its
-// watches do not hold (have, by name). The record of a peer it hears lists it and
-// says Quorum (else a watch would hold it): it stands in for it, renewed now, as
-// changed when it last saw it change. That of a peer it does not hear is watched by
-// name, and read straight from the API server until that watch has synced.
-func (r *records) unwatched(ctx context.Context, have map[string]*coordinationv1.Lease, heard []string) ([]quorum.Record, error) {
-	hears := make(map[string]bool, len(heard))
-	for _, n := range heard {
-		hears[n] = true
-	}
-	var synth []quorum.Record
-	var unheard []string
-	now := r.now()
-	r.mu.Lock()
-	for name := range r.seen {
-		node := nodeOfRecord(name)
-		if node == "" || node == r.self {
-			continue
-		}
-		if !hears[node] {
-			unheard = append(unheard, node)
-			continue
-		}
-		if have[name] != nil {
-			continue
-		}
-		synth = append(synth, quorum.Record{Node: node, Members: []string{r.self}, Mode: quorum.ModeQuorum,
-			RenewedAt: now, Duration: r.cfg.Duration, ChangedAt: r.lastChangeLocked(name)})
-	}
-	known := len(r.seen)
-	r.mu.Unlock()
-	slices.Sort(unheard)
-	pending := r.view.track(unheard)
-	var digested map[string]*coordinationv1.Lease
-	if len(pending) > 0 {
-		digested = r.view.digestFor(ctx, len(unheard), known)
-	}
-	for _, node := range unheard {
-		name := RecordName(node)
-		if have[name] != nil {
-			continue
-		}
-		var l coordinationv1.Lease
-		var err error = apierrors.NewNotFound(coordinationv1.Resource("leases"), name) // its synced watch holds none
-		switch d := digested[name]; {
-		case d != nil && slices.Contains(pending, node):
-			l, err = *d, nil // the digest's version: read, not seen changing, as a direct read
-		case slices.Contains(pending, node):
-			err = r.api.Get(ctx, types.NamespacedName{Namespace: r.namespace, Name: name}, &l)
-		}
-		switch {
-		case apierrors.IsNotFound(err):
-			r.mu.Lock()
-			r.forgetLocked(name)
-			r.mu.Unlock()
-			continue
-		case err != nil:
-			return nil, fmt.Errorf("reading the record of %s: %w", node, err)
-		}
-		if rec, ok := r.parse(r.newer(&l)); ok {
-			synth = append(synth, rec)
-		}
-	}
-	return synth, nil
-}
-
-// live returns recs with the freshness this speaker can tell (see liveness.apply)
-// given the members it hears, the view the decision takes, and watches the heartbeats
-// of their writers it does not hear.
-func (r *records) live(recs []quorum.Record, heard []string, now time.Time) []quorum.Record {
-	if r.beats == nil {
-		return recs
-	}
-	set := make(map[string]bool, len(heard))
-	for _, n := range heard {
-		set[n] = true
-	}
-	lv := liveness{heard: func(n string) bool { return set[n] }, beat: r.beats.beat}
-	up, lastWrite, _ := r.status()
-	r.beats.setWritesFail(!up, lastWrite)
-	r.beats.track(lv.unheard(r.self, recs))
-	return lv.apply(r.self, recs, now)
-}
-
-// parse notes l (see note) and reads it as a record (see recordFromLease), once per
-// version: a speaker lists every record before each decision, and splitting each
-// record's member list again every time (a thousand names in each of a thousand
-// records at a thousand nodes) was most of a speaker's work in the scale benchmark.
-// The Records handed out share their slices: they are read only.
-func (r *records) parse(l *coordinationv1.Lease) (quorum.Record, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s := r.noteLocked(l, false)
-	if s.version != l.ResourceVersion {
-		return recordFromLease(l, s.at) // older than the version seen: read, not kept
-	}
-	if !s.parsed {
-		s.rec, s.ok = recordFromLease(l, s.at)
-		s.parsed = true
-		r.seen[l.Name] = s
-	}
-	return s.rec, s.ok
-}
-
-// newer returns l, or the newer version of the same record that a direct read or
-// this speaker's own write saw earlier: the informer's cache may lag behind both, and
-// deciding on an older record after a newer one (a peer that heard this node, then
-// seemingly no longer) would release IPs only to take them again.
-func (r *records) newer(l *coordinationv1.Lease) *coordinationv1.Lease {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.newest == nil {
-		r.newest = map[string]*coordinationv1.Lease{}
-	}
-	if prev := r.newest[l.Name]; prev != nil && prev.UID == l.UID && olderVersion(l.ResourceVersion, prev.ResourceVersion) {
-		return prev
-	}
-	r.newest[l.Name] = l // never changed (write copies before it changes r.lease)
-	return l
-}
-
-// olderVersion says whether resourceVersion a precedes b. They are etcd revisions,
-// increasing integers; if either does not parse, a is taken as current.
-func olderVersion(a, b string) bool {
-	x, err1 := strconv.ParseUint(a, 10, 64)
-	y, err2 := strconv.ParseUint(b, 10, 64)
-	return err1 == nil && err2 == nil && x < y
-}
-
-// api returns whether the last write of our record succeeded, when the last
-// successful one was, and when the records were last read afresh.
-func (r *records) status() (up bool, at, readAt time.Time) {
+// Status returns whether the last write of this speaker's record or heartbeat
+// succeeded, when the last successful one was, and when the records were last read
+// afresh.
+func (r *Keeper) Status() (up bool, lastWrite, readAt time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.apiUp, r.apiAt, r.readAt
@@ -514,8 +383,8 @@ func (r *records) status() (up bool, at, readAt time.Time) {
 // freshnessAsOf is the time the freshness of what this speaker read is judged at: now,
 // or its last successful write while its writes fail (as the quorum rule judges the
 // records), so that what it read does not expire just because it cannot renew.
-func (r *records) freshnessAsOf() time.Time {
-	up, at, _ := r.status()
+func (r *Keeper) freshnessAsOf() time.Time {
+	up, at, _ := r.Status()
 	if !up && !at.IsZero() {
 		return at
 	}

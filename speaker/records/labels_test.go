@@ -1,4 +1,4 @@
-package speaker
+package records
 
 import (
 	"fmt"
@@ -43,7 +43,7 @@ func TestMissesLabel(t *testing.T) {
 			t.Errorf("setLabels kept %s: %v", k, labels)
 		}
 	}
-	if labels["other"] != "x" || labels[RecordModeLabel] != "Hold" || labels[RecordLabel] != "true" {
+	if labels["other"] != "x" || labels[ModeLabel] != "Hold" || labels[Label] != "true" {
 		t.Errorf("setLabels: %v", labels)
 	}
 	if _, ok := labels[MissesLabel("gone")]; !ok {
@@ -70,7 +70,7 @@ func TestMissed(t *testing.T) {
 	}
 }
 
-// recordMisses, at a real API server: the speakers expected or whose record was seen,
+// Misses, at a real API server: the speakers expected or whose record was seen,
 // not heard, less the writers seen whose Node is gone (an expected one stays).
 func TestRecordMisses(t *testing.T) {
 	env := testenv.Start(t)
@@ -80,37 +80,35 @@ func TestRecordMisses(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r := newRecords("a", "herald-system", DefaultRecordConfig(), env.Client, env.Client, env.Client, func() {}, func(string, []string) {}, logr.Discard())
+	r := newKeeper("a", "herald-system", DefaultConfig(), env.Client, env.Client, env.Client, func() {}, func(string, []string) {}, logr.Discard())
 	for i, n := range []string{"b", "c", "gone", "d"} {
-		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: RecordName(n), ResourceVersion: fmt.Sprint(i + 1)}}
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: Name(n), ResourceVersion: fmt.Sprint(i + 1)}}
 		r.note(l, true)
 	}
-	s := &Speaker{cfg: Config{NodeName: "a"}, cache: env.Client, records: r}
-	v := quorum.Verdict{Expected: []string{"a", "b", "e"}}
-	if got, want := s.recordMisses(v, []string{"a", "b"}), []string{"c", "e"}; !slices.Equal(got, want) {
-		t.Errorf("recordMisses = %v, want %v (c: seen, its Node exists; e: expected; gone and d: seen, no Node)", got, want)
+	if got, want := r.Misses([]string{"a", "b", "e"}, []string{"a", "b"}), []string{"c", "e"}; !slices.Equal(got, want) {
+		t.Errorf("Misses = %v, want %v (c: seen, its Node exists; e: expected; gone and d: seen, no Node)", got, want)
 	}
-	if got := s.recordMisses(quorum.Verdict{Expected: []string{"a", "b", "c"}}, []string{"a", "b", "c"}); len(got) != 0 {
-		t.Errorf("hearing every speaker whose Node exists: recordMisses = %v, want none", got)
+	if got := r.Misses([]string{"a", "b", "c"}, []string{"a", "b", "c"}); len(got) != 0 {
+		t.Errorf("hearing every speaker whose Node exists: Misses = %v, want none", got)
 	}
 	// f was heard, its record never seen (the event of its first record lost): once
 	// unheard and no longer expected, it is still missed while its Node exists.
 	if err := env.Client.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "f"}}); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.recordMisses(quorum.Verdict{Expected: []string{"a", "b", "c", "f", "h"}}, []string{"a", "b", "c", "f", "h"}); len(got) != 0 {
-		t.Errorf("hearing f and h: recordMisses = %v, want none", got)
+	if got := r.Misses([]string{"a", "b", "c", "f", "h"}, []string{"a", "b", "c", "f", "h"}); len(got) != 0 {
+		t.Errorf("hearing f and h: Misses = %v, want none", got)
 	}
-	if got, want := s.recordMisses(quorum.Verdict{Expected: []string{"a", "b", "c"}}, []string{"a", "b", "c"}), []string{"f"}; !slices.Equal(got, want) {
-		t.Errorf("f and h heard once, no longer: recordMisses = %v, want %v (h has no Node)", got, want)
+	if got, want := r.Misses([]string{"a", "b", "c"}, []string{"a", "b", "c"}), []string{"f"}; !slices.Equal(got, want) {
+		t.Errorf("f and h heard once, no longer: Misses = %v, want %v (h has no Node)", got, want)
 	}
 	if err := env.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "f"}}); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.recordMisses(quorum.Verdict{Expected: []string{"a", "b", "c"}}, []string{"a", "b", "c"}); len(got) != 0 {
-		t.Errorf("f's Node deleted: recordMisses = %v, want none", got)
+	if got := r.Misses([]string{"a", "b", "c"}, []string{"a", "b", "c"}); len(got) != 0 {
+		t.Errorf("f's Node deleted: Misses = %v, want none", got)
 	}
-	if got := s.records.known(nil, nil); slices.Contains(got, "f") || slices.Contains(got, "h") {
+	if got := r.known(nil, nil); slices.Contains(got, "f") || slices.Contains(got, "h") {
 		t.Errorf("known = %v: f and h, heard once, whose Nodes are gone, are still known", got)
 	}
 }

@@ -1,4 +1,4 @@
-package speaker
+package records
 
 import (
 	"slices"
@@ -18,7 +18,7 @@ type ownWrite struct {
 }
 
 // noteOwnWrite remembers a write of this speaker's.
-func (r *records) noteOwnWrite(resourceVersion string, at time.Time) {
+func (r *Keeper) noteOwnWrite(resourceVersion string, at time.Time) {
 	rev, err := strconv.ParseUint(resourceVersion, 10, 64)
 	if err != nil {
 		return
@@ -34,7 +34,7 @@ func (r *records) noteOwnWrite(resourceVersion string, at time.Time) {
 // was written after it, whenever this speaker read it. That is how a version it did
 // not see changing (read from a list) still tells a peer's answer to a record this
 // speaker wrote (quorum.AskedBy) from what the peer wrote before. Under mu.
-func (r *records) writtenBefore(resourceVersion string) time.Time {
+func (r *Keeper) writtenBefore(resourceVersion string) time.Time {
 	rev, err := strconv.ParseUint(resourceVersion, 10, 64)
 	if err != nil || rev == 0 {
 		return time.Time{}
@@ -45,13 +45,13 @@ func (r *records) writtenBefore(resourceVersion string) time.Time {
 // writtenUpTo returns when this speaker made the latest of its remembered writes
 // whose etcd revision is rev or lower, zero if none: what holds every record as of
 // revision rev holds them as they stood after that write was made.
-func (r *records) writtenUpTo(rev uint64) time.Time {
+func (r *Keeper) writtenUpTo(rev uint64) time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.writtenUpToLocked(rev)
 }
 
-func (r *records) writtenUpToLocked(rev uint64) time.Time {
+func (r *Keeper) writtenUpToLocked(rev uint64) time.Time {
 	for i := len(r.own) - 1; i >= 0; i-- {
 		if r.own[i].rev <= rev {
 			return r.own[i].at

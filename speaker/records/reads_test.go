@@ -1,4 +1,4 @@
-package speaker
+package records
 
 import (
 	"slices"
@@ -20,11 +20,11 @@ func TestListAfreshThroughDigest(t *testing.T) {
 	for _, n := range all[1:] {
 		f.write(t, n, all, quorum.ModeQuorum)
 	}
-	r, _ := f.reader(t, RecordConfig{DigestFrom: 3, SummaryFrom: 2})
+	r, _ := f.reader(t, Config{DigestFrom: 3, SummaryFrom: 2})
 	// write writes a's record and returns when it began.
 	write := func(members []string) time.Time {
 		t.Helper()
-		if err := r.writeRecord(ctx, recordWish{members: members, mode: quorum.ModeMinority}); err != nil {
+		if err := r.writeRecord(ctx, Wish{Members: members, Mode: quorum.ModeMinority}); err != nil {
 			t.Fatal(err)
 		}
 		return r.lease.Spec.RenewTime.Time
@@ -52,7 +52,7 @@ func TestListAfreshThroughDigest(t *testing.T) {
 
 	afresh := func(since time.Time) (nodes []string, readAt time.Time) {
 		t.Helper()
-		recs, err := r.listAfresh(ctx, since, []string{"a"})
+		recs, err := r.ListAfresh(ctx, since, []string{"a"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +60,7 @@ func TestListAfreshThroughDigest(t *testing.T) {
 			nodes = append(nodes, rec.Node)
 		}
 		slices.Sort(nodes)
-		_, _, readAt = r.status()
+		_, _, readAt = r.Status()
 		return nodes, readAt
 	}
 	reads := func(source string) float64 {

@@ -1,4 +1,4 @@
-package speaker
+package records
 
 import (
 	"slices"
@@ -138,9 +138,9 @@ func TestRecordView(t *testing.T) {
 	// A record of an older version, labelled with the members it hears and its mode
 	// under the older key, is watched as it is (as in trouble), though it lists a and
 	// says Quorum: a newer speaker cannot tell from its labels whom it leaves out.
-	oldLabels := map[string]string{RecordLabel: "true", olderModeLabel: "Quorum", hearsLabelPrefix + "a": "", hearsLabelPrefix + "o": ""}
-	old := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: RecordName("o"), Labels: oldLabels,
-		Annotations: map[string]string{RecordMembersAnnotation: "a,o", RecordModeAnnotation: "Quorum"}}}
+	oldLabels := map[string]string{Label: "true", olderModeLabel: "Quorum", hearsLabelPrefix + "a": "", hearsLabelPrefix + "o": ""}
+	old := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: Name("o"), Labels: oldLabels,
+		Annotations: map[string]string{MembersAnnotation: "a,o", ModeAnnotation: "Quorum"}}}
 	old.Spec.HolderIdentity, old.Spec.LeaseDurationSeconds = ptr.To("o"), ptr.To(int32(30))
 	old.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
 	if err := env.Client.Create(ctx, old); err != nil {

@@ -1,4 +1,4 @@
-package speaker
+package records
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"herald.dev/herald/internal/memberkey"
 	"herald.dev/herald/internal/scheme"
 	"herald.dev/herald/internal/testenv"
 	"herald.dev/herald/speaker/quorum"
@@ -95,13 +96,13 @@ func TestHeartbeats(t *testing.T) {
 	ctx := t.Context()
 	const ns = "herald-system"
 	env.CreateNamespace(t, ns)
-	cfg := RecordConfig{Renew: time.Second, FastRenew: 200 * time.Millisecond, Duration: 3 * time.Second}
+	cfg := Config{Renew: time.Second, FastRenew: 200 * time.Millisecond, Duration: 3 * time.Second}
 	w := &countingWriter{Writer: env.Client, writes: map[string]int{}}
-	writer := func(node string) (*records, context.CancelFunc) {
-		r := newRecords(node, ns, cfg, env.Client, env.Client, w, func() {}, func(string, []string) {}, logr.Discard())
-		r.want(recordWish{members: []string{node}, mode: quorum.ModeQuorum})
+	writer := func(node string) (*Keeper, context.CancelFunc) {
+		r := newKeeper(node, ns, cfg, env.Client, env.Client, w, func() {}, func(string, []string) {}, logr.Discard())
+		r.Want(Wish{Members: []string{node}, Mode: quorum.ModeQuorum})
 		ctx, stop := context.WithCancel(ctx)
-		go r.run(ctx)
+		go r.Run(ctx)
 		return r, stop
 	}
 	b, stopB := writer("b")
@@ -143,24 +144,24 @@ func TestHeartbeats(t *testing.T) {
 
 	// Records: written once at start, then only when what they say changes.
 	for _, node := range []string{"b", "c"} {
-		if n := w.of(RecordName(node)); n != 1 {
+		if n := w.of(Name(node)); n != 1 {
 			t.Errorf("%s's record written %d times without a change, want once", node, n)
 		}
 	}
-	b.want(recordWish{members: []string{"b", "c"}, mode: quorum.ModeQuorum})
-	eventually(t, "b's changed record written", func() bool { return w.of(RecordName("b")) == 2 })
+	b.Want(Wish{Members: []string{"b", "c"}, Mode: quorum.ModeQuorum})
+	eventually(t, "b's changed record written", func() bool { return w.of(Name("b")) == 2 })
 
 	// A record deleted by hand is written again at the next renewal period, though
 	// what it says did not change.
-	if err := env.Client.Delete(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: RecordName("b")}}); err != nil {
+	if err := env.Client.Delete(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: Name("b")}}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "b's deleted record written again", func() bool {
 		var l coordinationv1.Lease
-		return env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: RecordName("b")}, &l) == nil
+		return env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: Name("b")}, &l) == nil
 	})
 	time.Sleep(2 * cfg.Renew)
-	if n := w.of(RecordName("b")); n != 4 {
+	if n := w.of(Name("b")); n != 4 {
 		t.Errorf("b's record written %d times: once at start, once changed, once re-created (and failed once on the deleted one), want 4", n)
 	}
 
@@ -253,17 +254,43 @@ func TestCountSpeakers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Speaker{cfg: DefaultConfig(), log: logr.Discard(), records: &records{beats: newHeartbeats(ctx, ns, wc, func() {}, logr.Discard())}}
-	s.cfg.NodeName = "a"
-	if n := s.countSpeakers(ctx); n != 1 {
-		t.Errorf("no heartbeat yet: %d speakers counted, want 1 (this one)", n)
+	r := New(ctx, Options{Self: "a", Namespace: ns, Config: DefaultConfig(), Watches: wc, CacheHoldsRecords: true, Log: logr.Discard()})
+	if n, err := r.CountSpeakers(ctx); n != 1 || err != nil {
+		t.Errorf("no heartbeat yet: %d speakers counted (%v), want 1 (this one)", n, err)
 	}
 	now := time.Now()
-	beat("a", now)                                // this speaker's, from before its restart
-	beat("b", now.Add(-time.Second))              // fresh
-	beat("c", now.Add(-s.cfg.Records.Duration/2)) // fresh
-	beat("d", now.Add(-2*s.cfg.Records.Duration)) // a node gone
-	if n := s.countSpeakers(ctx); n != 3 {
-		t.Errorf("%d speakers counted, want 3 (a, b and c; d's heartbeat is stale)", n)
+	beat("a", now)                        // this speaker's, from before its restart
+	beat("b", now.Add(-time.Second))      // fresh
+	beat("c", now.Add(-r.cfg.Duration/2)) // fresh
+	beat("d", now.Add(-2*r.cfg.Duration)) // a node gone
+	if n, err := r.CountSpeakers(ctx); n != 3 || err != nil {
+		t.Errorf("%d speakers counted (%v), want 3 (a, b and c; d's heartbeat is stale)", n, err)
 	}
+}
+
+// TestHeartbeatReportsKeys: against a real API server, the heartbeat carries the
+// fingerprints of the keys, and a change of keys is reported at once, not at the
+// next renewal (an hour here).
+func TestHeartbeatReportsKeys(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := t.Context()
+	const ns = "herald-system"
+	env.CreateNamespace(t, ns)
+	cfg := Config{Renew: time.Hour, FastRenew: 200 * time.Millisecond, Duration: 3 * time.Second}
+	r := newKeeper("a", ns, cfg, env.Client, env.Client, env.Client, func() {}, func(string, []string) {}, logr.Discard())
+	var report atomic.Value
+	report.Store("1111111111111111")
+	r.keysReport = func() string { return report.Load().(string) }
+	go r.Run(ctx)
+	reported := func() string {
+		var l coordinationv1.Lease
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: HeartbeatName("a")}, &l); err != nil {
+			return ""
+		}
+		return l.Annotations[memberkey.ReportAnnotation]
+	}
+	eventually(t, "the first heartbeat reports the keys", func() bool { return reported() == "1111111111111111" })
+	report.Store("2222222222222222,1111111111111111")
+	r.RenewHeartbeat()
+	eventually(t, "the new keys reported before the next renewal", func() bool { return reported() == "2222222222222222,1111111111111111" })
 }

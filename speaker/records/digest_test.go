@@ -1,4 +1,4 @@
-package speaker
+package records
 
 import (
 	"slices"
@@ -30,7 +30,7 @@ func TestRecordsThroughDigest(t *testing.T) {
 	}
 	stored := digest(time.Now())
 
-	r, _ := f.reader(t, RecordConfig{DigestFrom: 3, SummaryFrom: 2})
+	r, _ := f.reader(t, Config{DigestFrom: 3, SummaryFrom: 2})
 	byNode := func() map[string]quorum.Record {
 		t.Helper()
 		recs, err := r.list(ctx, false, []string{"a"})

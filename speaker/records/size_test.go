@@ -1,4 +1,4 @@
-package speaker
+package records
 
 import (
 	"encoding/json"
@@ -27,7 +27,7 @@ func TestRecordsStoredWithoutManagedFields(t *testing.T) {
 	for i := range members {
 		members[i] = fmt.Sprintf("node-%04d", i)
 	}
-	r := newRecords(members[0], ns, DefaultRecordConfig(), env.Client, env.Client, env.Client, func() {}, func(string, []string) {}, logr.Discard())
+	r := newKeeper(members[0], ns, DefaultConfig(), env.Client, env.Client, env.Client, func() {}, func(string, []string) {}, logr.Discard())
 	stored := func(name string) *coordinationv1.Lease {
 		t.Helper()
 		var l coordinationv1.Lease
@@ -36,10 +36,10 @@ func TestRecordsStoredWithoutManagedFields(t *testing.T) {
 		}
 		return &l
 	}
-	for i, w := range []recordWish{
-		{members: members, mode: quorum.ModeQuorum},                            // created
-		{members: members[:600], misses: members[600:], mode: quorum.ModeHold}, // updated: a split
-		{members: members, mode: quorum.ModeQuorum},                            // updated again
+	for i, w := range []Wish{
+		{Members: members, Mode: quorum.ModeQuorum},                            // created
+		{Members: members[:600], Misses: members[600:], Mode: quorum.ModeHold}, // updated: a split
+		{Members: members, Mode: quorum.ModeQuorum},                            // updated again
 	} {
 		if err := r.writeRecord(ctx, w); err != nil {
 			t.Fatal(err)
@@ -47,20 +47,20 @@ func TestRecordsStoredWithoutManagedFields(t *testing.T) {
 		if err := r.writeHeartbeat(ctx); err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range []string{RecordName(r.self), HeartbeatName(r.self)} {
+		for _, name := range []string{Name(r.self), HeartbeatName(r.self)} {
 			l := stored(name)
 			if n := len(l.ManagedFields); n != 0 && i > 0 {
 				t.Errorf("write %d: %s stored with %d managedFields entries, want none", i+1, name, n)
 			}
-			if name == RecordName(r.self) {
-				if got := l.Labels[RecordModeLabel]; got != string(w.mode) {
-					t.Errorf("write %d: the record's mode label %q, want %q", i+1, got, w.mode)
+			if name == Name(r.self) {
+				if got := l.Labels[ModeLabel]; got != string(w.Mode) {
+					t.Errorf("write %d: the record's mode label %q, want %q", i+1, got, w.Mode)
 				}
-				if got, want := len(l.Labels), len(w.misses)+2; got != want {
+				if got, want := len(l.Labels), len(w.Misses)+2; got != want {
 					t.Errorf("write %d: the record has %d labels, want %d (one per speaker missed, its mode, the record's)", i+1, got, want)
 				}
 				raw, _ := json.Marshal(l)
-				t.Logf("write %d: a record of %d members, missing %d, is %d bytes as JSON (%d managedFields entries)", i+1, len(w.members), len(w.misses), len(raw), len(l.ManagedFields))
+				t.Logf("write %d: a record of %d members, missing %d, is %d bytes as JSON (%d managedFields entries)", i+1, len(w.Members), len(w.Misses), len(raw), len(l.ManagedFields))
 			}
 		}
 		time.Sleep(10 * time.Millisecond)

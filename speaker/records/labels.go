@@ -1,11 +1,16 @@
-package speaker
+package records
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"maps"
 	"slices"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -13,26 +18,10 @@ import (
 	"herald.dev/herald/speaker/quorum"
 )
 
-// A record's labels repeat what the API server needs to send each speaker only the
-// records that concern it (recordview.go): one label per speaker its writer knows of
-// and does not hear (a misses label), and its mode. A speaker that hears a majority
-// watches the records that miss it (a selector "misses.herald.dev/<itself>") and those
-// of speakers in trouble (mode other than Quorum); a death rewrites every survivor's
-// record, and none of those writes reaches a survivor.
-//
-// The labels name the speakers missed, not those heard: a record lists its members in
-// its annotation for the quorum rule, and in steady state (everyone hears everyone)
-// it carries no misses label at all. A record that labelled every member heard
-// weighed 42.5 KB at a thousand nodes, most of it labels, and every survivor rewrites
-// its record at each death and each return: 85 MB of etcd revisions a flap.
-//
-// Records of the older format carry a hears label per member heard and their mode
-// under another key (olderModeLabel): lacking ModeLabel, they are in trouble to a
-// newer speaker's selector, which so sees each of them, whatever it lists, while a
-// cluster is upgraded. A newer speaker rewriting its record drops both.
+// The labels of a record (see the package doc).
 const (
-	// RecordModeLabel is the record's quorum.Mode, as its mode annotation says.
-	RecordModeLabel = recordformat.ModeLabel
+	// ModeLabel is the record's quorum.Mode, as its mode annotation says.
+	ModeLabel = recordformat.ModeLabel
 	// missesLabelPrefix starts the label of each speaker a record's writer misses.
 	missesLabelPrefix = "misses.herald.dev/"
 	// hearsLabelPrefix and olderModeLabel are the older format's labels.
@@ -55,8 +44,8 @@ func MissesLabel(node string) string {
 // misses.
 func recordLabels(misses []string, mode quorum.Mode) map[string]string {
 	out := make(map[string]string, len(misses)+2)
-	out[RecordLabel] = "true"
-	out[RecordModeLabel] = string(mode)
+	out[Label] = "true"
+	out[ModeLabel] = string(mode)
 	for _, m := range misses {
 		out[MissesLabel(m)] = ""
 	}
@@ -96,4 +85,29 @@ func missed(self string, known, heard []string) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// Misses returns the speakers this one's record labels as missed (missed): those it
+// expects, has heard or whose record it has seen, that it does not hear, less those
+// not expected whose Node is gone (forgotten then). A record goes with its Node (its
+// owner), and a speaker in Quorum may never see that deletion: a record that listed it
+// leaves none of its watches. Without the check, every Node replaced would stay in
+// every record.
+func (r *Keeper) Misses(expected, heard []string) []string {
+	out := missed(r.self, r.known(expected, heard), heard)
+	isExpected := make(map[string]bool, len(expected))
+	for _, n := range expected {
+		isExpected[n] = true
+	}
+	return slices.DeleteFunc(out, func(n string) bool {
+		if isExpected[n] {
+			return false
+		}
+		var node corev1.Node
+		if err := r.cache.Get(context.Background(), types.NamespacedName{Name: n}, &node); apierrors.IsNotFound(err) {
+			r.forgetNode(n)
+			return true
+		}
+		return false
+	})
 }

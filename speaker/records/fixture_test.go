@@ -1,4 +1,4 @@
-package speaker
+package records
 
 import (
 	"context"
@@ -26,14 +26,14 @@ type recordFixture struct {
 	env *testenv.Env
 	ctx context.Context
 	ns  string
-	cfg RecordConfig
+	cfg Config
 	// writers write the others' records, each as its own speaker would.
-	writers map[string]*records
+	writers map[string]*Keeper
 }
 
 func newRecordFixture(t *testing.T) *recordFixture {
-	f := &recordFixture{env: testenv.Start(t), ctx: t.Context(), ns: "herald-system", writers: map[string]*records{},
-		cfg: RecordConfig{Renew: time.Second, FastRenew: 200 * time.Millisecond, Duration: 30 * time.Second}}
+	f := &recordFixture{env: testenv.Start(t), ctx: t.Context(), ns: "herald-system", writers: map[string]*Keeper{},
+		cfg: Config{Renew: time.Second, FastRenew: 200 * time.Millisecond, Duration: 30 * time.Second}}
 	f.env.CreateNamespace(t, f.ns)
 	return f
 }
@@ -44,21 +44,21 @@ func (f *recordFixture) write(t *testing.T, node string, members []string, mode 
 	t.Helper()
 	w := f.writers[node]
 	if w == nil {
-		w = newRecords(node, f.ns, f.cfg, f.env.Client, f.env.Client, f.env.Client, func() {}, func(string, []string) {}, logr.Discard())
+		w = newKeeper(node, f.ns, f.cfg, f.env.Client, f.env.Client, f.env.Client, func() {}, func(string, []string) {}, logr.Discard())
 		f.writers[node] = w
 	}
 	misses := missed(node, []string{"a", "b", "c", "x", "o"}, members)
-	if err := w.writeRecord(f.ctx, recordWish{members: members, misses: misses, mode: mode}); err != nil {
+	if err := w.writeRecord(f.ctx, Wish{Members: members, Misses: misses, Mode: mode}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // reader starts a's records with its watches (view configured by viewCfg) and cache,
 // as Run does; events counts the changes they report.
-func (f *recordFixture) reader(t *testing.T, viewCfg RecordConfig) (r *records, events *atomic.Int32) {
+func (f *recordFixture) reader(t *testing.T, viewCfg Config) (r *Keeper, events *atomic.Int32) {
 	t.Helper()
 	c, err := cache.New(f.env.Config, cache.Options{Scheme: scheme.New(), ByObject: map[client.Object]cache.ByObject{
-		&coordinationv1.Lease{}: narrowRecordsByObject(f.ns, "a"),
+		&coordinationv1.Lease{}: CacheScope(f.ns, "a"),
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -68,9 +68,9 @@ func (f *recordFixture) reader(t *testing.T, viewCfg RecordConfig) (r *records, 
 		t.Fatal(err)
 	}
 	events = &atomic.Int32{}
-	r = newRecords("a", f.ns, f.cfg, c, f.env.Client, f.env.Client, func() { events.Add(1) }, func(string, []string) {}, logr.Discard())
+	r = newKeeper("a", f.ns, f.cfg, c, f.env.Client, f.env.Client, func() { events.Add(1) }, func(string, []string) {}, logr.Discard())
 	r.view = newRecordWatches(f.ctx, f.ns, "a", wc, r.handler, func() {}, viewCfg, r.freshnessAsOf, logr.Discard())
-	if err := r.watch(f.ctx, c); err != nil {
+	if err := r.WatchCache(f.ctx, c); err != nil {
 		t.Fatal(err)
 	}
 	go func() { _ = c.Start(f.ctx) }()
@@ -87,7 +87,7 @@ func (f *recordFixture) digest(t *testing.T, at time.Time, given ...*coordinatio
 	leases := given
 	if leases == nil {
 		var l coordinationv1.LeaseList
-		if err := f.env.Client.List(f.ctx, &l, client.InNamespace(f.ns), client.HasLabels{RecordLabel}); err != nil {
+		if err := f.env.Client.List(f.ctx, &l, client.InNamespace(f.ns), client.HasLabels{Label}); err != nil {
 			t.Fatal(err)
 		}
 		for i := range l.Items {

@@ -1,4 +1,4 @@
-package speaker
+package records
 
 import (
 	"context"
@@ -18,37 +18,8 @@ import (
 	"herald.dev/herald/speaker/quorum"
 )
 
-// A speaker's liveness lives apart from what its record says: besides its record,
-// which changes only when its view or mode does, every speaker renews a heartbeat, a
-// second Lease herald-heartbeat-<node>, at the record's renewal pace. A speaker needs
-// a peer's heartbeat only while it cannot hear that peer over memberlist (hearing it
-// says it is alive). It watches, by name, the heartbeats of the peers it does not
-// hear; or, once it does not hear many (RecordConfig.SummaryFrom, 8 by default), the
-// heartbeat summary that herald's controller writes (internal/beatsummary): one Lease
-// saying which heartbeats are fresh, rewritten only when one turns fresh or stale and
-// renewed every 10 s, so that its readers can tell it is current. Each watch of a
-// live peer's heartbeat costs a tenth of an event a second and a dead peer's nothing;
-// the summary costs a tenth of an event a second, of a bigger object, whatever it
-// says. So a few unheard peers (a node down, one cut off) are cheapest by name, and
-// many (an even split: N/2 each) only through the summary: an even split of N
-// speakers sent N²/20 heartbeat events a second by name (BenchmarkHeartbeatsAtSplit:
-// 601 a second at 100 speakers), N/5 through the summary (the speakers' N/10 and the
-// controller's own watch of the heartbeats: 22). While the summary is missing or
-// stale (the controller down or cut off) the heartbeats are watched by name whatever
-// their number. In steady state every speaker hears every other and watches neither.
-
-// When to watch. A heartbeat not known yet counts as fresh, which only delays a
-// majority; and a peer that stops renewing stays fresh for the record duration minus
-// a renewal period (20 s by default) after its last renewal. So a watch that starts a
-// few seconds after its peer went unheard changes no decision, and spares the API
-// server what a speaker starting (it hears nobody until memberlist's join) or a
-// member flapping would cost: a speaker watches the summary once some peer has been
-// unheard for summaryDelay, a peer's heartbeat (the summary being unusable) once it
-// has not heard that peer for heartbeatDelay, starts at most heartbeatStarts watches
-// a second (after a burst of heartbeatBurst: a node cut off from a thousand peers
-// opens their watches over 100 s), and stops one only after its peer was heard again
-// for heartbeatLinger. The summary's watch starts first so that, when it is usable,
-// no heartbeat's watch starts at all.
+// When a speaker starts watching the heartbeat summary and the peers' heartbeats, how
+// fast, and how long it keeps them (see the package doc).
 const (
 	summaryDelay    = 2 * time.Second
 	heartbeatDelay  = 5 * time.Second
@@ -119,7 +90,7 @@ type heartbeats struct {
 	watches   *leasesByName
 	summary   *leasesByName // one watch, of the summary, under summaryKey
 	// summaryFrom is how many unheard peers make the summary worth its renewals
-	// (RecordConfig.SummaryFrom; 0: never).
+	// (Config.SummaryFrom; 0: never).
 	summaryFrom int
 	changed     func()
 	log         logr.Logger
@@ -132,7 +103,7 @@ type heartbeats struct {
 	readAt      time.Time
 	readSummary beatsummary.Summary
 	// parsed is the summary as its watch last held it, at version parsedVersion:
-	// a decision reads it once per peer, and at a thousand nodes it lists a thousand.
+	// a decision reads it once per peer, and it lists every speaker.
 	parsed        beatsummary.Summary
 	parsedVersion string
 	// expiryPoke is when a decision is due because the summary in use turns stale.
@@ -313,19 +284,18 @@ func (h *heartbeats) renewedSince(since time.Time, self string) int {
 	return n
 }
 
-// countSpeakers is how many speakers the cluster holds, this one included, for
+// CountSpeakers is how many speakers the cluster holds, this one included, for
 // memberlist's automatic suspicion, which is set before this speaker joins: the peers
 // whose heartbeat was renewed within the record duration. On an error it counts this
 // speaker alone, which only lengthens the suspicion (that of a small cluster). A
 // cluster starting all at once counts few, and so does a new one: the same.
-func (s *Speaker) countSpeakers(ctx context.Context) int {
+func (r *Keeper) CountSpeakers(ctx context.Context) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := s.records.beats.readAll(ctx); err != nil {
-		s.log.Error(err, "counting the speakers for memberlist's suspicion timeout; counting this one alone")
-		return 1
+	if err := r.beats.readAll(ctx); err != nil {
+		return 1, err
 	}
-	return 1 + s.records.beats.renewedSince(time.Now().Add(-s.cfg.Records.Duration), s.cfg.NodeName)
+	return 1 + r.beats.renewedSince(r.now().Add(-r.cfg.Duration), r.self), nil
 }
 
 // renewedAt is when l was last renewed, zero if never.

@@ -1,20 +1,15 @@
-package speaker
+package records
 
 import (
 	"slices"
 	"testing"
 	"time"
 
+	"herald.dev/herald/speaker/quorum"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-
-	"herald.dev/herald/speaker/quorum"
 )
-
-// The fuzz targets feed what a peer, a node's state directory or a Lease could hold to
-// the speaker's decoders. Whoever wrote it (a peer with the memberlist key, a node's
-// own speaker token), the reader must not panic and must read one meaning from it.
 
 // FuzzRecordFromLease: a record Lease with any annotations reads as the record of its
 // holder, and a peer's record, whatever it says, leads this speaker's quorum rule to a
@@ -30,11 +25,11 @@ func FuzzRecordFromLease(f *testing.F) {
 		l := &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{
 				Name:   "herald-speaker-c",
-				Labels: map[string]string{RecordLabel: "true"},
+				Labels: map[string]string{Label: "true"},
 				Annotations: map[string]string{
-					RecordMembersAnnotation:     members,
-					RecordUnreachableAnnotation: unreachable,
-					RecordModeAnnotation:        mode,
+					MembersAnnotation:     members,
+					UnreachableAnnotation: unreachable,
+					ModeAnnotation:        mode,
 				},
 			},
 			Spec: coordinationv1.LeaseSpec{

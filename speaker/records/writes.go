@@ -1,4 +1,4 @@
-package speaker
+package records
 
 import (
 	"context"
@@ -37,20 +37,17 @@ const (
 	writeAnswer = "answer"
 )
 
-// writeReasons are the reasons, in the order writeReason tries them.
-var writeReasons = []string{writeStart, writeMode, writeView, writeMACs, writeAnswer}
-
 // writeReason says why wish w is written over what the record says (nil: unknown or
 // nothing written yet). The first difference in this order names it.
-func writeReason(written *recordWish, w recordWish) string {
+func writeReason(written *Wish, w Wish) string {
 	switch {
 	case written == nil:
 		return writeStart
-	case written.mode != w.mode:
+	case written.Mode != w.Mode:
 		return writeMode
-	case !slices.Equal(written.members, w.members) || !slices.Equal(written.unreachable, w.unreachable) || !slices.Equal(written.misses, w.misses):
+	case !slices.Equal(written.Members, w.Members) || !slices.Equal(written.Unreachable, w.Unreachable) || !slices.Equal(written.Misses, w.Misses):
 		return writeView
-	case !slices.Equal(written.macs, w.macs):
+	case !slices.Equal(written.MACs, w.MACs):
 		return writeMACs
 	default:
 		return writeAnswer
@@ -67,7 +64,7 @@ func newRecordWrites() *prometheus.CounterVec {
 
 // coalesceWait is how long a write for reason waits, since the last write was
 // sinceWrite ago, to go with the changes that follow: changes of view and new askers
-// within window of the last write wait for its end (RecordConfig.Coalesce); the rest,
+// within window of the last write wait for its end (Config.Coalesce); the rest,
 // and those after a quiet spell, are written at once (0).
 func coalesceWait(window time.Duration, reason string, sinceWrite time.Duration) time.Duration {
 	if (reason != writeView && reason != writeAnswer) || sinceWrite >= window {
@@ -76,10 +73,10 @@ func coalesceWait(window time.Duration, reason string, sinceWrite time.Duration)
 	return window - sinceWrite
 }
 
-// want sets what the record should say; a change, or a new peer asking whether this
-// speaker is alive, wakes run to write it (at once, or once RecordConfig.Coalesce
+// Want sets what the record should say; a change, or a new peer asking whether this
+// speaker is alive, wakes Run to write it (at once, or once Config.Coalesce
 // has passed since the last write).
-func (r *records) want(w recordWish) {
+func (r *Keeper) Want(w Wish) {
 	r.mu.Lock()
 	now := !r.wish.sameContent(w) || w.newAsker(r.wish)
 	r.wish = w
@@ -92,20 +89,27 @@ func (r *records) want(w recordWish) {
 	}
 }
 
-// renewHeartbeat asks for the heartbeat to be written now rather than at the next
+// Wanted returns what the record should say, as Want last set it.
+func (r *Keeper) Wanted() Wish {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.wish
+}
+
+// RenewHeartbeat asks for the heartbeat to be written now rather than at the next
 // renewal: what it reports changed (the memberlist keys).
-func (r *records) renewHeartbeat() {
+func (r *Keeper) RenewHeartbeat() {
 	select {
 	case r.beatNow <- struct{}{}:
 	default:
 	}
 }
 
-// run writes the record when want asks (at once, or a change of view or a new asker
-// within RecordConfig.Coalesce of the last write at that window's end, with what
+// Run writes the record when Want asks (at once, or a change of view or a new asker
+// within Config.Coalesce of the last write at that window's end, with what
 // changed meanwhile), and the heartbeat every renewal period, until ctx ends. After a
 // failed write both are retried every FastRenew.
-func (r *records) run(ctx context.Context) {
+func (r *Keeper) Run(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	// held fires when a change held back (coalesceWait) may be written: at the
@@ -113,7 +117,7 @@ func (r *records) run(ctx context.Context) {
 	held := time.NewTimer(time.Hour)
 	held.Stop()
 	defer held.Stop()
-	var written *recordWish // what the record says, once written
+	var written *Wish // what the record says, once written
 	var writtenAt time.Time
 	for {
 		beat := false
@@ -190,10 +194,10 @@ func (r *records) run(ctx context.Context) {
 
 // recordStored says whether the stored record says what w does; true when it cannot
 // tell. Read from the API server: the cache does not hold a record that lists this
-// speaker (recordview.go), its own included.
-func (r *records) recordStored(ctx context.Context, w recordWish) bool {
+// speaker (watches.go), its own included.
+func (r *Keeper) recordStored(ctx context.Context, w Wish) bool {
 	var l coordinationv1.Lease
-	if err := r.api.Get(ctx, types.NamespacedName{Namespace: r.namespace, Name: RecordName(r.self)}, &l); err != nil {
+	if err := r.api.Get(ctx, types.NamespacedName{Namespace: r.namespace, Name: Name(r.self)}, &l); err != nil {
 		return !apierrors.IsNotFound(err)
 	}
 	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != r.self {
@@ -208,8 +212,8 @@ func (r *records) recordStored(ctx context.Context, w recordWish) bool {
 }
 
 // writeRecord creates or rewrites the record with the wish.
-func (r *records) writeRecord(ctx context.Context, w recordWish) error {
-	l, err := r.put(ctx, RecordName(r.self), recordLabels(w.misses, w.mode), w.content(), &r.lease)
+func (r *Keeper) writeRecord(ctx context.Context, w Wish) error {
+	l, err := r.put(ctx, Name(r.self), recordLabels(w.Misses, w.Mode), w.content(), &r.lease)
 	if err != nil {
 		return err
 	}
@@ -219,7 +223,7 @@ func (r *records) writeRecord(ctx context.Context, w recordWish) error {
 }
 
 // writeHeartbeat creates or renews the heartbeat (see heartbeats).
-func (r *records) writeHeartbeat(ctx context.Context) error {
+func (r *Keeper) writeHeartbeat(ctx context.Context) error {
 	var ann map[string]string
 	if r.keysReport != nil {
 		ann = map[string]string{memberkey.ReportAnnotation: r.keysReport()}
@@ -231,7 +235,7 @@ func (r *records) writeHeartbeat(ctx context.Context) error {
 // put creates or renews the Lease name with these labels (replacing the misses labels
 // it had, see setLabels) and annotations; last is the version this speaker wrote last
 // (nil: read it first).
-func (r *records) put(ctx context.Context, name string, labels, annotations map[string]string, last **coordinationv1.Lease) (*coordinationv1.Lease, error) {
+func (r *Keeper) put(ctx context.Context, name string, labels, annotations map[string]string, last **coordinationv1.Lease) (*coordinationv1.Lease, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.FastRenew*2)
 	defer cancel()
 	r.mu.Lock()
@@ -269,10 +273,9 @@ func (r *records) put(ctx context.Context, name string, labels, annotations map[
 	l.Spec.LeaseDurationSeconds = ptr.To(int32(r.cfg.Duration / time.Second))
 	l.Spec.RenewTime = &now
 	// No managedFields: the API server would list in them every label and
-	// annotation again (the older format's hears labels, 35 KB of its 77 at a thousand
-	// members), in every write stored and every watch event sent. Nothing reads
-	// them, and one empty entry strips them (documented API behaviour; on an update
-	// only: a create keeps them until the first rewrite).
+	// annotation again, in every write stored and every watch event sent. Nothing
+	// reads them, and one empty entry strips them (documented API behaviour; on an
+	// update only: a create keeps them until the first rewrite).
 	l.ManagedFields = []metav1.ManagedFieldsEntry{{}}
 	var err error
 	if create {
@@ -291,13 +294,13 @@ func (r *records) put(ctx context.Context, name string, labels, annotations map[
 	return l, nil
 }
 
-// remove deletes this speaker's record and heartbeat, on a graceful stop: the peers
+// Remove deletes this speaker's record and heartbeat, on a graceful stop: the peers
 // stop expecting it at once.
-func (r *records) remove(ctx context.Context) error {
+func (r *Keeper) Remove(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	var errs []error
-	for _, name := range []string{RecordName(r.self), HeartbeatName(r.self)} {
+	for _, name := range []string{Name(r.self), HeartbeatName(r.self)} {
 		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: r.namespace, Name: name}}
 		if err := r.writer.Delete(ctx, l); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting %s: %w", name, err))

@@ -1,4 +1,4 @@
-package speaker
+package records
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,8 +15,6 @@ const (
 	eventsByName     = "by-name"
 	eventsDigest     = "digest"
 )
-
-var recordEventWatches = []string{eventsEvery, eventsLeavingOut, eventsTrouble, eventsByName, eventsDigest}
 
 // newRecordEvents is the counter of the watch events of records a speaker receives.
 func newRecordEvents() *prometheus.CounterVec {
