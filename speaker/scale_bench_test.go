@@ -397,7 +397,7 @@ func (h *scaleHarness) rejoin(ctx context.Context) {
 		}
 		addrs := make([]string, len(h.speakers))
 		for i, s := range h.speakers {
-			addrs[i] = s.members.Addr()
+			addrs[i] = s.ml.Addr()
 		}
 		for _, s := range h.speakers {
 			s.members.Join(addrs) // only the peers it does not hear; errors expected while split
@@ -423,13 +423,13 @@ type watches struct{ every, digest, narrow, recordsByName, heartbeats, degraded 
 func (h *scaleHarness) watches() watches {
 	var w watches
 	for _, s := range h.speakers {
-		rw := s.records.Watching()
+		rw := s.keeper.Watching()
 		w.every += rw.Every
 		w.digest += rw.Digest
 		w.narrow += rw.Narrow
 		w.recordsByName += rw.ByName
 		w.heartbeats += rw.Heartbeats
-		if s.records.Wanted().Mode != quorum.ModeQuorum {
+		if s.keeper.Wanted().Mode != quorum.ModeQuorum {
 			w.degraded++
 		}
 	}
@@ -514,7 +514,7 @@ func (h *scaleHarness) countsBy(name, label string) map[string]float64 {
 	out := map[string]float64{}
 	for _, s := range h.speakers {
 		reg := prometheus.NewRegistry()
-		for _, c := range s.records.Collectors() {
+		for _, c := range s.keeper.Collectors() {
 			reg.MustRegister(c)
 		}
 		families, err := reg.Gather()
@@ -691,7 +691,7 @@ func (h *scaleHarness) join(s *simSpeaker) error {
 		return nil
 	}
 	for try := 0; ; try++ {
-		_, err := s.members.Join([]string{seed.members.Addr()})
+		_, err := s.members.Join([]string{seed.ml.Addr()})
 		if err == nil {
 			return nil
 		}
@@ -708,7 +708,7 @@ func (h *scaleHarness) waitConverged(n int) {
 	for said := time.Now(); ; {
 		bad := ""
 		for _, s := range h.speakers[:n] {
-			if live := len(s.members.Live()); live != n {
+			if live := len(s.ml.Live()); live != n {
 				bad = fmt.Sprintf("%s hears %d of %d", s.cfg.NodeName, live, n)
 				break
 			}
@@ -779,10 +779,10 @@ func (h *scaleHarness) waitCalm() {
 	for {
 		troubled := 0
 		for _, s := range h.speakers {
-			if w := s.records.Wanted(); w.Mode != quorum.ModeQuorum || len(w.Askers) > 0 {
+			if w := s.keeper.Wanted(); w.Mode != quorum.ModeQuorum || len(w.Askers) > 0 {
 				troubled++
 			}
-			if s.records.Watching().Heartbeats > 0 {
+			if s.keeper.Watching().Heartbeats > 0 {
 				troubled++
 			}
 		}

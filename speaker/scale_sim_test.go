@@ -38,6 +38,10 @@ import (
 // exchanged over memberlist) are not published: elections place by hash alone.
 type simSpeaker struct {
 	*Speaker
+	// ml and keeper are the speaker's memberlist and records by their types, as Run
+	// holds them (the Speaker holds them by the interfaces of seams.go).
+	ml       *members.Members
+	keeper   *records.Keeper
 	observer bool
 	cache    cache.Cache
 	stop     context.CancelFunc
@@ -159,16 +163,17 @@ func startSim(ctx context.Context, env simEnv, node string, port int, observer, 
 	}
 	sim := &simSpeaker{Speaker: s, observer: observer, cache: c, done: make(chan struct{}), owners: map[string]int{}}
 	ctx, sim.stop = context.WithCancel(ctx)
-	s.records = records.New(ctx, records.Options{Self: node, Namespace: env.namespace, Config: cfg.Records,
+	sim.keeper = records.New(ctx, records.Options{Self: node, Namespace: env.namespace, Config: cfg.Records,
 		Cache: c, API: env.api, Writer: env.api, Watches: env.api, CacheHoldsRecords: shared,
 		PokeElection: s.pokeElection, PeerMACs: s.peers.set, Log: env.log})
+	s.records = sim.keeper
 
 	if observer {
 		if err := s.watch(ctx, c); err != nil {
 			return nil, err
 		}
 	}
-	if err := s.records.WatchCache(ctx, c); err != nil {
+	if err := sim.keeper.WatchCache(ctx, c); err != nil {
 		return nil, err
 	}
 	if env.split != nil {
@@ -179,14 +184,15 @@ func startSim(ctx context.Context, env simEnv, node string, port int, observer, 
 		}
 		cfg.Members.Transport = t
 	}
-	if s.members, err = members.Start(cfg.Members, env.log, nil); err != nil {
+	if sim.ml, err = members.Start(cfg.Members, env.log, nil); err != nil {
 		if t := cfg.Members.Transport; t != nil {
 			_ = t.Shutdown()
 		}
 		return nil, fmt.Errorf("memberlist of %s: %w", node, err)
 	}
-	s.records.SetHeard(s.members.IsLive) // as Run does
-	s.members.OnMeta(s.peers.setMeta)
+	s.members = sim.ml
+	sim.keeper.SetHeard(sim.ml.IsLive) // as Run does
+	sim.ml.OnMeta(s.peers.setMeta)
 	cacheDone := make(chan struct{})
 	if shared {
 		close(cacheDone) // started by whoever made it
@@ -195,11 +201,11 @@ func startSim(ctx context.Context, env simEnv, node string, port int, observer, 
 	}
 	if !c.WaitForCacheSync(ctx) {
 		sim.stop()
-		_ = s.members.Shutdown()
+		_ = sim.ml.Shutdown()
 		return nil, fmt.Errorf("informers of %s did not sync", node)
 	}
 	recordsDone := make(chan struct{})
-	go func() { s.records.Run(ctx); close(recordsDone) }()
+	go func() { sim.keeper.Run(ctx); close(recordsDone) }()
 	go func() {
 		sim.loop(ctx)
 		<-recordsDone
@@ -213,14 +219,14 @@ func startSim(ctx context.Context, env simEnv, node string, port int, observer, 
 // the record is no longer renewed (and stays), the informers stop.
 func (sim *simSpeaker) kill() {
 	sim.stop()
-	_ = sim.members.Shutdown()
+	_ = sim.ml.Shutdown()
 	<-sim.done
 }
 
 // port is the memberlist port, for a restart on the same address.
 func (sim *simSpeaker) port() int {
 	var p int
-	_, _ = fmt.Sscanf(sim.members.Addr()[len("127.0.0.1:"):], "%d", &p)
+	_, _ = fmt.Sscanf(sim.ml.Addr()[len("127.0.0.1:"):], "%d", &p)
 	return p
 }
 

@@ -56,8 +56,8 @@ type Speaker struct {
 	cfg      Config
 	log      logr.Logger
 	cache    client.Reader
-	members  *members.Members
-	l2       *layer2.Announcer
+	members  gossip
+	l2       announcer
 	recorder events.EventRecorder
 	// nodeEvents writes the Events on withheld and restored nodes.
 	nodeEvents nodeEvents
@@ -65,7 +65,7 @@ type Speaker struct {
 	tracker    *Tracker
 	reports    *reporter
 	vips       *vipstatus.Publisher
-	records    *records.Keeper
+	records    recordKeeper
 	proxier    *proxy.Proxier
 
 	trigger chan struct{}
@@ -206,15 +206,19 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	if err != nil {
 		return fmt.Errorf("records client: %w", err)
 	}
-	s.records = records.New(ctx, records.Options{
+	// Run holds memberlist, the records and the announcer by their types for their
+	// lifecycles; the loop reaches them through the interfaces of seams.go.
+	var ml *members.Members
+	keeper := records.New(ctx, records.Options{
 		Self: cfg.NodeName, Namespace: cfg.Namespace, Config: cfg.Records,
 		Cache: mgr.GetCache(), API: mgr.GetAPIReader(), Writer: mgr.GetClient(), Watches: recordsClient,
 		PokeElection: s.pokeElection, PeerMACs: s.peers.set,
 		// Called by the records' Run, started once memberlist runs.
-		KeysReport: func() string { return memberkey.Report(s.members.Keys()) },
+		KeysReport: func() string { return memberkey.Report(ml.Keys()) },
 		Log:        log.WithName("records"),
 	})
-	if s.metrics, err = newMetrics(crmetrics.Registry, s.records.Collectors()...); err != nil {
+	s.records = keeper
+	if s.metrics, err = newMetrics(crmetrics.Registry, keeper.Collectors()...); err != nil {
 		return err
 	}
 	if err := checkTokenBinding(ctx, restCfg, cfg.NodeName, s.metrics.tokenBound, log); err != nil {
@@ -239,9 +243,11 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		StallAfter:        cfg.StallAfter,
 		OnStall:           s.onStall,
 	}
-	if s.l2, err = layer2.New(l2cfg); err != nil {
+	l2, err := layer2.New(l2cfg)
+	if err != nil {
 		return fmt.Errorf("layer 2: %w", err)
 	}
+	s.l2 = l2
 	if err := s.watch(ctx, mgr.GetCache()); err != nil {
 		return err
 	}
@@ -286,25 +292,26 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		return stopEarly(fmt.Errorf("memberlist: %w", err))
 	}
 	if cfg.Members.SuspicionMult == 0 {
-		cfg.Members.ExpectedMembers = s.countSpeakers(ctx)
+		cfg.Members.ExpectedMembers = s.countSpeakers(ctx, keeper)
 		log.Info("memberlist's suspicion chosen for the speakers counted", "speakers", cfg.Members.ExpectedMembers,
 			"suspicion", cfg.Members.Suspicion(), "gossip", cfg.Members.Gossip())
 	}
-	if s.members, err = members.Start(cfg.Members, log.WithName("memberlist"), crmetrics.Registry); err != nil {
+	if ml, err = members.Start(cfg.Members, log.WithName("memberlist"), crmetrics.Registry); err != nil {
 		return stopEarly(err)
 	}
-	log.Info("memberlist started", "node", cfg.NodeName, "addr", s.members.Addr())
-	s.records.SetHeard(s.members.IsLive)
+	s.members = ml
+	log.Info("memberlist started", "node", cfg.NodeName, "addr", ml.Addr())
+	keeper.SetHeard(ml.IsLive)
 	if cfg.KeyReread > 0 {
-		keys := newKeyFollower(cfg.Members.ReadKeys, s.members.SetKeys, s.members.Keys, log.WithName("memberlist-keys"))
-		keys.changed = s.records.RenewHeartbeat // reported at once, not at the next renewal
+		keys := newKeyFollower(cfg.Members.ReadKeys, ml.SetKeys, ml.Keys, log.WithName("memberlist-keys"))
+		keys.changed = keeper.RenewHeartbeat // reported at once, not at the next renewal
 		if err := keys.register(crmetrics.Registry); err != nil {
-			_ = s.members.Shutdown()
+			_ = ml.Shutdown()
 			return stopEarly(err)
 		}
 		go keys.run(ctx, cfg.KeyReread)
 	}
-	s.members.OnMeta(s.peers.setMeta)
+	ml.OnMeta(s.peers.setMeta)
 	// The claims of the speaker this one replaces go out before the join: the peers
 	// holding its IPs see them as this node's as soon as it is back.
 	if restored, err := claims.Load(cfg.StateDir, cfg.NodeName, cfg.RestartHold, time.Now()); err != nil {
@@ -319,14 +326,14 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	l2Ctx, stopL2 := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopL2()
 	l2Done := make(chan error, 1)
-	go func() { l2Done <- s.l2.Run(l2Ctx) }()
+	go func() { l2Done <- l2.Run(l2Ctx) }()
 
 	go s.withhold.Run(ctx)
 
 	recordsCtx, stopRecords := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRecords()
 	recordsDone := make(chan struct{})
-	go func() { s.records.Run(recordsCtx); close(recordsDone) }()
+	go func() { keeper.Run(recordsCtx); close(recordsDone) }()
 
 	err = s.serve(ctx, mgr.GetCache())
 	// The loop has ended: the claims are this goroutine's now.
@@ -346,11 +353,11 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 		defer close(removed)
 		stopRecords()
 		<-recordsDone
-		if rerr := s.records.Remove(context.WithoutCancel(ctx)); rerr != nil {
+		if rerr := keeper.Remove(context.WithoutCancel(ctx)); rerr != nil {
 			log.Error(rerr, "removing this speaker's record")
 		}
 	}()
-	if lerr := s.members.Leave(cfg.LeaveTimeout, restart); lerr != nil {
+	if lerr := ml.Leave(cfg.LeaveTimeout, restart); lerr != nil {
 		log.Error(lerr, "leaving memberlist")
 	}
 	<-removed
@@ -358,7 +365,7 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	if l2err := <-l2Done; l2err != nil && err == nil {
 		err = fmt.Errorf("layer 2: %w", l2err)
 	}
-	_ = s.members.Shutdown()
+	_ = ml.Shutdown()
 	stopMgr()
 	<-proxyDone
 	if merr := <-mgrDone; merr != nil && err == nil {
@@ -370,8 +377,8 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 
 // countSpeakers is how many speakers the cluster holds (records.Keeper.CountSpeakers),
 // this one alone when they cannot be counted.
-func (s *Speaker) countSpeakers(ctx context.Context) int {
-	n, err := s.records.CountSpeakers(ctx)
+func (s *Speaker) countSpeakers(ctx context.Context, keeper *records.Keeper) int {
+	n, err := keeper.CountSpeakers(ctx)
 	if err != nil {
 		s.log.Error(err, "counting the speakers for memberlist's suspicion timeout; counting this one alone")
 	}
