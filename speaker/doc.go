@@ -1,9 +1,22 @@
-// Package speaker is `herald speaker`, the agent on every node. Run starts it: it
-// joins the other speakers over memberlist (speaker/members), keeps this node's
-// record in the API server, and on every change elects the owner of each
-// LoadBalancer IP (speaker/election) among the speakers the quorum rule
-// (speaker/quorum) trusts. The IPs this node owns it answers ARP/NDP for
-// (speaker/layer2), reporting takeovers and problems as Events and VIPStatus objects
-// (speaker/vipstatus); the embedded proxier (proxy/) programs the Services' iptables
-// rules.
+// Package speaker is `herald speaker`, the agent on every node. Run wires it: the
+// informers, memberlist (speaker/members), the records in the API server
+// (speaker/records), the ARP/NDP announcer (speaker/layer2), the embedded proxier
+// (proxy/), then runs the loop, which runs an election pass on every change.
+//
+// One pass (pass.go, runElection) reads the membership snapshot, lets the quorum rule
+// (speaker/quorum) decide whom to elect among (verdict.go, which also publishes this
+// speaker's record), reads the cluster from the informers (view.go), elects the owner
+// of every LoadBalancer IP (speaker/election) with the claims of who announces what as
+// incumbents (speaker/claims), keeps the IPs of restarting peers for them (restart.go,
+// sparerestarting.go), withholds the endpoints of dead nodes (speaker/withhold), and
+// makes the announcer and the metrics follow the plan (tracker.go, apply.go). Users
+// see the outcome in Events (reporter.go, nodeevents.go) and VIPStatus objects
+// (speaker/vipstatus).
+//
+// Around the pass: joining the other speakers (join.go), the memberlist key (key.go,
+// keyfollow.go), what the wire shows (conflicts.go: peers and foreign devices
+// answering for an owned IP), a stall of the process (stall.go), the proxier's feed
+// (proxier.go), the token's node binding (tokenbinding.go). The loop reaches
+// memberlist, the records and the announcer through the interfaces of seams.go; the
+// packages below it reach back only through the callbacks they are given.
 package speaker

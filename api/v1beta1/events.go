@@ -55,4 +55,9 @@ const (
 	ReasonEndpointsWithheld = "EndpointsWithheld"
 	// ReasonEndpointsRestored (Normal): the node is back; its endpoints are used again.
 	ReasonEndpointsRestored = "EndpointsRestored"
+	// ReasonMemberlistPartitioned (Warning): the node's speaker does not hear some
+	// speakers over memberlist; the note names them and what it does meanwhile.
+	ReasonMemberlistPartitioned = "MemberlistPartitioned"
+	// ReasonMemberlistHealed (Normal): it hears every speaker again.
+	ReasonMemberlistHealed = "MemberlistHealed"
 )

@@ -11,14 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/speaker/quorum"
 	"herald.dev/herald/speaker/records"
-)
-
-// Event reasons the speaker writes on its own Node when memberlist splits and heals.
-const (
-	ReasonMemberlistPartitioned = "MemberlistPartitioned"
-	ReasonMemberlistHealed      = "MemberlistHealed"
 )
 
 // recheckDegraded is how soon a speaker that is not in ModeQuorum decides again even
@@ -101,11 +96,11 @@ func (s *Speaker) observe(v quorum.Verdict, live []string) {
 	s.log.Info("memberlist quorum", "mode", v.Mode, "hears", live, "unreachable", v.Unreachable, "reason", v.Reason)
 	switch {
 	case len(v.Unreachable) > 0 && v.Mode != quorum.ModeQuorum && v.Mode != quorum.ModeRejoining:
-		s.nodeEvent(corev1.EventTypeWarning, ReasonMemberlistPartitioned, partitionNote(s.cfg.NodeName, s.cfg.Members.BindPort, v))
+		s.nodeEvent(corev1.EventTypeWarning, heraldv1.ReasonMemberlistPartitioned, partitionNote(s.cfg.NodeName, s.cfg.Members.BindPort, v))
 	case len(v.Unreachable) > 0 && v.Mode == quorum.ModeQuorum && len(prev.Unreachable) == 0:
-		s.nodeEvent(corev1.EventTypeWarning, ReasonMemberlistPartitioned, partitionNote(s.cfg.NodeName, s.cfg.Members.BindPort, v))
+		s.nodeEvent(corev1.EventTypeWarning, heraldv1.ReasonMemberlistPartitioned, partitionNote(s.cfg.NodeName, s.cfg.Members.BindPort, v))
 	case v.Mode == quorum.ModeQuorum && len(v.Unreachable) == 0 && prev.Mode != "" && (prev.Mode != quorum.ModeQuorum || len(prev.Unreachable) > 0):
-		s.nodeEvent(corev1.EventTypeNormal, ReasonMemberlistHealed, fmt.Sprintf("speaker on %s hears all %d speakers again", s.cfg.NodeName, len(v.Expected)))
+		s.nodeEvent(corev1.EventTypeNormal, heraldv1.ReasonMemberlistHealed, fmt.Sprintf("speaker on %s hears all %d speakers again", s.cfg.NodeName, len(v.Expected)))
 	}
 }
 
