@@ -72,8 +72,8 @@ func (s *State) namespaceOf(target string) (string, error) {
 }
 
 // Pods are the pods the agents run, from their records.
-func (s *State) Pods() ([]agent.Record, error) {
-	var out []agent.Record
+func (s *State) Pods() ([]agent.PodRecord, error) {
+	var out []agent.PodRecord
 	for _, w := range s.Workers() {
 		recs, err := agent.ReadRecords(agentDir(s.RunDir, w.Name))
 		if err != nil {

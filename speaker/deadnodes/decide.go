@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// Record is what this speaker knows of another speaker's record in the API server.
-type Record struct {
+// Renewal is what this speaker knows of the renewals of another speaker's record in
+// the API server.
+type Renewal struct {
 	// RenewedAt is the writer's last renewal and Duration how long it stays fresh.
 	RenewedAt time.Time
 	Duration  time.Duration
@@ -28,7 +29,7 @@ type Input struct {
 	// Left are the members that said they were leaving before they went.
 	Left map[string]bool
 	// Records are the speakers' records by node.
-	Records map[string]Record
+	Records map[string]Renewal
 	// AliveAt is, per node, when a probe of its address last got an answer, and
 	// SilentAt when a probe sent then last went unanswered for the probe timeout.
 	AliveAt, SilentAt map[string]time.Time

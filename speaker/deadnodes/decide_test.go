@@ -9,12 +9,12 @@ import (
 func TestDecide(t *testing.T) {
 	t0 := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	lost := t0.Add(-time.Second)
-	fresh := Record{RenewedAt: t0.Add(-3 * time.Second), Duration: 15 * time.Second}
+	fresh := Renewal{RenewedAt: t0.Add(-3 * time.Second), Duration: 15 * time.Second}
 	base := func() Input {
 		return Input{
 			Self: "w2", Quorum: true, Live: []string{"w2", "w3"},
 			Lost:    map[string]time.Time{"w1": lost},
-			Records: map[string]Record{"w1": fresh, "w2": fresh, "w3": fresh},
+			Records: map[string]Renewal{"w1": fresh, "w2": fresh, "w3": fresh},
 			Nodes:   []string{"cp", "w1", "w2", "w3"},
 			Now:     t0,
 		}
@@ -83,7 +83,7 @@ func TestDecide(t *testing.T) {
 		{name: "dead before this speaker started: its record expired",
 			edit: func(in *Input) {
 				in.Lost = nil
-				in.Records["w1"] = Record{RenewedAt: t0.Add(-20 * time.Second), Duration: 15 * time.Second}
+				in.Records["w1"] = Renewal{RenewedAt: t0.Add(-20 * time.Second), Duration: 15 * time.Second}
 			},
 			want: []Node{{Name: "w1", Since: t0.Add(-5 * time.Second)}}},
 		{name: "not seen die and its record is fresh: nothing known",

@@ -90,7 +90,7 @@ type Pass struct {
 func (w *Withholder) Update(ctx context.Context, p Pass) {
 	in := deadnodes.Input{
 		Self: w.cfg.Self, Quorum: p.Verdict.Mode == quorum.ModeQuorum && p.Nodes != nil, Live: p.Live,
-		Lost: p.Lost, Left: map[string]bool{}, Records: map[string]deadnodes.Record{}, Now: time.Now(),
+		Lost: p.Lost, Left: map[string]bool{}, Records: map[string]deadnodes.Renewal{}, Now: time.Now(),
 	}
 	for n := range p.Lost {
 		if w.cb.LeftGracefully(n) {
@@ -98,7 +98,7 @@ func (w *Withholder) Update(ctx context.Context, p Pass) {
 		}
 	}
 	for _, r := range p.Records {
-		in.Records[r.Node] = deadnodes.Record{RenewedAt: r.RenewedAt, Duration: r.Duration, ChangedAt: r.ChangedAt}
+		in.Records[r.Node] = deadnodes.Renewal{RenewedAt: r.RenewedAt, Duration: r.Duration, ChangedAt: r.ChangedAt}
 	}
 	addrs := map[string]netip.Addr{}
 	for _, n := range p.Nodes {

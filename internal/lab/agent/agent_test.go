@@ -91,7 +91,7 @@ func TestRunningStatusIsWhatEndpointSlicesNeed(t *testing.T) {
 		Spec:       corev1.PodSpec{NodeName: "worker", Containers: []corev1.Container{{Name: "c", Image: "traefik/whoami"}}},
 		Status:     corev1.PodStatus{Phase: corev1.PodPending, QOSClass: corev1.PodQOSBestEffort},
 	}
-	rec := Record{UID: "u1", IP: netip.MustParseAddr("10.244.1.2")}
+	rec := PodRecord{UID: "u1", IP: netip.MustParseAddr("10.244.1.2")}
 	if reported(pod, rec) {
 		t.Fatal("a Pending pod counts as reported")
 	}
@@ -111,7 +111,7 @@ func TestRunningStatusOfADualStackPodListsBothFamilies(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "webpod1", UID: "u1"},
 		Spec:       corev1.PodSpec{NodeName: "worker", Containers: []corev1.Container{{Name: "c", Image: "traefik/whoami"}}},
 	}
-	rec := Record{UID: "u1", IP: netip.MustParseAddr("10.244.1.2"), IP6: netip.MustParseAddr("fd00:10:244:1::2")}
+	rec := PodRecord{UID: "u1", IP: netip.MustParseAddr("10.244.1.2"), IP6: netip.MustParseAddr("fd00:10:244:1::2")}
 	runningStatus(pod, rec, []string{"172.18.0.3", "fc00:f853:ccd:e793::3"}, metav1.Now())
 	st := pod.Status
 	if st.PodIP != "10.244.1.2" || len(st.PodIPs) != 2 || st.PodIPs[1].IP != "fd00:10:244:1::2" ||

@@ -19,7 +19,7 @@ import (
 // podNet is a running pod as the agent made it: a network namespace cabled to the node
 // by a veth pair, and the whoami servers listening in it.
 type podNet struct {
-	rec     Record
+	rec     PodRecord
 	servers []*http.Server
 }
 
@@ -36,7 +36,7 @@ const podGateway6 = "fe80::1"
 // the node answers ARP for on every interface; the node reaches the pod by a /32 route
 // through the veth. On a dual-stack node the pod also has its IPv6 address as a /128,
 // routed alike, with podGateway6 as its gateway.
-func setUpPod(ctx context.Context, rec Record, gateway netip.Addr, hostname string) (*podNet, error) {
+func setUpPod(ctx context.Context, rec PodRecord, gateway netip.Addr, hostname string) (*podNet, error) {
 	if netns.Exists(rec.NetNS) {
 		// Left by an agent that died between creating it and recording it.
 		if err := deleteNetns(ctx, rec.NetNS); err != nil {
@@ -152,7 +152,7 @@ func (p *podNet) tearDown(ctx context.Context) error {
 // namespace alone frees the pair only once the kernel destroys the namespace, which
 // takes minutes when something still holds it (the sockets of a killed agent's
 // servers): an agent that rebuilds the pod meanwhile could not create its veth again.
-func removePodNet(ctx context.Context, rec Record) error {
+func removePodNet(ctx context.Context, rec PodRecord) error {
 	if rec.Veth != "" {
 		if _, err := ip(ctx, "link", "del", rec.Veth); err != nil && !strings.Contains(err.Error(), "Cannot find device") {
 			return err

@@ -131,7 +131,7 @@ func (a *Agent) start(ctx context.Context, pod *corev1.Pod) (*podNet, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := Record{
+	rec := PodRecord{
 		Namespace: pod.Namespace, Name: pod.Name, UID: string(pod.UID), Node: a.cfg.Node,
 		NetNS: NamespaceFor(a.cfg.NetnsPrefix, pod.Namespace, pod.Name),
 		Veth:  vethFor(string(pod.UID)), IP: addr, Ports: tcpPorts(pod),
@@ -160,7 +160,7 @@ func (a *Agent) start(ctx context.Context, pod *corev1.Pod) (*podNet, error) {
 }
 
 // release gives the pod's addresses back to the pools.
-func (a *Agent) release(rec Record) {
+func (a *Agent) release(rec PodRecord) {
 	a.ipam.release(rec.IP)
 	if a.ipam6 != nil && rec.IP6.IsValid() {
 		a.ipam6.release(rec.IP6)

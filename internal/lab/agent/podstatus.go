@@ -17,7 +17,7 @@ const imageID = "lab://whoami"
 
 // reported says whether the Pod's status already says what rec says: Running, Ready,
 // at rec's address. Writing only then keeps the agent's own updates from looping.
-func reported(pod *corev1.Pod, rec Record) bool {
+func reported(pod *corev1.Pod, rec PodRecord) bool {
 	st := pod.Status
 	return st.Phase == corev1.PodRunning && st.PodIP == rec.IP.String() && len(st.PodIPs) == len(rec.ips()) &&
 		conditionTrue(st.Conditions, corev1.PodReady) &&
@@ -35,7 +35,7 @@ func conditionTrue(conds []corev1.PodCondition, t corev1.PodConditionType) bool 
 
 // reportRunning writes the status a kubelet writes once every container runs and is
 // ready; the EndpointSlice controller reads podIPs, the Ready condition and nodeName.
-func (a *Agent) reportRunning(ctx context.Context, pod *corev1.Pod, rec Record) error {
+func (a *Agent) reportRunning(ctx context.Context, pod *corev1.Pod, rec PodRecord) error {
 	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
 	pods := a.cs.CoreV1().Pods(pod.Namespace)
@@ -60,7 +60,7 @@ func (a *Agent) reportRunning(ctx context.Context, pod *corev1.Pod, rec Record) 
 // runningStatus fills in pod's status as Running and Ready at rec's addresses (IPv4
 // first, as a kubelet lists them) on a node with hostIPs, keeping what the API server
 // set (QoS class) and the times already reported.
-func runningStatus(pod *corev1.Pod, rec Record, hostIPs []string, now metav1.Time) {
+func runningStatus(pod *corev1.Pod, rec PodRecord, hostIPs []string, now metav1.Time) {
 	st := &pod.Status
 	started := now
 	if st.StartTime != nil {

@@ -11,10 +11,10 @@ import (
 	"sort"
 )
 
-// Record is what the agent keeps on disk about a pod it set up: enough for the agent
+// PodRecord is what the agent keeps on disk about a pod it set up: enough for the agent
 // that runs next (after a crash or a restart) to take it down again, and for the lab's
 // CLI to show the pod and run commands in its namespace.
-type Record struct {
+type PodRecord struct {
 	Namespace string     `json:"namespace"`
 	Name      string     `json:"name"`
 	UID       string     `json:"uid"`
@@ -27,7 +27,7 @@ type Record struct {
 }
 
 // ips are the pod's addresses, IPv4 first.
-func (r Record) ips() []netip.Addr {
+func (r PodRecord) ips() []netip.Addr {
 	if r.IP6.IsValid() {
 		return []netip.Addr{r.IP, r.IP6}
 	}
@@ -37,11 +37,11 @@ func (r Record) ips() []netip.Addr {
 // recordsDir is where an agent with state directory dir keeps its records.
 func recordsDir(dir string) string { return filepath.Join(dir, "pods") }
 
-func (r Record) path(dir string) string {
+func (r PodRecord) path(dir string) string {
 	return filepath.Join(recordsDir(dir), r.Namespace+"_"+r.Name+".json")
 }
 
-func (r Record) save(dir string) error {
+func (r PodRecord) save(dir string) error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
@@ -57,7 +57,7 @@ func (r Record) save(dir string) error {
 	return os.Rename(tmp, r.path(dir))
 }
 
-func (r Record) remove(dir string) error {
+func (r PodRecord) remove(dir string) error {
 	if err := os.Remove(r.path(dir)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("pod record %s/%s: %w", r.Namespace, r.Name, err)
 	}
@@ -66,12 +66,12 @@ func (r Record) remove(dir string) error {
 
 // ReadRecords returns the records of the pods an agent with state directory dir has set
 // up, sorted by namespace and name. A missing directory means none.
-func ReadRecords(dir string) ([]Record, error) {
+func ReadRecords(dir string) ([]PodRecord, error) {
 	files, err := filepath.Glob(filepath.Join(recordsDir(dir), "*.json"))
 	if err != nil {
 		return nil, err
 	}
-	var out []Record
+	var out []PodRecord
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -80,7 +80,7 @@ func ReadRecords(dir string) ([]Record, error) {
 			}
 			return nil, fmt.Errorf("pod record: %w", err)
 		}
-		var r Record
+		var r PodRecord
 		if err := json.Unmarshal(b, &r); err != nil {
 			return nil, fmt.Errorf("pod record %s: %w", f, err)
 		}

@@ -55,7 +55,7 @@ func TestPodMarkedNotReadyIsReportedAgain(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "webpod1", UID: "u1"},
 		Spec:       corev1.PodSpec{NodeName: "worker", Containers: []corev1.Container{{Name: "c", Image: "traefik/whoami"}}},
 	}
-	rec := Record{UID: "u1", IP: netip.MustParseAddr("10.244.1.2")}
+	rec := PodRecord{UID: "u1", IP: netip.MustParseAddr("10.244.1.2")}
 	runningStatus(pod, rec, []string{"172.18.0.3"}, metav1.Now())
 	for i, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReady {
