@@ -19,6 +19,7 @@ import (
 	"herald.dev/herald/internal/beatsummary"
 	"herald.dev/herald/internal/scheme"
 	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/internal/testkit"
 )
 
 // laggingCache is a real cache whose List can be frozen: a watch that stopped
@@ -85,7 +86,7 @@ func TestHeartbeatSummaryConfirmsStale(t *testing.T) {
 		sum, _ := beatsummary.FromLease(&l)
 		return sum
 	}
-	testenv.Eventually(t, 10*time.Second, 50*time.Millisecond, "a fresh in the summary", func() error {
+	testkit.Eventually(t, 10*time.Second, 50*time.Millisecond, "a fresh in the summary", func() error {
 		if sum := summary(); !slices.Equal(sum.Fresh, []string{"a"}) {
 			return fmt.Errorf("summary %+v", sum)
 		}
@@ -111,7 +112,7 @@ func TestHeartbeatSummaryConfirmsStale(t *testing.T) {
 		}
 	}
 	// a stops renewing: stale once its last renewal is 2 s old, whatever the cache.
-	testenv.Eventually(t, 10*time.Second, 50*time.Millisecond, "a stale once it stopped renewing", func() error {
+	testkit.Eventually(t, 10*time.Second, 50*time.Millisecond, "a stale once it stopped renewing", func() error {
 		if sum := summary(); len(sum.Fresh) != 0 || sum.Stale["a"].IsZero() {
 			return fmt.Errorf("summary %+v", sum)
 		}

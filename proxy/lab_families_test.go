@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"herald.dev/herald/internal/testkit"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
@@ -43,7 +44,7 @@ func TestProxierIPv4OnlyWithoutIP6Tables(t *testing.T) {
 	}
 	h.p.Update([]*corev1.Service{lbService("web", "10.96.0.10", "198.51.100.10", 30080)},
 		[]*discoveryv1.EndpointSlice{slice("web", 8080, corev1.ProtocolTCP, "172.31.0.65@node")})
-	eventually(t, 10*time.Second, "IPv4 synced", func() error {
+	testkit.Eventually(t, 10*time.Second, 50*time.Millisecond, "IPv4 synced", func() error {
 		if st := h.p.Status(); !st.Synced {
 			return fmt.Errorf("status %+v", st)
 		}

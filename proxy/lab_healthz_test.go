@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"herald.dev/herald/internal/lab/netlab"
+	"herald.dev/herald/internal/testkit"
 )
 
 // TestProxierHealthzInNamespace: the proxier answers /livez on kube-proxy's port in the
@@ -22,7 +23,7 @@ func TestProxierHealthzInNamespace(t *testing.T) {
 	node := addNode(t, lab)
 	h := startProxier(t, node, nil)
 	h.p.Update([]*corev1.Service{lbService("web", "10.96.0.10", "198.51.100.10", 30080)}, nil)
-	eventually(t, 10*time.Second, "healthy /livez", func() error {
+	testkit.Eventually(t, 10*time.Second, 50*time.Millisecond, "healthy /livez", func() error {
 		code, body, err := getInNamespace(node, "172.31.0.3:10256", "/livez")
 		if err != nil {
 			return err
@@ -38,7 +39,7 @@ func TestProxierHealthzInNamespace(t *testing.T) {
 	}
 
 	mustExec(t, node, "iptables", "-t", "mangle", "-N", kubeProxyCanary)
-	eventually(t, 5*time.Second, "port freed for kube-proxy", func() error {
+	testkit.Eventually(t, 5*time.Second, 50*time.Millisecond, "port freed for kube-proxy", func() error {
 		if _, _, err := getInNamespace(node, "127.0.0.1:10256", "/livez"); err == nil {
 			return fmt.Errorf("still answering; status %+v", h.p.Status())
 		}

@@ -23,7 +23,6 @@ import (
 
 	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/internal/lab/netlab"
-	"herald.dev/herald/internal/testenv"
 )
 
 // TestMain checks that no test touched the machine's own iptables: every test works in
@@ -190,12 +189,6 @@ func hasLabel(m *dto.Metric, name, value string) bool {
 		}
 	}
 	return false
-}
-
-// eventually retries check every 50 ms until it returns nil or timeout passes.
-func eventually(t testing.TB, timeout time.Duration, what string, check func() error) {
-	t.Helper()
-	testenv.Eventually(t, timeout, 50*time.Millisecond, what, check)
 }
 
 // save is `iptables-save -t table` in the host's namespace.

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"herald.dev/herald/internal/testkit"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 )
@@ -39,7 +40,7 @@ func TestProxierSyncs(t *testing.T) {
 
 	// 1. The first sync is full: the whole path of a LoadBalancer Service, and the
 	// jumps from the built-in chains.
-	eventually(t, 10*time.Second, "first sync", func() error {
+	testkit.Eventually(t, 10*time.Second, 50*time.Millisecond, "first sync", func() error {
 		nat := save(t, node, "nat")
 		services, _ := chainRules(nat, "KUBE-SERVICES")
 		if !containsAll(services, "-d 198.51.100.10/32", "-j "+webC.ext, "-d 10.96.0.10/32", "-j "+webC.svc) {
@@ -95,7 +96,7 @@ func TestProxierSyncs(t *testing.T) {
 	webEPs2 := slice("web", 8080, corev1.ProtocolTCP, "172.31.0.65@node", "172.31.0.68@other")
 	webSEP3 := sepChain("demo/web:http", "tcp", "172.31.0.68:8080")
 	h.p.Update([]*corev1.Service{web, api}, []*discoveryv1.EndpointSlice{webEPs2, apiEPs})
-	eventually(t, 10*time.Second, "partial sync", func() error {
+	testkit.Eventually(t, 10*time.Second, 50*time.Millisecond, "partial sync", func() error {
 		nat := save(t, node, "nat")
 		svc, _ := chainRules(nat, webC.svc)
 		if !jumpsTo(svc, webSEP3) || jumpsTo(svc, webSEP2) {
@@ -119,7 +120,7 @@ func TestProxierSyncs(t *testing.T) {
 
 	// 3. Deleting a Service deletes its chains.
 	h.p.Update([]*corev1.Service{web}, []*discoveryv1.EndpointSlice{webEPs2})
-	eventually(t, 10*time.Second, "deletion", func() error {
+	testkit.Eventually(t, 10*time.Second, 50*time.Millisecond, "deletion", func() error {
 		nat := save(t, node, "nat")
 		for _, c := range []string{apiC.svc, apiC.ext, apiSEP} {
 			if _, ok := chainRules(nat, c); ok {
@@ -140,7 +141,7 @@ func TestProxierSyncs(t *testing.T) {
 	if _, ok := chainRules(save(t, node, "nat"), webC.svc); ok {
 		t.Fatal("flush did not flush")
 	}
-	eventually(t, 10*time.Second, "resync after flush", func() error {
+	testkit.Eventually(t, 10*time.Second, 50*time.Millisecond, "resync after flush", func() error {
 		nat := save(t, node, "nat")
 		if svc, _ := chainRules(nat, webC.svc); !jumpsTo(svc, webSEP1) || !jumpsTo(svc, webSEP3) {
 			return fmt.Errorf("%s = %q", webC.svc, svc)
@@ -180,7 +181,7 @@ func expectOffBesideKubeProxy(t *testing.T, prefix string, mark []string, want s
 	h := startProxier(t, node, nil)
 	h.p.Update([]*corev1.Service{lbService("web", "10.96.0.10", "198.51.100.10", 30080)},
 		[]*discoveryv1.EndpointSlice{slice("web", 8080, corev1.ProtocolTCP, "172.31.0.65@node")})
-	eventually(t, 5*time.Second, "disabled", func() error {
+	testkit.Eventually(t, 5*time.Second, 50*time.Millisecond, "disabled", func() error {
 		if st := h.p.Status(); !strings.Contains(st.Disabled, want) {
 			return fmt.Errorf("status %+v", st)
 		}
@@ -198,14 +199,14 @@ func expectOffBesideKubeProxy(t *testing.T, prefix string, mark []string, want s
 	node2 := addHost(t, lab, "node2", "172.31.0.4")
 	h2 := startProxier(t, node2, func(c *Config) { c.NodeName = "node2" })
 	h2.p.Update([]*corev1.Service{lbService("web", "10.96.0.10", "198.51.100.10", 30080)}, nil)
-	eventually(t, 5*time.Second, "first sync", func() error {
+	testkit.Eventually(t, 5*time.Second, 50*time.Millisecond, "first sync", func() error {
 		if !h2.p.Status().Synced {
 			return fmt.Errorf("not synced")
 		}
 		return nil
 	})
 	mustExec(t, node2, laterMark...)
-	eventually(t, 5*time.Second, "disabled later", func() error {
+	testkit.Eventually(t, 5*time.Second, 50*time.Millisecond, "disabled later", func() error {
 		if st := h2.p.Status(); !strings.Contains(st.Disabled, wantLater) {
 			return fmt.Errorf("status %+v", st)
 		}
@@ -255,7 +256,7 @@ func TestProxierDualStack(t *testing.T) {
 	c := portChains("demo/web:http", "tcp")
 	sep4 := sepChain("demo/web:http", "tcp", "172.31.0.65:8080")
 	sep6 := sepChain("demo/web:http", "tcp", "[fd00:31::65]:8080")
-	eventually(t, 10*time.Second, "both families", func() error {
+	testkit.Eventually(t, 10*time.Second, 50*time.Millisecond, "both families", func() error {
 		nat4 := save(t, node, "nat")
 		nat6 := mustExec(t, node, "ip6tables-save", "-t", "nat")
 		if rules, _ := chainRules(nat4, sep4); !containsAll(rules, "--to-destination 172.31.0.65:8080") {
@@ -290,7 +291,7 @@ func TestProxierRecoversFromFailedRestore(t *testing.T) {
 	apiEPs := slice("api", 8080, corev1.ProtocolTCP, "172.31.0.67@node")
 	h.p.Update([]*corev1.Service{web, api}, []*discoveryv1.EndpointSlice{
 		slice("web", 8080, corev1.ProtocolTCP, "172.31.0.65@node"), apiEPs})
-	eventually(t, 10*time.Second, "first sync", func() error {
+	testkit.Eventually(t, 10*time.Second, 50*time.Millisecond, "first sync", func() error {
 		if !h.p.Status().Synced {
 			return fmt.Errorf("not synced")
 		}
@@ -301,13 +302,13 @@ func TestProxierRecoversFromFailedRestore(t *testing.T) {
 	}
 	h.p.Update([]*corev1.Service{web, api}, []*discoveryv1.EndpointSlice{
 		slice("web", 8080, corev1.ProtocolTCP, "172.31.0.66@node"), apiEPs})
-	eventually(t, 10*time.Second, "failed partial sync", func() error {
+	testkit.Eventually(t, 10*time.Second, 50*time.Millisecond, "failed partial sync", func() error {
 		if got := h.metric("herald_proxy_sync_errors_total"); got != 1 {
 			return fmt.Errorf("sync errors %v", got)
 		}
 		return nil
 	})
-	eventually(t, 10*time.Second, "recovery", func() error {
+	testkit.Eventually(t, 10*time.Second, 50*time.Millisecond, "recovery", func() error {
 		nat := save(t, node, "nat")
 		if rules, _ := chainRules(nat, apiC.svc); !jumpsTo(rules, sepChain("demo/api:http", "tcp", "172.31.0.67:8080")) {
 			return fmt.Errorf("%s = %q", apiC.svc, rules)

@@ -17,6 +17,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 
 	"herald.dev/herald/internal/lab/netlab"
+	"herald.dev/herald/internal/testkit"
 )
 
 // addPod adds a pod on the lab's segment that answers HTTP on 8080 with its name and
@@ -131,7 +132,7 @@ func testProxierTraffic(t *testing.T, mode Mode, prefix string) {
 		slice("fenced", 8080, corev1.ProtocolTCP, "172.31.0.65@node"),
 	}
 	h.p.Update(svcs, slices)
-	eventually(t, 10*time.Second, "first sync", func() error {
+	testkit.Eventually(t, 10*time.Second, 50*time.Millisecond, "first sync", func() error {
 		if !h.p.Status().Synced {
 			return errors.New("not synced")
 		}
@@ -206,7 +207,7 @@ func testProxierTraffic(t *testing.T, mode Mode, prefix string) {
 	}
 	slices[3] = slice("dns", 5353, corev1.ProtocolUDP, "172.31.0.66@node")
 	h.p.Update(svcs, slices)
-	eventually(t, 10*time.Second, "UDP flow moved to pod2", func() error {
+	testkit.Eventually(t, 10*time.Second, 50*time.Millisecond, "UDP flow moved to pod2", func() error {
 		got, err := ask()
 		if got != "pod2" {
 			return fmt.Errorf("answer %q %v", got, err)

@@ -27,7 +27,7 @@ import (
 
 	"herald.dev/herald/internal/lab/agent"
 	"herald.dev/herald/internal/lab/netlab"
-	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/internal/testkit"
 )
 
 // testPrefix keeps the tests' lab apart from the one the CLI runs (hl-).
@@ -89,7 +89,7 @@ func TestLab(t *testing.T) {
 	if err := l.Kube.CoreV1().Pods("default").Delete(ctx, "web1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "pod namespace removed and the Pod gone", func() error {
+	testkit.Eventually(t, waitFor, 100*time.Millisecond, "pod namespace removed and the Pod gone", func() error {
 		if _, err := os.Stat(filepath.Join("/run/netns", ns)); err == nil {
 			return fmt.Errorf("namespace %s still exists", ns)
 		}
@@ -272,7 +272,7 @@ func testPartitions(t *testing.T, s *State) {
 	}
 	expectRules("partition worker, twice", map[string][]string{"worker": ruleSet("")})
 	// The speakers gossip every 200 ms: the rules must be dropping it.
-	eventually(t, "worker's partition rules drop packets", func() error {
+	testkit.Eventually(t, waitFor, 100*time.Millisecond, "worker's partition rules drop packets", func() error {
 		out, err := s.Exec(ctx, "worker", "iptables", "-w", "-L", "INPUT", "-v", "-n", "-x")
 		if err != nil {
 			return err
@@ -393,7 +393,7 @@ func createPod(t *testing.T, l *Lab, name, node string, port int32) *corev1.Pod 
 	if _, err := l.Kube.CoreV1().Pods("default").Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "pod "+name+" Running and Ready", func() error {
+	testkit.Eventually(t, waitFor, 100*time.Millisecond, "pod "+name+" Running and Ready", func() error {
 		var err error
 		pod, err = l.Kube.CoreV1().Pods("default").Get(t.Context(), name, metav1.GetOptions{})
 		if err != nil {
@@ -419,7 +419,7 @@ func expectEndpoint(t *testing.T, l *Lab, ip netip.Addr) {
 	if _, err := l.Kube.CoreV1().Services("default").Create(t.Context(), svc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "EndpointSlice of Service web lists the pod ready", func() error {
+	testkit.Eventually(t, waitFor, 100*time.Millisecond, "EndpointSlice of Service web lists the pod ready", func() error {
 		slices, err := l.Kube.DiscoveryV1().EndpointSlices("default").List(t.Context(),
 			metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=web"})
 		if err != nil {
@@ -455,11 +455,6 @@ func get(dial func(ctx context.Context, network, addr string) (net.Conn, error),
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return string(b), err
-}
-
-func eventually(t *testing.T, what string, check func() error) {
-	t.Helper()
-	testenv.Eventually(t, waitFor, 100*time.Millisecond, what, check)
 }
 
 // tlog sends Up's progress to the test log.

@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"herald.dev/herald/internal/lab/agent"
-	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/internal/testkit"
 )
 
 // lifecyclePrefix keeps this test's lab apart from every other (hl-, hlt-, he-, ...).
@@ -61,7 +61,7 @@ func TestNodeLifecycle(t *testing.T) {
 	if err := s.KillSpeaker("worker"); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 3*agent.LeaseDuration/4, time.Second, "the Lease renewed after the speaker was killed", func() error {
+	testkit.Eventually(t, 3*agent.LeaseDuration/4, time.Second, "the Lease renewed after the speaker was killed", func() error {
 		return renewedSince(getLease(t, l, "worker"), killed)
 	})
 	if err := s.StartSpeaker(ctx, "worker"); err != nil {
@@ -79,7 +79,7 @@ func TestNodeLifecycle(t *testing.T) {
 			_ = s.LinkUp(ctx, "worker")
 		}
 	}()
-	testenv.Eventually(t, notReadyWait, time.Second, "Node worker Ready=Unknown with its cable out", func() error {
+	testkit.Eventually(t, notReadyWait, time.Second, "Node worker Ready=Unknown with its cable out", func() error {
 		return expectNode(t, l, "worker", corev1.ConditionUnknown, true)
 	})
 	tookNotReady := time.Since(pulled)
@@ -89,7 +89,7 @@ func TestNodeLifecycle(t *testing.T) {
 	if tookNotReady < agent.LeaseDuration-leaseSlack {
 		t.Errorf("Node worker went NotReady %v after its cable was pulled: before its Lease could expire", tookNotReady)
 	}
-	testenv.Eventually(t, recoverWait, time.Second, "pod web1 not ready in the EndpointSlice", func() error {
+	testkit.Eventually(t, recoverWait, time.Second, "pod web1 not ready in the EndpointSlice", func() error {
 		return expectEndpointReady(t, l, ip, false)
 	})
 	if err := expectNode(t, l, "worker2", corev1.ConditionTrue, false); err != nil {
@@ -102,10 +102,10 @@ func TestNodeLifecycle(t *testing.T) {
 	}
 	plugged = true
 	back := time.Now()
-	testenv.Eventually(t, recoverWait, time.Second, "Node worker Ready and untainted with its cable back", func() error {
+	testkit.Eventually(t, recoverWait, time.Second, "Node worker Ready and untainted with its cable back", func() error {
 		return expectNode(t, l, "worker", corev1.ConditionTrue, false)
 	})
-	testenv.Eventually(t, recoverWait, time.Second, "pod web1 ready again in the EndpointSlice", func() error {
+	testkit.Eventually(t, recoverWait, time.Second, "pod web1 ready again in the EndpointSlice", func() error {
 		return expectEndpointReady(t, l, ip, true)
 	})
 	t.Logf("Node worker Ready and pod web1 ready again %v after the cable was plugged back", time.Since(back).Round(time.Second))
@@ -128,7 +128,7 @@ func TestNodeLifecycle(t *testing.T) {
 	if err := renewedSince(getLease(t, l, "worker"), dead); err != nil {
 		t.Errorf("after start-node: %v", err)
 	}
-	testenv.Eventually(t, recoverWait, time.Second, "pod web1 ready in the EndpointSlice after start-node", func() error {
+	testkit.Eventually(t, recoverWait, time.Second, "pod web1 ready in the EndpointSlice after start-node", func() error {
 		pod, err := l.Kube.CoreV1().Pods("default").Get(ctx, "web1", metav1.GetOptions{})
 		if err != nil {
 			return err

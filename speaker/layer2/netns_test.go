@@ -20,7 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"herald.dev/herald/internal/lab/labtest"
-	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/internal/testkit"
 )
 
 // The tests in this file run the real thing: the Announcer with its AF_PACKET sockets
@@ -159,7 +159,7 @@ func (l *lab) neigh(ip netip.Addr) (mac, state string) {
 // waitNeigh polls B's neighbour table until ip is at mac, in one of the states if given.
 func (l *lab) waitNeigh(ip netip.Addr, mac string, states ...string) {
 	l.t.Helper()
-	testenv.Eventually(l.t, hangGuard, 20*time.Millisecond, fmt.Sprintf("B's neighbour entry for %s at %s %v", ip, mac, states), func() error {
+	testkit.Eventually(l.t, hangGuard, 20*time.Millisecond, fmt.Sprintf("B's neighbour entry for %s at %s %v", ip, mac, states), func() error {
 		m, s := l.neigh(ip)
 		if m == mac && (len(states) == 0 || slices.Contains(states, s)) {
 			return nil
@@ -291,7 +291,7 @@ func (p *announcerProc) await(prefix string) string {
 // waitResponders polls until the helper runs exactly the wanted responders.
 func (p *announcerProc) waitResponders(want string) {
 	p.t.Helper()
-	testenv.Eventually(p.t, hangGuard, 50*time.Millisecond, fmt.Sprintf("responders %q", want), func() error {
+	testkit.Eventually(p.t, hangGuard, 50*time.Millisecond, fmt.Sprintf("responders %q", want), func() error {
 		if got := strings.TrimPrefix(p.do("responders", "responders"), "responders "); got != want {
 			return fmt.Errorf("responders %q", got)
 		}

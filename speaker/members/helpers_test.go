@@ -15,6 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"herald.dev/herald/internal/memberkey"
+	"herald.dev/herald/internal/testkit"
 )
 
 var testKey = mustKey("test-key-material-0123456789")
@@ -83,23 +84,14 @@ func cluster(tb testing.TB, n int) []member {
 		}
 	}
 	for _, m := range ms {
-		eventually(tb, 10*time.Second, func() bool { return slices.Equal(m.Live(), names) },
-			func() string { return fmt.Sprintf("%s sees %v, want %v", m.name, m.Live(), names) })
+		testkit.Eventually(tb, 10*time.Second, convergeTick, "every member sees all", testkit.Holds(func() bool { return slices.Equal(m.Live(), names) },
+			func() string { return fmt.Sprintf("%s sees %v, want %v", m.name, m.Live(), names) }))
 	}
 	return ms
 }
 
-// eventually polls cond every 10 ms until it holds or deadline passes.
-func eventually(tb testing.TB, deadline time.Duration, cond func() bool, msg func() string) {
-	tb.Helper()
-	end := time.Now().Add(deadline)
-	for !cond() {
-		if time.Now().After(end) {
-			tb.Fatalf("after %v: %s", deadline, msg())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+// convergeTick is how often a wait for the members asks again: they converge in milliseconds.
+const convergeTick = 10 * time.Millisecond
 
 func drain(c <-chan struct{}) {
 	for {

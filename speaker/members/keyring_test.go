@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"herald.dev/herald/internal/testkit"
 )
 
 func TestDiffKeys(t *testing.T) {
@@ -180,8 +182,8 @@ func TestKeyRotationKeepsTheCluster(t *testing.T) {
 	// Gossip still flows: a state published now reaches everyone.
 	ms[0].Publish([]byte("after"))
 	for _, m := range ms[1:] {
-		eventually(t, 15*time.Second, func() bool { return string(m.Snapshot().States[ms[0].name]) == "after" },
-			func() string { return m.name + " did not get the state published after the rotation" })
+		testkit.Eventually(t, 15*time.Second, convergeTick, "the state published after the rotation", testkit.Holds(func() bool { return string(m.Snapshot().States[ms[0].name]) == "after" },
+			func() string { return m.name + " did not get the state published after the rotation" }))
 	}
 	// Only the new key opens the cluster now.
 	old := start(t, "old", k1)
@@ -191,8 +193,8 @@ func TestKeyRotationKeepsTheCluster(t *testing.T) {
 		t.Fatalf("a member with the new key cannot join: %v", err)
 	}
 	// Generous: under the race detector on a loaded machine gossip takes seconds.
-	eventually(t, 15*time.Second, func() bool { return slices.Contains(ms[4].Live(), "fresh") },
-		func() string { return fmt.Sprintf("the member with the new key is not seen: %v", ms[4].Live()) })
+	testkit.Eventually(t, 15*time.Second, convergeTick, "the member with the new key seen", testkit.Holds(func() bool { return slices.Contains(ms[4].Live(), "fresh") },
+		func() string { return fmt.Sprintf("the member with the new key is not seen: %v", ms[4].Live()) }))
 	if slices.Contains(ms[4].Live(), "old") || len(old.Live()) != 1 {
 		t.Errorf("a member with the old key joined: %v, it sees %v", ms[4].Live(), old.Live())
 	}

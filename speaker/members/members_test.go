@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"herald.dev/herald/internal/testkit"
 )
 
 func TestThreeMembersJoin(t *testing.T) {
@@ -49,8 +50,8 @@ func TestLeaveDropsMemberPromptly(t *testing.T) {
 	}
 	want := []string{a.name, b.name}
 	for _, m := range []member{a, b} {
-		eventually(t, 5*time.Second, func() bool { return slices.Equal(m.Live(), want) },
-			func() string { return fmt.Sprintf("%s sees %v, want %v", m.name, m.Live(), want) })
+		testkit.Eventually(t, 5*time.Second, convergeTick, "the left member dropped", testkit.Holds(func() bool { return slices.Equal(m.Live(), want) },
+			func() string { return fmt.Sprintf("%s sees %v, want %v", m.name, m.Live(), want) }))
 	}
 	t.Logf("left member dropped by both peers after %v", time.Since(t0))
 	if got := gaugeValue(a.gauge); got != 2 {
@@ -80,8 +81,8 @@ func TestKilledMemberDetected(t *testing.T) {
 	}
 	want := []string{a.name, b.name}
 	for _, m := range []member{a, b} {
-		eventually(t, 20*time.Second, func() bool { return slices.Equal(m.Live(), want) },
-			func() string { return fmt.Sprintf("%s sees %v, want %v", m.name, m.Live(), want) })
+		testkit.Eventually(t, 20*time.Second, convergeTick, "the killed member declared dead", testkit.Holds(func() bool { return slices.Equal(m.Live(), want) },
+			func() string { return fmt.Sprintf("%s sees %v, want %v", m.name, m.Live(), want) }))
 		t.Logf("%s declared the killed member dead after %v", m.name, time.Since(t0))
 	}
 	select {

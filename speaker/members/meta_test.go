@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"herald.dev/herald/internal/testkit"
 )
 
 // metaSeen collects the metadata a member hears of its peers.
@@ -38,12 +40,12 @@ func TestMetaReachesPeers(t *testing.T) {
 	if _, err := b.Join([]string{a.Addr()}); err != nil {
 		t.Fatalf("join: %v", err)
 	}
-	eventually(t, 5*time.Second, func() bool { return seen.of(a.name) == "02:00:00:00:00:0a" },
-		func() string { return fmt.Sprintf("b heard a's metadata as %q", seen.of(a.name)) })
+	testkit.Eventually(t, 5*time.Second, convergeTick, "b hears a's metadata", testkit.Holds(func() bool { return seen.of(a.name) == "02:00:00:00:00:0a" },
+		func() string { return fmt.Sprintf("b heard a's metadata as %q", seen.of(a.name)) }))
 
 	a.SetMeta([]byte("02:00:00:00:00:0a,02:00:00:00:00:0b"))
-	eventually(t, 5*time.Second, func() bool { return seen.of(a.name) == "02:00:00:00:00:0a,02:00:00:00:00:0b" },
-		func() string { return fmt.Sprintf("b heard a's new metadata as %q", seen.of(a.name)) })
+	testkit.Eventually(t, 5*time.Second, convergeTick, "b hears a's new metadata", testkit.Holds(func() bool { return seen.of(a.name) == "02:00:00:00:00:0a,02:00:00:00:00:0b" },
+		func() string { return fmt.Sprintf("b heard a's new metadata as %q", seen.of(a.name)) }))
 
 	if a.SetMeta([]byte(strings.Repeat("x", 513))) {
 		t.Error("SetMeta took 513 bytes; memberlist carries 512")

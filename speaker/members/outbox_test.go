@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/memberlist"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"herald.dev/herald/internal/testkit"
 )
 
 // TestSendsToAPeerCoalesce: while a send to a peer is on its way, the states published
@@ -31,19 +32,19 @@ func TestSendsToAPeerCoalesce(t *testing.T) {
 	if _, err := b.Join([]string{a.Addr()}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, func() bool { return a.liveCount() == 2 && b.liveCount() == 2 },
-		func() string { return fmt.Sprintf("a sees %v, b sees %v", a.Live(), b.Live()) })
+	testkit.Eventually(t, 5*time.Second, convergeTick, "a and b see each other", testkit.Holds(func() bool { return a.liveCount() == 2 && b.liveCount() == 2 },
+		func() string { return fmt.Sprintf("a sees %v, b sees %v", a.Live(), b.Live()) }))
 	a.Publish([]byte("v0"))
-	eventually(t, 5*time.Second, func() bool { return string(b.Snapshot().States["a"]) == "v0" },
-		func() string { return "b has a's states " + statesString(b.Snapshot().States) })
-	eventually(t, 5*time.Second, func() bool { return !a.sending("b") },
-		func() string { return "a's sends to b do not end" })
+	testkit.Eventually(t, 5*time.Second, convergeTick, "b has a's v0", testkit.Holds(func() bool { return string(b.Snapshot().States["a"]) == "v0" },
+		func() string { return "b has a's states " + statesString(b.Snapshot().States) }))
+	testkit.Eventually(t, 5*time.Second, convergeTick, "a's sends to b end", testkit.Holds(func() bool { return !a.sending("b") },
+		func() string { return "a's sends to b do not end" }))
 	before := a.sent()
 
 	gate.hold()
 	a.Publish([]byte("v1"))
-	eventually(t, 5*time.Second, func() bool { return gate.waiting() == 1 },
-		func() string { return fmt.Sprintf("%d sends wait at the gate, want 1", gate.waiting()) })
+	testkit.Eventually(t, 5*time.Second, convergeTick, "one send waits at the gate", testkit.Holds(func() bool { return gate.waiting() == 1 },
+		func() string { return fmt.Sprintf("%d sends wait at the gate, want 1", gate.waiting()) }))
 	// The first send waits at the gate; the nine after it are due as one.
 	for i := 2; i <= 10; i++ {
 		a.Publish(fmt.Appendf(nil, "v%d", i))
@@ -52,10 +53,10 @@ func TestSendsToAPeerCoalesce(t *testing.T) {
 		t.Errorf("%d sends wait at the gate, want 1", w)
 	}
 	gate.release()
-	eventually(t, 5*time.Second, func() bool { return string(b.Snapshot().States["a"]) == "v10" },
-		func() string { return "b has a's states " + statesString(b.Snapshot().States) })
-	eventually(t, 5*time.Second, func() bool { return !a.sending("b") },
-		func() string { return "a's sends to b do not end" })
+	testkit.Eventually(t, 5*time.Second, convergeTick, "b has a's v10", testkit.Holds(func() bool { return string(b.Snapshot().States["a"]) == "v10" },
+		func() string { return "b has a's states " + statesString(b.Snapshot().States) }))
+	testkit.Eventually(t, 5*time.Second, convergeTick, "a's sends to b end", testkit.Holds(func() bool { return !a.sending("b") },
+		func() string { return "a's sends to b do not end" }))
 	if got := a.sent() - before; got != 2 {
 		t.Errorf("ten states published while a send was on its way took %v sends, want 2", got)
 	}
@@ -192,13 +193,13 @@ func TestNoStateExchangeSendsNothingAtJoin(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, m := range ms {
-			eventually(t, 5*time.Second, func() bool { return len(m.Live()) == 2 }, func() string { return fmt.Sprintf("hears %v", m.Live()) })
+			testkit.Eventually(t, 5*time.Second, convergeTick, "both members live", testkit.Holds(func() bool { return len(m.Live()) == 2 }, func() string { return fmt.Sprintf("hears %v", m.Live()) }))
 		}
 		if !off {
-			eventually(t, 5*time.Second, func() bool { return ms[0].sent() >= 1 && ms[1].sent() >= 1 },
+			testkit.Eventually(t, 5*time.Second, convergeTick, "states sent at the join", testkit.Holds(func() bool { return ms[0].sent() >= 1 && ms[1].sent() >= 1 },
 				func() string {
 					return fmt.Sprintf("states sent at the join: %v and %v, want at least one each", ms[0].sent(), ms[1].sent())
-				})
+				}))
 			continue
 		}
 		time.Sleep(200 * time.Millisecond) // a send would have gone by now

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"herald.dev/herald/internal/testkit"
 )
 
 func statesString(s map[string][]byte) string {
@@ -32,7 +33,7 @@ func TestStatesReachEveryPeerAndAComeback(t *testing.T) {
 		c.name: {a.name: "a1", b.name: "b1"},
 	}
 	for _, m := range ms {
-		eventually(t, 5*time.Second, func() bool {
+		testkit.Eventually(t, 5*time.Second, convergeTick, "every member has the states", testkit.Holds(func() bool {
 			got := m.Snapshot().States
 			w := want[m.name]
 			if len(got) != len(w) {
@@ -46,13 +47,13 @@ func TestStatesReachEveryPeerAndAComeback(t *testing.T) {
 			return true
 		}, func() string {
 			return fmt.Sprintf("%s has states %s, want %v", m.name, statesString(m.Snapshot().States), want[m.name])
-		})
+		}))
 	}
 
 	// A newer state replaces the older one; an older version is ignored.
 	a.Publish([]byte("a2"))
-	eventually(t, 5*time.Second, func() bool { return string(c.Snapshot().States[a.name]) == "a2" },
-		func() string { return "c did not get a's second state: " + statesString(c.Snapshot().States) })
+	testkit.Eventually(t, 5*time.Second, convergeTick, "c has a's second state", testkit.Holds(func() bool { return string(c.Snapshot().States[a.name]) == "a2" },
+		func() string { return "c did not get a's second state: " + statesString(c.Snapshot().States) }))
 	a.mu.Lock()
 	old := a.own
 	a.own.version--
@@ -68,13 +69,13 @@ func TestStatesReachEveryPeerAndAComeback(t *testing.T) {
 	// c dies and a new c comes back at the same name: its old state is gone, and it
 	// learns its peers' states from the join alone.
 	c.Publish([]byte("c-old"))
-	eventually(t, 5*time.Second, func() bool { return string(a.Snapshot().States[c.name]) == "c-old" },
-		func() string { return "a did not get c's state: " + statesString(a.Snapshot().States) })
+	testkit.Eventually(t, 5*time.Second, convergeTick, "a has c's state", testkit.Holds(func() bool { return string(a.Snapshot().States[c.name]) == "c-old" },
+		func() string { return "a did not get c's state: " + statesString(a.Snapshot().States) }))
 	if err := c.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, func() bool { _, ok := a.Snapshot().States[c.name]; return !ok },
-		func() string { return "a kept the state of dead c: " + statesString(a.Snapshot().States) })
+	testkit.Eventually(t, 10*time.Second, convergeTick, "a drops dead c's state", testkit.Holds(func() bool { _, ok := a.Snapshot().States[c.name]; return !ok },
+		func() string { return "a kept the state of dead c: " + statesString(a.Snapshot().States) }))
 	// Same name, same address: a node whose speaker restarted.
 	_, port, _ := strings.Cut(c.Addr(), ":")
 	cfg := testConfig(c.name, testKey)
@@ -89,11 +90,11 @@ func TestStatesReachEveryPeerAndAComeback(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantC2 := map[string][]byte{a.name: []byte("a2"), b.name: []byte("b1")}
-	eventually(t, 5*time.Second, func() bool {
+	testkit.Eventually(t, 5*time.Second, convergeTick, "the returning c has the states", testkit.Holds(func() bool {
 		return maps.EqualFunc(c2.Snapshot().States, wantC2, func(x, y []byte) bool { return string(x) == string(y) })
-	}, func() string { return "the returning c has states " + statesString(c2.Snapshot().States) })
-	eventually(t, 5*time.Second, func() bool { s, ok := a.Snapshot().States[c.name]; return ok && len(s) == 0 },
-		func() string { return "a has for the returning c: " + statesString(a.Snapshot().States) })
+	}, func() string { return "the returning c has states " + statesString(c2.Snapshot().States) }))
+	testkit.Eventually(t, 5*time.Second, convergeTick, "a has an empty state for the returning c", testkit.Holds(func() bool { s, ok := a.Snapshot().States[c.name]; return ok && len(s) == 0 },
+		func() string { return "a has for the returning c: " + statesString(a.Snapshot().States) }))
 
 	// Garbage is ignored.
 	for _, msg := range []string{statePrefix, statePrefix + "x", statePrefix + "x\nnotanumber\n", statePrefix + "\n1\n"} {
@@ -109,10 +110,10 @@ func TestRestartingMemberIsHeld(t *testing.T) {
 	a, b, c := ms[0], ms[1], ms[2]
 	b.Publish([]byte("b-claims"))
 	c.Publish([]byte("c-claims"))
-	eventually(t, 5*time.Second, func() bool {
+	testkit.Eventually(t, 5*time.Second, convergeTick, "a has b's and c's states", testkit.Holds(func() bool {
 		s := a.Snapshot().States
 		return string(s[b.name]) == "b-claims" && string(s[c.name]) == "c-claims"
-	}, func() string { return "a did not get the states: " + statesString(a.Snapshot().States) })
+	}, func() string { return "a did not get the states: " + statesString(a.Snapshot().States) }))
 
 	// b restarts: a holds its state; c stops for good: a holds nothing of it.
 	before := time.Now()
@@ -124,8 +125,8 @@ func TestRestartingMemberIsHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = c.Shutdown()
-	eventually(t, 5*time.Second, func() bool { return len(a.Live()) == 1 },
-		func() string { return fmt.Sprintf("a still sees %v", a.Live()) })
+	testkit.Eventually(t, 5*time.Second, convergeTick, "a sees only itself", testkit.Holds(func() bool { return len(a.Live()) == 1 },
+		func() string { return fmt.Sprintf("a still sees %v", a.Live()) }))
 	held := a.Snapshot().Kept
 	if h, ok := held[b.name]; !ok || string(h.Data) != "b-claims" || h.Since.Before(before) {
 		t.Errorf("a holds %v for b, want its state since it left", held)
@@ -149,8 +150,8 @@ func TestRestartedMemberMovesFromHeldToLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = b.Shutdown()
-	eventually(t, 5*time.Second, func() bool { held := a.Snapshot().Kept; _, ok := held[b.name]; return ok },
-		func() string { held := a.Snapshot().Kept; return fmt.Sprintf("a holds %v, want b", held) })
+	testkit.Eventually(t, 5*time.Second, convergeTick, "a holds b", testkit.Holds(func() bool { held := a.Snapshot().Kept; _, ok := held[b.name]; return ok },
+		func() string { held := a.Snapshot().Kept; return fmt.Sprintf("a holds %v, want b", held) }))
 	if live := a.Snapshot().Live; slices.Contains(live, b.name) {
 		t.Errorf("a sees the restarting b live: %v", live)
 	}
@@ -160,8 +161,8 @@ func TestRestartedMemberMovesFromHeldToLive(t *testing.T) {
 	if _, err := b2.Join([]string{a.Addr()}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, func() bool { live := a.Snapshot().Live; return slices.Contains(live, b.name) },
-		func() string { return fmt.Sprintf("a sees %v, want b back", a.Live()) })
+	testkit.Eventually(t, 10*time.Second, convergeTick, "a sees b back", testkit.Holds(func() bool { live := a.Snapshot().Live; return slices.Contains(live, b.name) },
+		func() string { return fmt.Sprintf("a sees %v, want b back", a.Live()) }))
 	if held := a.Snapshot().Kept; len(held) != 0 {
 		t.Errorf("a still holds %v for a member that is back", held)
 	}
@@ -172,10 +173,10 @@ func TestLostMemberKeepsItsLastState(t *testing.T) {
 	a, b, c := ms[0], ms[1], ms[2]
 	b.Publish([]byte("b-claims"))
 	c.Publish([]byte("c-claims"))
-	eventually(t, 5*time.Second, func() bool {
+	testkit.Eventually(t, 5*time.Second, convergeTick, "a has b's and c's states", testkit.Holds(func() bool {
 		s := a.Snapshot().States
 		return string(s[b.name]) == "b-claims" && string(s[c.name]) == "c-claims"
-	}, func() string { return "a did not get the states: " + statesString(a.Snapshot().States) })
+	}, func() string { return "a did not get the states: " + statesString(a.Snapshot().States) }))
 
 	// b vanishes without a goodbye, c leaves: a keeps b's last state apart, not c's.
 	_ = b.Shutdown()
@@ -183,8 +184,8 @@ func TestLostMemberKeepsItsLastState(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = c.Shutdown()
-	eventually(t, 10*time.Second, func() bool { return len(a.Live()) == 1 },
-		func() string { return fmt.Sprintf("a still sees %v", a.Live()) })
+	testkit.Eventually(t, 10*time.Second, convergeTick, "a sees only itself", testkit.Holds(func() bool { return len(a.Live()) == 1 },
+		func() string { return fmt.Sprintf("a still sees %v", a.Live()) }))
 	if lost := a.Snapshot().Lost; len(lost) != 1 || string(lost[b.name]) != "b-claims" {
 		t.Errorf("a's lost states: %q, want b's last state only", lost)
 	}
@@ -200,8 +201,8 @@ func TestGoodbyeHeardAfterTheLeave(t *testing.T) {
 	ms := cluster(t, 2)
 	a, b := ms[0], ms[1]
 	b.Publish([]byte("b-claims"))
-	eventually(t, 5*time.Second, func() bool { return string(a.Snapshot().States[b.name]) == "b-claims" },
-		func() string { return "a did not get b's state: " + statesString(a.Snapshot().States) })
+	testkit.Eventually(t, 5*time.Second, convergeTick, "a has b's state", testkit.Holds(func() bool { return string(a.Snapshot().States[b.name]) == "b-claims" },
+		func() string { return "a did not get b's state: " + statesString(a.Snapshot().States) }))
 
 	// memberlist reports b gone (the leave first), then b's word arrives.
 	(*eventDelegate)(a.Members).set(b.name, false)

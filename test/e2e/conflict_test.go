@@ -14,7 +14,7 @@ import (
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/internal/lab/netlab"
-	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/internal/testkit"
 	"herald.dev/herald/speaker/election"
 	"herald.dev/herald/speaker/layer2"
 )
@@ -57,7 +57,7 @@ func TestSpeakerAddressConflict(t *testing.T) {
 	}
 	// After the longest yield the owner answers again beside the printer, the conflict
 	// still reported.
-	testenv.Eventually(t, contestedBound, 10*time.Millisecond, owner.Name()+" answering again, contested", func() error {
+	testkit.Eventually(t, contestedBound, 10*time.Millisecond, owner.Name()+" answering again, contested", func() error {
 		if _, ok := watch.FirstFrom(owner.MAC().String(), quiet); !ok {
 			return fmt.Errorf("no answer from %s since it yielded", owner.MAC())
 		}
@@ -107,7 +107,7 @@ func claim(t *testing.T, h *netlab.Host, ip netip.Addr, hold bool) {
 func (c *cluster) expectVIPReason(ip netip.Addr, reason, msg string) {
 	c.t.Helper()
 	key := client.ObjectKey{Namespace: "default", Name: heraldv1.VIPStatusName(ip)}
-	testenv.Eventually(c.t, waitFor, 100*time.Millisecond, fmt.Sprintf("VIPStatus %s with reason %q and %q", key.Name, reason, msg), func() error {
+	testkit.Eventually(c.t, waitFor, 100*time.Millisecond, fmt.Sprintf("VIPStatus %s with reason %q and %q", key.Name, reason, msg), func() error {
 		var v heraldv1.VIPStatus
 		if err := c.API.Get(c.t.Context(), key, &v); err != nil {
 			return err

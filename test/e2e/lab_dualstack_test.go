@@ -16,7 +16,7 @@ import (
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/lab/labtest"
-	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/internal/testkit"
 	"herald.dev/herald/speaker/election"
 )
 
@@ -108,7 +108,7 @@ func TestLabDualStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	url := "http://" + netip.AddrPortFrom(clusterIP, 80).String() + "/"
-	labtest.Eventually(t, "worker3 reaches the IPv6 ClusterIP "+url, func() error {
+	testkit.Eventually(t, labtest.Wait, labtest.Interval, "worker3 reaches the IPv6 ClusterIP "+url, func() error {
 		body, err := labtest.Get(t.Context(), w3.Namespace, url)
 		if err == nil && !strings.Contains(body, "Hostname: webpod") {
 			err = fmt.Errorf("answer without a webpod Hostname:\n%s", body)
@@ -232,7 +232,7 @@ func testDualStackFailover(t *testing.T, f *fullLab) {
 			heal := inflict(t, func(ctx context.Context) error { return f.s.Inflict(ctx, "worker3", c.fault) }, c.undo)
 			for _, vip := range vips {
 				var entry string
-				err := testenv.Poll(labWait, 20*time.Millisecond, func() error {
+				err := testkit.Poll(labWait, 20*time.Millisecond, func() error {
 					var mac string
 					if mac, entry = f.neighbourEntry(t, vip); mac != f.macs[next] {
 						return fmt.Errorf("entry %q", entry)
@@ -367,7 +367,7 @@ func (f *fullLab) dualStackServiceFor(tb testing.TB, name, node string) []netip.
 func (f *fullLab) waitIngresses(tb testing.TB, name string, n int) []netip.Addr {
 	tb.Helper()
 	var vips []netip.Addr
-	err := testenv.Poll(labWait, 100*time.Millisecond, func() error {
+	err := testkit.Poll(labWait, 100*time.Millisecond, func() error {
 		svc, err := f.Kube.CoreV1().Services("default").Get(tb.Context(), name, metav1.GetOptions{})
 		if err != nil {
 			return err

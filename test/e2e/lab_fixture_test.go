@@ -42,7 +42,7 @@ import (
 	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/internal/lab/netlab"
 	"herald.dev/herald/internal/scheme"
-	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/internal/testkit"
 	"herald.dev/herald/speaker/election"
 	"herald.dev/herald/speaker/records"
 )
@@ -230,7 +230,7 @@ func (f *fullLab) setUpWalkthrough(ctx context.Context) error {
 		return err
 	}
 	for _, name := range walkthrough {
-		err := testenv.Poll(labWait, 100*time.Millisecond, func() (err error) {
+		err := testkit.Poll(labWait, 100*time.Millisecond, func() (err error) {
 			f.vips[name], err = labtest.Ingress(ctx, f.c, keyIn("default", name))
 			return err
 		})
@@ -341,7 +341,7 @@ func rebalanceService(tb testing.TB, c client.Client, key types.NamespacedName) 
 }
 
 func (f *fullLab) waitPodReady(ctx context.Context, ns, name string) error {
-	err := testenv.Poll(labWait, 100*time.Millisecond, func() error {
+	err := testkit.Poll(labWait, 100*time.Millisecond, func() error {
 		pod, err := f.Kube.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err == nil && !(pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "" && podReady(pod)) {
 			err = fmt.Errorf("phase %s, IP %q, conditions %v", pod.Status.Phase, pod.Status.PodIP, pod.Status.Conditions)
@@ -548,7 +548,7 @@ func hostsOfMACs(s *lab.State, macs []string) string {
 // returns them counted by Hostname.
 func (f *fullLab) expectCurls(tb testing.TB, url string, n int, when string) lab.CurlResult {
 	tb.Helper()
-	labtest.Eventually(tb, when+": a first request to "+url+" succeeds", func() error {
+	testkit.Eventually(tb, labtest.Wait, labtest.Interval, when+": a first request to "+url+" succeeds", func() error {
 		_, err := f.get(tb, url)
 		return err
 	})
@@ -585,7 +585,7 @@ func whoamiField(body, name string) string {
 func (f *fullLab) expectEvent(tb testing.TB, svc *corev1.Service, typ, reason string, match func(note string) bool, want string) string {
 	tb.Helper()
 	var found string
-	labtest.Eventually(tb, fmt.Sprintf("Service %s: a %s Event %s %s", svc.Name, typ, reason, want), func() error {
+	testkit.Eventually(tb, labtest.Wait, labtest.Interval, fmt.Sprintf("Service %s: a %s Event %s %s", svc.Name, typ, reason, want), func() error {
 		evs, err := f.Kube.EventsV1().Events(svc.Namespace).List(tb.Context(), metav1.ListOptions{})
 		if err != nil {
 			return err
@@ -660,7 +660,7 @@ func (f *fullLab) deletePod(tb testing.TB, name string) {
 		return
 	}
 	// Poll, not eventually: this runs in a Cleanup, after the test's context ended.
-	err = testenv.Poll(labWait, 100*time.Millisecond, func() error {
+	err = testkit.Poll(labWait, 100*time.Millisecond, func() error {
 		_, err := f.Kube.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
 		if err == nil {
 			err = errors.New("it exists")
@@ -692,7 +692,7 @@ func (f *fullLab) createObject(tb testing.TB, obj client.Object) {
 		}
 		key := client.ObjectKeyFromObject(obj)
 		// Poll, not eventually: this runs in a Cleanup, after the test's context ended.
-		err := testenv.Poll(labWait, 100*time.Millisecond, func() error {
+		err := testkit.Poll(labWait, 100*time.Millisecond, func() error {
 			err := f.c.Get(ctx, key, obj)
 			if err == nil {
 				err = fmt.Errorf("it exists, finalizers %v", obj.GetFinalizers())

@@ -18,6 +18,7 @@ import (
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/lab/labtest"
+	"herald.dev/herald/internal/testkit"
 )
 
 // Restarting herald's controller changes no Service's IP, not even for a moment: a
@@ -149,7 +150,7 @@ func TestLabPoolExhaustionAndRelease(t *testing.T) {
 	if ip, err := f.ingress(t.Context(), "ex3"); err != nil || ip.IsValid() {
 		t.Fatalf("ex3 has IP %v (%v) although the pool is exhausted", ip, err)
 	}
-	labtest.Eventually(t, "he-small's status counts 2 in use, 0 available", func() error {
+	testkit.Eventually(t, labtest.Wait, labtest.Interval, "he-small's status counts 2 in use, 0 available", func() error {
 		f.getObject(t, pool)
 		if st := pool.Status; st.InUse != 2 || st.Available != 0 || st.AssignedIPv4 != 2 || st.AvailableIPv4 != 0 {
 			return fmt.Errorf("status %+v", st)

@@ -13,6 +13,7 @@ import (
 	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/internal/memberkey"
+	"herald.dev/herald/internal/testkit"
 )
 
 // TestLabMemberlistKeyRotation rotates the speakers' memberlist key with `herald
@@ -27,7 +28,7 @@ func TestLabMemberlistKeyRotation(t *testing.T) {
 	vips := maps.Clone(f.vips)
 	f.expectOwners(t, vips, "before the rotation")
 	var statusBefore, metricBefore map[string]int64
-	labtest.Eventually(t, "every VIPStatus names the VIP's owner", func() (err error) {
+	testkit.Eventually(t, labtest.Wait, labtest.Interval, "every VIPStatus names the VIP's owner", func() (err error) {
 		statusBefore, metricBefore, err = f.leaderChanges(t.Context(), vips)
 		return err
 	})

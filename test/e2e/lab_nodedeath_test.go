@@ -17,6 +17,7 @@ import (
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/internal/netns"
+	"herald.dev/herald/internal/testkit"
 )
 
 // nodeDeathCutoff is the promise: no request fails later than this after a node
@@ -69,7 +70,7 @@ func TestLabNodeDeath(t *testing.T) {
 			t.Logf("the connection to webpod1 failed %v after the fault: %v", took.Round(time.Millisecond), ferr)
 		}
 		// While the node is dead, herald status names it below its table.
-		labtest.Eventually(t, "herald status names "+dead+" as withheld", func() error {
+		testkit.Eventually(t, labtest.Wait, labtest.Interval, "herald status names "+dead+" as withheld", func() error {
 			if out := f.heraldStatus(t); !strings.Contains(out, "node "+dead+" is dead to the speakers") {
 				return fmt.Errorf("herald status:\n%s", out)
 			}
@@ -174,7 +175,7 @@ func keepAliveGet(conn net.Conn, rd *bufio.Reader, vip netip.Addr, timeout time.
 // expectNodeEvent waits for an Event with reason on the Node named node.
 func (f *fullLab) expectNodeEvent(t *testing.T, node, reason, note string) {
 	t.Helper()
-	labtest.Eventually(t, fmt.Sprintf("Node %s: an Event %s %q", node, reason, note), func() error {
+	testkit.Eventually(t, labtest.Wait, labtest.Interval, fmt.Sprintf("Node %s: an Event %s %q", node, reason, note), func() error {
 		evs, err := f.Kube.EventsV1().Events("").List(t.Context(), metav1.ListOptions{})
 		if err != nil {
 			return err

@@ -11,6 +11,7 @@ import (
 	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/internal/testkit"
 	"herald.dev/herald/speaker/election"
 	"herald.dev/herald/test/observability"
 )
@@ -69,7 +70,7 @@ func TestLabObservability(t *testing.T) {
 		}
 	})
 	targets := 1 + len(f.nodes)
-	labtest.Eventually(t, "Prometheus scrapes the controller and every speaker", func() error {
+	testkit.Eventually(t, labtest.Wait, labtest.Interval, "Prometheus scrapes the controller and every speaker", func() error {
 		up, err := prom.Query(ctx, `up == 1`)
 		if err != nil {
 			return err
@@ -149,7 +150,7 @@ func TestLabObservability(t *testing.T) {
 			return nil
 		}
 	}
-	labtest.Eventually(t, "the owner panel shows worker3", ownersAre("worker3"))
+	testkit.Eventually(t, labtest.Wait, labtest.Interval, "the owner panel shows worker3", ownersAre("worker3"))
 
 	t.Run("failover", func(t *testing.T) {
 		res, err := f.s.MeasureFailover(ctx, vip, lab.FaultKill)
@@ -168,8 +169,8 @@ func TestLabObservability(t *testing.T) {
 		if res.NewOwner != next {
 			t.Fatalf("the VIP went to %s, want %s", res.NewOwner, next)
 		}
-		labtest.Eventually(t, "the owner panel shows "+next, ownersAre(next))
-		labtest.Eventually(t, "the leader-change panel shows a change of "+vip.String(), func() error {
+		testkit.Eventually(t, labtest.Wait, labtest.Interval, "the owner panel shows "+next, ownersAre(next))
+		testkit.Eventually(t, labtest.Wait, labtest.Interval, "the leader-change panel shows a change of "+vip.String(), func() error {
 			s, err := prom.Query(ctx, changesQuery)
 			if err != nil {
 				return err
@@ -182,7 +183,7 @@ func TestLabObservability(t *testing.T) {
 			return fmt.Errorf("%s gives %v, want a value > 0 for ip %s", changesQuery, s, vip)
 		})
 	})
-	labtest.Eventually(t, "the owner panel shows worker3 again", ownersAre("worker3"))
+	testkit.Eventually(t, labtest.Wait, labtest.Interval, "the owner panel shows worker3 again", ownersAre("worker3"))
 
 	t.Run("every query runs", func(t *testing.T) {
 		for _, q := range all {
@@ -202,9 +203,9 @@ func TestLabObservability(t *testing.T) {
 		heal := inflict(t, func(ctx context.Context) error { return f.s.PartitionMemberlist(ctx, "worker3") },
 			func(ctx context.Context) error { return f.s.HealMemberlist(ctx, "worker3") })
 		// worker3, cut off, goes silent; the majority serves its VIP.
-		labtest.Eventually(t, "only "+next+" announces "+vip.String(), ownersAre(next))
+		testkit.Eventually(t, labtest.Wait, labtest.Interval, "only "+next+" announces "+vip.String(), ownersAre(next))
 		partitioned := `ALERTS{alertname="HeraldMemberlistPartitioned", alertstate="firing", node="worker3"}`
-		labtest.Eventually(t, "HeraldMemberlistPartitioned fires for worker3", func() error {
+		testkit.Eventually(t, labtest.Wait, labtest.Interval, "HeraldMemberlistPartitioned fires for worker3", func() error {
 			s, err := prom.Query(ctx, partitioned)
 			if err != nil {
 				return err
@@ -232,9 +233,9 @@ func TestLabObservability(t *testing.T) {
 				return nil
 			}
 		}
-		labtest.Eventually(t, "the panel of speakers not in Quorum shows worker3 in Minority",
+		testkit.Eventually(t, labtest.Wait, labtest.Interval, "the panel of speakers not in Quorum shows worker3 in Minority",
 			worker3InMinority(dashboardQuery("Speakers not in Quorum")))
-		labtest.Eventually(t, "HeraldSpeakerSilent fires for worker3",
+		testkit.Eventually(t, labtest.Wait, labtest.Interval, "HeraldSpeakerSilent fires for worker3",
 			worker3InMinority(`ALERTS{alertname="HeraldSpeakerSilent", alertstate="firing"}`))
 		// From 2 s after the cut on, no two speakers exported themselves as owner,
 		// and the multiple-owners alert never went pending.
@@ -253,9 +254,9 @@ func TestLabObservability(t *testing.T) {
 		heal()
 		f.expectOwner(t, vip, next, "after the partition healed (no fail-back)")
 		f.rebalance(t, "observed")
-		labtest.Eventually(t, "worker3 owns "+vip.String()+" again after a rebalance", ownersAre("worker3"))
+		testkit.Eventually(t, labtest.Wait, labtest.Interval, "worker3 owns "+vip.String()+" again after a rebalance", ownersAre("worker3"))
 		for _, alert := range []string{"HeraldMemberlistPartitioned", "HeraldSpeakerSilent"} {
-			labtest.Eventually(t, alert+" clears", func() error {
+			testkit.Eventually(t, labtest.Wait, labtest.Interval, alert+" clears", func() error {
 				s, err := prom.Query(ctx, fmt.Sprintf(`ALERTS{alertname=%q}`, alert))
 				if err != nil {
 					return err
@@ -340,7 +341,7 @@ func TestLabObservability(t *testing.T) {
 			return nil
 		})
 		conflict := fmt.Sprintf(`ALERTS{alertname="HeraldIPConflict", alertstate="firing", ip=%q, mac=%q}`, vip, cl.MAC)
-		labtest.Eventually(t, "HeraldIPConflict fires for "+vip.String()+" and "+cl.MAC, func() error {
+		testkit.Eventually(t, labtest.Wait, labtest.Interval, "HeraldIPConflict fires for "+vip.String()+" and "+cl.MAC, func() error {
 			s, err := prom.Query(ctx, conflict)
 			if err != nil {
 				return err
@@ -352,7 +353,7 @@ func TestLabObservability(t *testing.T) {
 		})
 		// worker3 stays the elected owner (it yields the IP, it does not give it to
 		// another node): the owner panel goes on showing it.
-		labtest.Eventually(t, "the owner panel still shows worker3", ownersAre("worker3"))
+		testkit.Eventually(t, labtest.Wait, labtest.Interval, "the owner panel still shows worker3", ownersAre("worker3"))
 		if s, err := prom.Query(ctx, fmt.Sprintf(`ALERTS{alertname="HeraldVIPMultipleOwners", ip=%q}`, vip)); err != nil {
 			t.Error(err)
 		} else if len(s) > 0 {
@@ -360,7 +361,7 @@ func TestLabObservability(t *testing.T) {
 		}
 		heal()
 		// worker3 probes again every --gratuitous-refresh (60 s) and takes the IP back.
-		labtest.Eventually(t, "HeraldIPConflict clears", func() error {
+		testkit.Eventually(t, labtest.Wait, labtest.Interval, "HeraldIPConflict clears", func() error {
 			s, err := prom.Query(ctx, `ALERTS{alertname="HeraldIPConflict"}`)
 			if err != nil {
 				return err
@@ -401,7 +402,7 @@ func (f *fullLab) waitAlert(t *testing.T, prom *lab.Prometheus, alert, ip string
 	if !firing {
 		what = fmt.Sprintf("%s clears for %s", alert, ip)
 	}
-	labtest.Eventually(t, what, func() error {
+	testkit.Eventually(t, labtest.Wait, labtest.Interval, what, func() error {
 		s, err := prom.Query(t.Context(), expr)
 		if err != nil {
 			return err

@@ -24,6 +24,7 @@ import (
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/lab/labtest"
+	"herald.dev/herald/internal/testkit"
 	"herald.dev/herald/speaker/election"
 )
 
@@ -230,7 +231,7 @@ func TestLabCablePullNoDoubleAnswer(t *testing.T) {
 		t.Fatalf("test premise: cable (%s) does not move with %s's cable pulled", vips["cable"], pulled)
 	}
 	var statusBefore, metricBefore map[string]int64
-	labtest.Eventually(t, "every VIPStatus names the VIP's owner", func() (err error) {
+	testkit.Eventually(t, labtest.Wait, labtest.Interval, "every VIPStatus names the VIP's owner", func() (err error) {
 		statusBefore, metricBefore, err = f.leaderChanges(ctx, vips)
 		return err
 	})
@@ -395,7 +396,7 @@ func TestLabPartitionSplit(t *testing.T) {
 				for _, n := range b {
 					was := summaryUse[n]
 					now := was
-					labtest.Eventually(t, n+", back from silence, reads every record afresh from the records digest", func() error {
+					testkit.Eventually(t, labtest.Wait, labtest.Interval, n+", back from silence, reads every record afresh from the records digest", func() error {
 						if now = f.heartbeatSummaryUse(t)[n]; now.afreshDigest > was.afreshDigest {
 							return nil
 						}

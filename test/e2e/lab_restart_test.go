@@ -11,6 +11,7 @@ import (
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/lab/labtest"
+	"herald.dev/herald/internal/testkit"
 	"herald.dev/herald/speaker/election"
 )
 
@@ -79,7 +80,7 @@ func TestLabRollingRestart(t *testing.T) {
 	vips := maps.Clone(f.vips)
 	f.expectOwners(t, vips, "before the rolling restart")
 	var statusBefore map[string]int64
-	labtest.Eventually(t, "every VIPStatus names the VIP's owner", func() (err error) {
+	testkit.Eventually(t, labtest.Wait, labtest.Interval, "every VIPStatus names the VIP's owner", func() (err error) {
 		statusBefore, _, err = f.leaderChanges(t.Context(), vips)
 		return err
 	})

@@ -11,6 +11,7 @@ import (
 
 	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/lab/labtest"
+	"herald.dev/herald/internal/testkit"
 )
 
 // TestLabDeathRumour: a member back from a partition gossips the deaths it declared
@@ -87,7 +88,7 @@ func TestLabMutualRumour(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	labtest.Eventually(t, standIn+" and "+other+" each lose the other to the rumours", func() error {
+	testkit.Eventually(t, labtest.Wait, labtest.Interval, standIn+" and "+other+" each lose the other to the rumours", func() error {
 		if n := f.lostCount(t, standIn, other); n == lostOther {
 			return fmt.Errorf("%s has not lost %s", standIn, other)
 		}
@@ -127,7 +128,7 @@ func (f *fullLab) lostCount(t *testing.T, node, peer string) int {
 func (f *fullLab) waitRefuted(t *testing.T, accused, source string) {
 	t.Helper()
 	refuted := "Refuting a dead message (from: " + source + ")"
-	labtest.Eventually(t, accused+" refutes the rumour from "+source, func() error {
+	testkit.Eventually(t, labtest.Wait, labtest.Interval, accused+" refutes the rumour from "+source, func() error {
 		log, err := os.ReadFile(f.s.Procs[accused+"-speaker"].Log)
 		if err != nil {
 			return err

@@ -20,6 +20,7 @@ import (
 	"herald.dev/herald/cmd/herald/app"
 	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/lab/labtest"
+	"herald.dev/herald/internal/testkit"
 )
 
 // `herald status`, the binary the lab runs, reading the lab's API server: the owner
@@ -103,7 +104,7 @@ func TestLabStatus(t *testing.T) {
 	}
 
 	f.deleteService(t, svc.Name)
-	labtest.Eventually(t, "the VIPStatus of "+vip.String()+" is deleted with its Service (garbage collection)", func() error {
+	testkit.Eventually(t, labtest.Wait, labtest.Interval, "the VIPStatus of "+vip.String()+" is deleted with its Service (garbage collection)", func() error {
 		var v heraldv1.VIPStatus
 		err := f.c.Get(t.Context(), keyIn("default", heraldv1.VIPStatusName(vip)), &v)
 		if apierrors.IsNotFound(err) {
@@ -133,7 +134,7 @@ func (f *fullLab) heraldStatus(tb testing.TB, args ...string) string {
 func (f *fullLab) expectStatus(tb testing.TB, service string, vip netip.Addr, node, when string) app.VIPRow {
 	tb.Helper()
 	var row app.VIPRow
-	labtest.Eventually(tb, fmt.Sprintf("%s: herald status shows %s as the owner of %s", when, node, vip), func() error {
+	testkit.Eventually(tb, labtest.Wait, labtest.Interval, fmt.Sprintf("%s: herald status shows %s as the owner of %s", when, node, vip), func() error {
 		var rep app.StatusReport
 		out := f.heraldStatus(tb, "-n", "default", "-o", "json")
 		if err := json.Unmarshal([]byte(out), &rep); err != nil {
@@ -183,7 +184,7 @@ func TestLabStatusForViewers(t *testing.T) {
 
 	vip := f.vips["svc1"]
 	owner := f.owner(vip)
-	labtest.Eventually(t, "a viewer of default sees the owner of svc1 in herald status", func() error {
+	testkit.Eventually(t, labtest.Wait, labtest.Interval, "a viewer of default sees the owner of svc1 in herald status", func() error {
 		out, err := f.s.Exec(ctx, lab.CPHost, f.s.Herald, "status", "--kubeconfig", viewerKC, "-n", "default", "-o", "json")
 		if err != nil {
 			return err // the aggregation into view may not have happened yet

@@ -14,6 +14,7 @@ import (
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/lab/labtest"
+	"herald.dev/herald/internal/testkit"
 	"herald.dev/herald/speaker/election"
 )
 
@@ -95,7 +96,7 @@ func TestLabLocalTrafficPolicy(t *testing.T) {
 func (f *fullLab) expectLocalAnswers(t *testing.T, vip netip.Addr, pod string) {
 	t.Helper()
 	url, client := lab.VIPURL(vip), f.clientAddr(t, vip)
-	labtest.Eventually(t, "a request to "+url+" answered by "+pod, func() error {
+	testkit.Eventually(t, labtest.Wait, labtest.Interval, "a request to "+url+" answered by "+pod, func() error {
 		body, err := f.get(t, url)
 		if err == nil && whoamiField(body, "Hostname") != pod {
 			err = fmt.Errorf("answered by %q", whoamiField(body, "Hostname"))
@@ -189,7 +190,7 @@ func TestLabServiceDeletion(t *testing.T) {
 	f.deleteService(t, svc.Name)
 	f.expectSilence(t, vip, "Service deleted")
 	for _, n := range f.nodes {
-		labtest.Eventually(t, n+" drops the chains of the deleted Service", func() error {
+		testkit.Eventually(t, labtest.Wait, labtest.Interval, n+" drops the chains of the deleted Service", func() error {
 			dump := f.natTable(t, n)
 			var left []string
 			for _, c := range chains[n] {

@@ -17,7 +17,7 @@ import (
 	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/internal/lab/netlab"
 	"herald.dev/herald/internal/netns"
-	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/internal/testkit"
 	"herald.dev/herald/speaker/election"
 	"herald.dev/herald/speaker/layer2"
 )
@@ -66,7 +66,7 @@ func TestSpeakerForgedClaims(t *testing.T) {
 	time.Sleep(time.Second)
 	second := time.Now()
 	send(forger.MAC(), forger.MAC(), vip)
-	testenv.Eventually(t, 2*forgedSilenceBound, 10*time.Millisecond, owner.Name()+" answering again after the forged replies", func() error {
+	testkit.Eventually(t, 2*forgedSilenceBound, 10*time.Millisecond, owner.Name()+" answering again after the forged replies", func() error {
 		if _, ok := watch.FirstFrom(owner.MAC().String(), second.Add(100*time.Millisecond)); !ok {
 			return fmt.Errorf("no answer from %s since", owner.MAC())
 		}
@@ -105,14 +105,14 @@ func TestSpeakerForgedClaims(t *testing.T) {
 	t.Cleanup(func() { close(stopForger); <-forging })
 	// The forger's broadcast replies count as answers to some requests, so the yield
 	// shows as many unanswered requests rather than one long silence.
-	testenv.Eventually(t, 5*time.Second, 10*time.Millisecond, owner.Name()+" yielding to the forger", func() error {
+	testkit.Eventually(t, 5*time.Second, 10*time.Millisecond, owner.Name()+" yielding to the forger", func() error {
 		if sum := watch.Summary(phase, time.Now()); sum.Unanswered < yieldedRequests {
 			return fmt.Errorf("%d of %d requests unanswered", sum.Unanswered, sum.Requests)
 		}
 		return nil
 	})
 	quiet := time.Now()
-	testenv.Eventually(t, contestedBound, 10*time.Millisecond, owner.Name()+" answering again while the forger sends", func() error {
+	testkit.Eventually(t, contestedBound, 10*time.Millisecond, owner.Name()+" answering again while the forger sends", func() error {
 		if _, ok := watch.FirstFrom(owner.MAC().String(), quiet); !ok {
 			return fmt.Errorf("no answer from %s since it yielded", owner.MAC())
 		}
@@ -137,7 +137,7 @@ func TestSpeakerForgedClaims(t *testing.T) {
 		t.Errorf("herald_l2_conflict_takebacks_total on %s = %v (found %v), want 1", owner.Name(), v, ok)
 	}
 	conflict = fmt.Sprintf(`herald_l2_conflict{ip="%s",mac="%s"}`, vip, forger.MAC())
-	testenv.Eventually(t, forgedSilenceBound, 100*time.Millisecond, "the conflict cleared after the forger stopped", func() error {
+	testkit.Eventually(t, forgedSilenceBound, 100*time.Millisecond, "the conflict cleared after the forger stopped", func() error {
 		if _, ok := sampleValue(c.metrics(owner), conflict); ok {
 			return fmt.Errorf("%s still set", conflict)
 		}

@@ -19,7 +19,7 @@ import (
 
 	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/netns"
-	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/internal/testkit"
 )
 
 // BenchmarkNodeDeath measures what a user of the walkthrough's Services feels when a
@@ -319,7 +319,7 @@ func nodeIsReady(n *corev1.Node) bool {
 // waitNodeAndPodsReady waits until the Node is Ready and every pod on it Running and
 // Ready, as the API server says.
 func waitNodeAndPodsReady(ctx context.Context, l *lab.Lab, node string) error {
-	return testenv.Poll(labWait, 500*time.Millisecond, func() error {
+	return testkit.Poll(labWait, 500*time.Millisecond, func() error {
 		n, err := l.Kube.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -346,7 +346,7 @@ func waitNodeAndPodsReady(ctx context.Context, l *lab.Lab, node string) error {
 func waitVIPsAnswer(ctx context.Context, ns string, vips []netip.Addr) error {
 	load := startVIPLoad(ns, vips)
 	defer load.stop()
-	return testenv.Poll(labWait, 500*time.Millisecond, func() error {
+	return testkit.Poll(labWait, 500*time.Millisecond, func() error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

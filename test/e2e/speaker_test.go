@@ -21,7 +21,7 @@ import (
 	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/internal/lab/netlab"
-	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/internal/testkit"
 	"herald.dev/herald/speaker/election"
 )
 
@@ -167,7 +167,7 @@ func (c *cluster) expectEvent(service, note string) {
 // describes it in the failure.
 func (c *cluster) expectEventMatching(service, want string, match func(note string) bool) {
 	c.t.Helper()
-	testenv.Eventually(c.t, waitFor, 200*time.Millisecond, "an Event "+want+" on "+service, func() error {
+	testkit.Eventually(c.t, waitFor, 200*time.Millisecond, "an Event "+want+" on "+service, func() error {
 		var evs eventsv1.EventList
 		if err := c.API.List(c.t.Context(), &evs, client.InNamespace("default")); err != nil {
 			return err

@@ -30,6 +30,7 @@ import (
 	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/internal/lab/netlab"
+	"herald.dev/herald/internal/testkit"
 )
 
 const (
@@ -234,7 +235,7 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 
 	// The controller creates the memberlist Secret the speakers need.
 	var secret corev1.Secret
-	labtest.Eventually(t, "the memberlist Secret", func() error {
+	testkit.Eventually(t, labtest.Wait, labtest.Interval, "the memberlist Secret", func() error {
 		return e.API.Get(e.ctx, types.NamespacedName{Namespace: heraldNS, Name: "herald-memberlist"}, &secret)
 	})
 
@@ -264,7 +265,7 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 	for _, h := range workers {
 		macs[h.MAC().String()] = h.Name()
 	}
-	labtest.Eventually(t, fmt.Sprintf("one speaker answering ARP for %s", ip), func() error {
+	testkit.Eventually(t, labtest.Wait, labtest.Interval, fmt.Sprintf("one speaker answering ARP for %s", ip), func() error {
 		got, err := lab.WhoHas(clientHost.Namespace(), ip, time.Second)
 		if err != nil {
 			return err
@@ -274,7 +275,7 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 		}
 		return nil
 	})
-	labtest.Eventually(t, "Events IPAllocated (controller) and Announcing (speaker) on svc1", func() error {
+	testkit.Eventually(t, labtest.Wait, labtest.Interval, "Events IPAllocated (controller) and Announcing (speaker) on svc1", func() error {
 		evs, err := e.Kube.EventsV1().Events("default").List(e.ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
@@ -299,7 +300,7 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 	e.secureMetrics(t, tokens, workers[0], "https://"+labtest.SpeakerMetrics+"/metrics", "herald_speaker_token_node_bound 1")
 
 	// The owner publishes itself in svc1's VIPStatus (the speakers' vipstatuses rule).
-	labtest.Eventually(t, "the VIPStatus of "+ip.String()+" names the node answering ARP", func() error {
+	testkit.Eventually(t, labtest.Wait, labtest.Interval, "the VIPStatus of "+ip.String()+" names the node answering ARP", func() error {
 		var v heraldv1.VIPStatus
 		if err := e.API.Get(e.ctx, types.NamespacedName{Namespace: "default", Name: heraldv1.VIPStatusName(ip)}, &v); err != nil {
 			return err
@@ -339,7 +340,7 @@ func (e *labEnv) runAsServiceAccounts(t *testing.T, objs []*unstructured.Unstruc
 	if err != nil {
 		t.Fatalf("making svc2 a ClusterIP Service: %v", err)
 	}
-	labtest.Eventually(t, "svc2 released (no ingress, no pool annotation, Event IPReleased)", func() error {
+	testkit.Eventually(t, labtest.Wait, labtest.Interval, "svc2 released (no ingress, no pool annotation, Event IPReleased)", func() error {
 		if err := e.API.Get(e.ctx, types.NamespacedName{Namespace: "default", Name: "svc2"}, svc); err != nil {
 			return err
 		}
@@ -478,7 +479,7 @@ func hasSample(body, prefix string) bool {
 func (e *labEnv) waitLeader(t *testing.T, not string) string {
 	t.Helper()
 	var holder string
-	labtest.Eventually(t, "a controller leader other than "+strings.TrimSpace(not+" (none)"), func() error {
+	testkit.Eventually(t, labtest.Wait, labtest.Interval, "a controller leader other than "+strings.TrimSpace(not+" (none)"), func() error {
 		var l coordinationv1.Lease
 		if err := e.API.Get(e.ctx, types.NamespacedName{Namespace: heraldNS, Name: "herald-controller"}, &l); err != nil {
 			return err

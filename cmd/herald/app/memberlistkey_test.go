@@ -18,6 +18,7 @@ import (
 	"herald.dev/herald/internal/beatsummary"
 	"herald.dev/herald/internal/memberkey"
 	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/internal/testkit"
 )
 
 // TestMemberlistKeyRotation runs the steps against a real API server, with speakers
@@ -101,7 +102,7 @@ func TestMemberlistKeyRotation(t *testing.T) {
 	if err := e.use(ctx, "next"); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 10*time.Second, 50*time.Millisecond, "a sends with the new key", func() error {
+	testkit.Eventually(t, 10*time.Second, 50*time.Millisecond, "a sends with the new key", func() error {
 		reports, err := e.reports(ctx)
 		if err != nil {
 			return err

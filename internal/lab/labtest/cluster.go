@@ -23,6 +23,7 @@ import (
 	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/lab/netlab"
 	"herald.dev/herald/internal/scheme"
+	"herald.dev/herald/internal/testkit"
 )
 
 // The light clusters' addressing: kind's network, as in the full lab.
@@ -246,7 +247,7 @@ func (c *Cluster) LBService(name, node string, mutate func(*corev1.Service)) net
 func WaitIngress(tb testing.TB, c client.Client, key client.ObjectKey) netip.Addr {
 	tb.Helper()
 	var ip netip.Addr
-	Eventually(tb, "an external IP for Service "+key.String(), func() error {
+	testkit.Eventually(tb, Wait, Interval, "an external IP for Service "+key.String(), func() error {
 		var err error
 		ip, err = Ingress(context.Background(), c, key)
 		return err

@@ -12,19 +12,14 @@ import (
 	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/lab/netlab"
 	"herald.dev/herald/internal/netns"
-	"herald.dev/herald/internal/testenv"
 )
 
 // Wait bounds every wait for a lab to converge. It is a limit, never an assertion on
 // speed: the machine running the tests may be busy.
 const Wait = 90 * time.Second
 
-// Eventually polls check every 200 ms until it returns nil, failing the test with its
-// last error after Wait.
-func Eventually(tb testing.TB, what string, check func() error) {
-	tb.Helper()
-	testenv.Eventually(tb, Wait, 200*time.Millisecond, what, check)
-}
+// Interval is how often a wait for a lab asks again.
+const Interval = 200 * time.Millisecond
 
 // WaitHTTP waits until url, asked from inside h's namespace, answers 200 while p runs
 // (lab.WaitHTTP), failing the test with the end of p's log otherwise.

@@ -16,7 +16,7 @@ import (
 
 	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/internal/lab/netlab"
-	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/internal/testkit"
 )
 
 // TestControlPlaneInNamespace runs etcd, kube-apiserver and kube-controller-manager in
@@ -62,7 +62,7 @@ func TestControlPlaneInNamespace(t *testing.T) {
 	// kube-apiserver writes the kubernetes Service's EndpointSlice from a loop of its
 	// own, which may not have run yet when /readyz first answers.
 	viaW1Client := clientset(t, viaW1)
-	testenv.Eventually(t, time.Minute, 200*time.Millisecond, "the kubernetes Service's EndpointSlice through w1", func() error {
+	testkit.Eventually(t, time.Minute, 200*time.Millisecond, "the kubernetes Service's EndpointSlice through w1", func() error {
 		eps, err := viaW1Client.DiscoveryV1().EndpointSlices("default").Get(ctx, "kubernetes", metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -75,7 +75,7 @@ func TestControlPlaneInNamespace(t *testing.T) {
 
 	// kube-controller-manager connected through the same kubeconfig: its
 	// ServiceAccount controller makes the default ServiceAccount.
-	testenv.Eventually(t, time.Minute, 200*time.Millisecond, "the default ServiceAccount from kube-controller-manager", func() error {
+	testkit.Eventually(t, time.Minute, 200*time.Millisecond, "the default ServiceAccount from kube-controller-manager", func() error {
 		_, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
 		return err
 	})

@@ -11,7 +11,7 @@ import (
 
 	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/internal/lab/netlab"
-	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/internal/testkit"
 )
 
 func TestHostsReachEachOtherAndLinkDownCutsThemOff(t *testing.T) {
@@ -46,7 +46,7 @@ func TestHostsReachEachOtherAndLinkDownCutsThemOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The carrier comes back at once, but allow for the neighbour entry to recover.
-	testenv.Eventually(t, 5*time.Second, 0, "w1 → w2 after LinkUp", func() error { return ping(w1, w2.Addr()) })
+	testkit.Eventually(t, 5*time.Second, 0, "w1 → w2 after LinkUp", func() error { return ping(w1, w2.Addr()) })
 }
 
 func TestMACIsPredictable(t *testing.T) {

@@ -2,6 +2,7 @@ package netlab_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -10,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/internal/testkit"
 )
 
 func TestProcessKilledIsGone(t *testing.T) {
@@ -21,7 +22,8 @@ func TestProcessKilledIsGone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the shell's child", func() bool { return len(children(p.Pid)) > 0 })
+	testkit.Eventually(t, 10*time.Second, 20*time.Millisecond, "the shell's child", testkit.Holds(
+		func() bool { return len(children(p.Pid)) > 0 }, func() string { return "no child" }))
 	child := children(p.Pid)[0]
 	if p.Exited() {
 		t.Fatal("exited at once")
@@ -39,9 +41,12 @@ func TestProcessKilledIsGone(t *testing.T) {
 	if _, err := os.Stat("/proc/" + strconv.Itoa(p.Pid)); err == nil {
 		t.Fatalf("pid %d still exists", p.Pid)
 	}
-	waitFor(t, "the child to die", func() bool {
+	testkit.Eventually(t, 10*time.Second, 20*time.Millisecond, "the child to die", func() error {
 		st, err := os.ReadFile("/proc/" + child + "/stat")
-		return err != nil || strings.Contains(string(st), ") Z")
+		if err != nil || strings.Contains(string(st), ") Z") {
+			return nil
+		}
+		return fmt.Errorf("child %s still runs: %s", child, st)
 	})
 }
 
@@ -87,14 +92,4 @@ func TestProcessStopSendsSIGTERM(t *testing.T) {
 func children(pid int) []string {
 	b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/children")
 	return strings.Fields(string(b))
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	testenv.Eventually(t, 10*time.Second, 20*time.Millisecond, what, func() error {
-		if !cond() {
-			return errors.New("not yet")
-		}
-		return nil
-	})
 }

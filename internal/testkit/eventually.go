@@ -1,6 +1,7 @@
-package testenv
+package testkit
 
 import (
+	"errors"
 	"testing"
 	"time"
 )
@@ -20,6 +21,17 @@ func Eventually(tb testing.TB, limit, interval time.Duration, what string, check
 // as its Cleanup functions, which run after its context has ended.
 func Poll(limit, interval time.Duration, check func() error) error {
 	return poll(limit, interval, func() bool { return false }, check)
+}
+
+// Holds is a check for Eventually made of a condition: while cond is false its error
+// is seen, called only then, so it can describe the state that is not yet right.
+func Holds(cond func() bool, seen func() string) func() error {
+	return func() error {
+		if cond() {
+			return nil
+		}
+		return errors.New(seen())
+	}
 }
 
 func poll(limit, interval time.Duration, stop func() bool, check func() error) error {
