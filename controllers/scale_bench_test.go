@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"herald.dev/herald/controllers"
 	"herald.dev/herald/internal/scheme"
 	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/internal/testkit"
 )
 
 // The scale benchmarks run the controller against a real kube-apiserver and etcd.
@@ -93,7 +93,7 @@ func BenchmarkStartWithPending(b *testing.B) {
 		created := h.createServices(namespace, n, 64)
 		b.ReportMetric(float64(n)/created.Sub(createStart).Seconds(), "created/s")
 
-		baseHeap := heapInUse()
+		baseHeap := testkit.HeapInUse()
 		api.reset()
 		apiserverBefore := h.apiserverWrites()
 		start := time.Now()
@@ -109,12 +109,12 @@ func BenchmarkStartWithPending(b *testing.B) {
 		b.ReportMetric(float64(h.apiserverWrites()-apiserverBefore)/float64(n), "apiserver-writes/alloc")
 		// The event recorder keeps each Event for 6 minutes (client-go's series
 		// window), so this is the heap right after a burst.
-		b.ReportMetric(mib(heapInUse()-baseHeap), "MiB-heap-after-allocating")
+		b.ReportMetric(testkit.MiB(testkit.HeapInUse()-baseHeap), "MiB-heap-after-allocating")
 		c.stop()
 
 		// Restart: every Service holds an IP; one more is created as the controller
 		// starts, and must wait for no more than the rebuild.
-		baseHeap = heapInUse()
+		baseHeap = testkit.HeapInUse()
 		api.reset()
 		start = time.Now()
 		c = h.startControllerOn(cfg, defaultOptions())
@@ -126,13 +126,13 @@ func BenchmarkStartWithPending(b *testing.B) {
 		// may write to them: the count is the new Service's own writes.
 		api.settle()
 		b.ReportMetric(float64(api.count("PATCH services")), "service-writes-at-restart")
-		b.ReportMetric(mib(heapInUse()-baseHeap), "MiB-heap-after-restart")
+		b.ReportMetric(testkit.MiB(testkit.HeapInUse()-baseHeap), "MiB-heap-after-restart")
 		c.stop()
 
 		// The informers' share: a cache of Services and Namespaces alone.
-		baseHeap = heapInUse()
+		baseHeap = testkit.HeapInUse()
 		stopCache := h.startServiceCache()
-		b.ReportMetric(mib(heapInUse()-baseHeap), "MiB-heap-service-informer")
+		b.ReportMetric(testkit.MiB(testkit.HeapInUse()-baseHeap), "MiB-heap-service-informer")
 		stopCache()
 	}
 }
@@ -162,17 +162,6 @@ func (h *harness) startServiceCache() func() {
 			h.t.Error(err)
 		}
 	}
-}
-
-func mib(bytes int64) float64 { return float64(bytes) / (1 << 20) }
-
-// heapInUse is the process's heap in use after a full collection.
-func heapInUse() int64 {
-	runtime.GC()
-	runtime.GC() // the first may leave finalizer-held memory for the second
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return int64(m.HeapInuse)
 }
 
 // createServices creates n LoadBalancer Services in a new namespace with that many

@@ -11,6 +11,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/utils/ptr"
 
+	"herald.dev/herald/internal/testkit"
 	"herald.dev/herald/proxy/runner"
 )
 
@@ -150,29 +151,21 @@ func BenchmarkSyncOneEndpointChanged(b *testing.B) {
 func BenchmarkProxierMemory(b *testing.B) {
 	for _, c := range []benchCase{{ModeNFTables, runner.BackendDefault, 10000, false}, {ModeIPTables, runner.BackendLegacy, 10000, false}} {
 		b.Run(c.String(), func(b *testing.B) {
-			before := heapInUse()
+			before := testkit.HeapInUse()
 			p, svcs, slices := benchProxier(b, c)
-			total := heapInUse() - before
-			before = heapInUse()
+			total := testkit.HeapInUse() - before
+			before = testkit.HeapInUse()
 			svcs2, slices2 := benchObjects(c.services)
-			objects := heapInUse() - before
+			objects := testkit.HeapInUse() - before
 			runtime.KeepAlive(svcs2)
 			runtime.KeepAlive(slices2)
 			for b.Loop() {
 			}
-			b.ReportMetric(float64(total)/(1<<20), "heap-MB")
-			b.ReportMetric(float64(objects)/(1<<20), "objects-MB")
+			b.ReportMetric(testkit.MiB(total), "heap-MB")
+			b.ReportMetric(testkit.MiB(objects), "objects-MB")
 			runtime.KeepAlive(p)
 			runtime.KeepAlive(svcs)
 			runtime.KeepAlive(slices)
 		})
 	}
-}
-
-// heapInUse is the live heap after a collection.
-func heapInUse() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapInuse
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +28,7 @@ import (
 	"herald.dev/herald/internal/memberkey"
 	"herald.dev/herald/internal/scheme"
 	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/internal/testkit"
 	"herald.dev/herald/speaker/quorum"
 	"herald.dev/herald/speaker/records"
 )
@@ -203,8 +203,8 @@ type loadSample struct {
 }
 
 func (r scaleRow) report(b *testing.B) {
-	b.ReportMetric(median(r.detect).Seconds(), "s-death-to-detected")
-	b.ReportMetric(median(r.decided).Seconds(), "s-death-to-decided")
+	b.ReportMetric(testkit.Quantile(r.detect, 0.5).Seconds(), "s-death-to-detected")
+	b.ReportMetric(testkit.Quantile(r.decided, 0.5).Seconds(), "s-death-to-decided")
 	b.ReportMetric(r.steady.writes, "writes/s-steady")
 	b.ReportMetric(r.steady.events, "watch-events/s-steady")
 	b.ReportMetric(r.flap.writes, "writes/s-flap")
@@ -219,22 +219,13 @@ func (r scaleRow) report(b *testing.B) {
 	b.ReportMetric(r.passesPerS, "election-passes/s")
 }
 
-func median(ds []time.Duration) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
 func printScaleTable(w io.Writer, rows []scaleRow) {
 	fmt.Fprintln(w, "\nSpeakers at scale (API server's /metrics, /proc; medians over the deaths)")
 	fmt.Fprintln(w, "| nodes | VIPs | record watchers | death→detected | death→decided (slowest observer) | writes/s steady | lease writes/s | watch events/s steady | watch MB/s | apiserver cores steady | etcd cores steady | writes/s flap | watch events/s flap | watch MB/s flap | apiserver cores flap | etcd cores flap | heap/light speaker MiB (converging / narrow) | heap/observer MiB | election pass ms | passes/s per observer |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
 		fmt.Fprintf(w, "| %d | %d | %d | %s (%s) | %s (%s) | %.1f | %.1f | %.0f | %.2f | %.2f | %.2f | %.1f | %.0f | %.2f | %.2f | %.2f | %.2f / %.2f | %.1f | %.1f | %.1f |\n",
-			r.nodes, r.vips, r.leaseWatchers, durs(median(r.detect)), durList(r.detect), durs(median(r.decided)), durList(r.decided),
+			r.nodes, r.vips, r.leaseWatchers, durs(testkit.Quantile(r.detect, 0.5)), durList(r.detect), durs(testkit.Quantile(r.decided, 0.5)), durList(r.decided),
 			r.steady.writes, r.steady.leaseWrites, r.steady.events, r.steady.eventMB, r.steady.apiserverCPU, r.steady.etcdCPU,
 			r.flap.writes, r.flap.events, r.flap.eventMB, r.flap.apiserverCPU, r.flap.etcdCPU,
 			r.heapLight, r.heapLightNarrow, r.heapObserver, r.passMs, r.passesPerS)
@@ -287,20 +278,20 @@ func (h *scaleHarness) runSize(n, observers, vips, flaps int, window time.Durati
 	}
 
 	// Light speakers first: their heap, once they hear each other.
-	base := heapInUse()
+	base := testkit.HeapInUse()
 	progress("nodes=%d: starting %d light speakers", n, n-observers)
 	r.start = h.sample(0, func() {
 		h.startSpeakers(0, n-observers, false)
 		progress("nodes=%d: started, waiting for them to converge", n)
 		h.waitConverged(n - observers)
 	})
-	r.heapLight = mib(heapInUse()-base) / float64(n-observers)
+	r.heapLight = testkit.MiB(testkit.HeapInUse()-base) / float64(n-observers)
 	// Each still watches every record, 30 s (recordsWideLinger) past its Quorum; then
 	// only those that concern it.
 	h.waitNarrow()
-	r.heapLightNarrow = mib(heapInUse()-base) / float64(n-observers)
+	r.heapLightNarrow = testkit.MiB(testkit.HeapInUse()-base) / float64(n-observers)
 	b.Logf("nodes=%d: heap per light speaker %.2f MiB as they converge, %.2f MiB once none watches every record", n, r.heapLight, r.heapLightNarrow)
-	base = heapInUse()
+	base = testkit.HeapInUse()
 	progress("nodes=%d: starting %d observers", n, observers)
 	h.startSpeakers(n-observers, n, true)
 	settleStart := time.Now()
@@ -308,7 +299,7 @@ func (h *scaleHarness) runSize(n, observers, vips, flaps int, window time.Durati
 	progress("nodes=%d: converged, waiting for elections", n)
 	h.waitElected(vips)
 	progress("nodes=%d: elected, waiting for calm", n)
-	r.heapObserver = mib(heapInUse()-base) / float64(observers)
+	r.heapObserver = testkit.MiB(testkit.HeapInUse()-base) / float64(observers)
 	h.waitCalm()
 	r.settle = time.Since(settleStart)
 	b.Logf("nodes=%d: converged and calm after %s; heap %.2f MiB per light speaker, %.1f MiB per observer",
@@ -991,15 +982,4 @@ func readStat(pid int) (procStat, error) {
 	ut, _ := strconv.ParseFloat(f[11], 64)
 	st, _ := strconv.ParseFloat(f[12], 64)
 	return procStat{comm: s[open+1 : closing], ppid: ppid, cpu: (ut + st) / 100}, nil
-}
-
-func mib(bytes int64) float64 { return float64(bytes) / (1 << 20) }
-
-// heapInUse is the process's heap in use after a full collection.
-func heapInUse() int64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return int64(m.HeapInuse)
 }

@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+
+	"herald.dev/herald/internal/testkit"
 )
 
 // BenchmarkElector compares, at 100, 300 and 1,000 nodes with 10,000 IPs (one Service
@@ -65,13 +67,10 @@ func benchMembership(b *testing.B, v View, svcs []Service, death bool) {
 
 // keptMB is how much heap an Elector holds after electing v and svcs.
 func keptMB(v View, svcs []Service) float64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
+	before := testkit.HeapInUse()
 	e := new(Elector)
 	e.Elect(v, svcs)
-	runtime.GC()
-	runtime.ReadMemStats(&after)
+	kept := testkit.HeapInUse() - before
 	runtime.KeepAlive(e)
-	return float64(after.HeapAlloc-before.HeapAlloc) / (1 << 20)
+	return testkit.MiB(kept)
 }

@@ -1,8 +1,6 @@
 package members
 
 import (
-	"cmp"
-	"math"
 	"math/rand/v2"
 	"net/netip"
 	"os"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"herald.dev/herald/internal/testkit"
 )
 
 // BenchmarkFailureDetection measures the spread of memberlist's failure detection in a
@@ -165,13 +164,5 @@ func withExpected(cfg Config, n int) Config {
 
 // quantileMs is the q-quantile of ds (nearest rank), in milliseconds.
 func quantileMs(ds []time.Duration, q float64) float64 {
-	return float64(quantile(ds, q).Microseconds()) / 1000
-}
-
-// quantile is the q-quantile of v (nearest rank).
-func quantile[T cmp.Ordered](v []T, q float64) T {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	i := int(math.Ceil(q*float64(len(s)))) - 1
-	return s[max(i, 0)]
+	return float64(testkit.Quantile(ds, q).Microseconds()) / 1000
 }

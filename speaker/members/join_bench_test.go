@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"herald.dev/herald/internal/testkit"
 )
 
 // BenchmarkJoinStateSends measures what a member joining a formed cluster costs in
@@ -58,7 +59,7 @@ func joinStateSends(b *testing.B, n int, cfg Config) {
 		perMember = append(perMember, (totalSent(ms)-before)/float64(found))
 		b.StartTimer()
 	}
-	b.ReportMetric(quantile(perMember, 0.5), "sends/member")
+	b.ReportMetric(testkit.Quantile(perMember, 0.5), "sends/member")
 	b.ReportMetric(quantileMs(exchanged, 0.5), "ms-states-exchanged")
 	b.ReportMetric(0, "ns/op")
 	b.Logf("%d members: state messages per member found %v; states exchanged after %v", n, perMember, exchanged)

@@ -12,6 +12,7 @@ import (
 	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/internal/lab/netlab"
+	"herald.dev/herald/internal/testkit"
 )
 
 // BenchmarkFailover measures, from the client namespace, how long a VIP stays
@@ -60,7 +61,7 @@ func BenchmarkFailover(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			med, p95 := quantile(ds, 0.5), quantile(ds, 0.95)
+			med, p95 := testkit.Quantile(ds, 0.5), testkit.Quantile(ds, 0.95)
 			b.ReportMetric(med.Seconds()*1000, f.name+"-median-ms")
 			b.ReportMetric(p95.Seconds()*1000, f.name+"-p95-ms")
 			b.Logf("failover %-9s trials=%d median=%v p95=%v max=%v", f.name, len(ds), med.Round(time.Millisecond),
@@ -102,12 +103,6 @@ func (c *cluster) restartSpeaker(h *netlab.Host) error {
 func (c *cluster) answers(h *netlab.Host, ip netip.Addr) bool {
 	_, err := lab.RoundTrips(c.Client.Namespace(), ip, h.MAC().String(), 1)
 	return err == nil
-}
-
-func quantile(ds []time.Duration, q float64) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[int(q*float64(len(s)-1)+0.5)]
 }
 
 // BenchmarkFailoverDualStack measures a failover of both families at once, on the
@@ -165,7 +160,7 @@ func BenchmarkFailoverDualStack(b *testing.B) {
 				if vip.Is6() {
 					family, by = "ipv6", "ndp"
 				}
-				med, reqMed := quantile(answer[i], 0.5), quantile(request[i], 0.5)
+				med, reqMed := testkit.Quantile(answer[i], 0.5), testkit.Quantile(request[i], 0.5)
 				b.ReportMetric(med.Seconds()*1000, fault.name+"-"+family+"-"+by+"-median-ms")
 				b.ReportMetric(reqMed.Seconds()*1000, fault.name+"-"+family+"-http-median-ms")
 				b.Logf("failover %-9s %s trials=%d %s answer median=%v max=%v; first request ok median=%v max=%v", fault.name, vip, trials, by,

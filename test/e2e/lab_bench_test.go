@@ -25,6 +25,7 @@ import (
 	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/internal/netns"
+	"herald.dev/herald/internal/testkit"
 )
 
 // BenchmarkLab measures, in the full lab (the walkthrough's cluster with pods and the
@@ -74,7 +75,7 @@ func BenchmarkLab(b *testing.B) {
 		var t, all strings.Builder
 		fmt.Fprintf(&t, "full lab (3 workers, proxier), from the client, %d trials: %9s %9s %9s %9s\n", trials, "median", "p95", "min", "max")
 		for _, r := range rows {
-			med, p95 := quantile(r.ds, 0.5), quantile(r.ds, 0.95)
+			med, p95 := testkit.Quantile(r.ds, 0.5), testkit.Quantile(r.ds, 0.95)
 			fmt.Fprintf(&t, "  %-58s %9v %9v %9v %9v\n", r.name, med.Round(time.Millisecond), p95.Round(time.Millisecond),
 				slices.Min(r.ds).Round(time.Millisecond), slices.Max(r.ds).Round(time.Millisecond))
 			if r.metric != "" {

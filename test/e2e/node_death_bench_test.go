@@ -106,7 +106,7 @@ func reportNodeDeath(b *testing.B, results []nodeDeathResult, vips int) {
 		for _, r := range results {
 			vs = append(vs, get(r))
 		}
-		med, p95 := quantileOf(vs, 0.5), quantileOf(vs, 0.95)
+		med, p95 := testkit.Quantile(vs, 0.5), testkit.Quantile(vs, 0.95)
 		b.ReportMetric(med, name+"-median-"+unit)
 		b.ReportMetric(p95, name+"-p95-"+unit)
 		b.Logf("node death: %-14s trials=%d median=%.3g p95=%.3g max=%.3g %s", name, len(vs), med, p95, slices.Max(vs), unit)
@@ -118,12 +118,6 @@ func reportNodeDeath(b *testing.B, results []nodeDeathResult, vips int) {
 	})
 	metric("notready", "s", func(r nodeDeathResult) float64 { return r.NotReady.Seconds() })
 	metric("recovery", "s", func(r nodeDeathResult) float64 { return r.Recovery.Seconds() })
-}
-
-func quantileOf(vs []float64, q float64) float64 {
-	s := slices.Clone(vs)
-	slices.Sort(s)
-	return s[int(q*float64(len(s)-1)+0.5)]
 }
 
 // nodeFault is a way for a node to die, and to come back.

@@ -13,6 +13,7 @@ import (
 
 	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/internal/lab/netlab"
+	"herald.dev/herald/internal/testkit"
 )
 
 // BenchmarkPartition measures, from the client namespace, over trials
@@ -108,7 +109,7 @@ func BenchmarkPartition(b *testing.B) {
 }
 
 func report(b *testing.B, name string, ds []time.Duration) {
-	med, p95 := quantile(ds, 0.5), quantile(ds, 0.95)
+	med, p95 := testkit.Quantile(ds, 0.5), testkit.Quantile(ds, 0.95)
 	b.ReportMetric(med.Seconds()*1000, name+"-median-ms")
 	b.ReportMetric(p95.Seconds()*1000, name+"-p95-ms")
 	b.Logf("%-26s trials=%d median=%v p95=%v max=%v", name, len(ds), med.Round(time.Millisecond),

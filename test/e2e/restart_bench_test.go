@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"herald.dev/herald/internal/lab"
+	"herald.dev/herald/internal/testkit"
 )
 
 // BenchmarkRollingRestart measures what the client sees of a rolling restart of every
@@ -68,9 +69,9 @@ func BenchmarkRollingRestart(b *testing.B) {
 			failed, broken, moved = append(failed, float64(fl)), append(broken, float64(br)), append(moved, float64(mv))
 		}
 		report := func(what string, vs []float64) {
-			b.ReportMetric(quantileOf(vs, 0.5), what+"-median")
-			b.ReportMetric(quantileOf(vs, 0.95), what+"-p95")
-			b.Logf("%s: %s median %.3g p95 %.3g max %.3g (trials %d)", name, what, quantileOf(vs, 0.5), quantileOf(vs, 0.95), slices.Max(vs), len(vs))
+			b.ReportMetric(testkit.Quantile(vs, 0.5), what+"-median")
+			b.ReportMetric(testkit.Quantile(vs, 0.95), what+"-p95")
+			b.Logf("%s: %s median %.3g p95 %.3g max %.3g (trials %d)", name, what, testkit.Quantile(vs, 0.5), testkit.Quantile(vs, 0.95), slices.Max(vs), len(vs))
 		}
 		report("failed", failed)
 		report("broken", broken)
@@ -126,9 +127,9 @@ func BenchmarkRollingRestart(b *testing.B) {
 				b.Logf("cable-back trial %d: %d requests failed, %d keep-alive connections broke, %d VIP moves after %s's cable came back", i+1, fl, br, mv, owner)
 				failed, broken, moved = append(failed, float64(fl)), append(broken, float64(br)), append(moved, float64(mv))
 			}
-			b.ReportMetric(quantileOf(failed, 0.5), "failed-median")
-			b.ReportMetric(quantileOf(broken, 0.5), "broken-median")
-			b.ReportMetric(quantileOf(moved, 0.5), "moves-median")
+			b.ReportMetric(testkit.Quantile(failed, 0.5), "failed-median")
+			b.ReportMetric(testkit.Quantile(broken, 0.5), "broken-median")
+			b.ReportMetric(testkit.Quantile(moved, 0.5), "moves-median")
 			b.Logf("cable-back: failed max %.0f, broken max %.0f, moves max %.0f (trials %d)", slices.Max(failed), slices.Max(broken), slices.Max(moved), len(failed))
 		}
 	})
