@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -24,6 +23,7 @@ import (
 	"herald.dev/herald/controllers"
 	"herald.dev/herald/internal/metricsserve"
 	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/internal/testkit"
 )
 
 const (
@@ -124,14 +124,7 @@ func (h *harness) pool(name string, mutate func(*heraldv1.IPAddressPool), addrs 
 func (h *harness) service(name string, mutate func(*corev1.Service)) *corev1.Service {
 	h.t.Helper()
 	k := key(name)
-	s := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: k.Name, Namespace: k.Namespace},
-		Spec: corev1.ServiceSpec{
-			Type:     corev1.ServiceTypeLoadBalancer,
-			Selector: map[string]string{"app": k.Name},
-			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
-		},
-	}
+	s := testkit.LBService(k.Namespace, k.Name, testkit.Selecting("app", k.Name), testkit.TargetPort(8080))
 	if mutate != nil {
 		mutate(s)
 	}

@@ -173,7 +173,7 @@ func (h *harness) createServices(namespace string, n, creators int) time.Time {
 		h.t.Fatal(err)
 	}
 	err := testenv.Parallel(h.env.Config, creators, n, func(c client.Client, j int) error {
-		return c.Create(h.ctx, testenv.LoadBalancerService(namespace, fmt.Sprintf("s%d", j)))
+		return c.Create(h.ctx, testkit.LBService(namespace, fmt.Sprintf("s%d", j), testkit.WithoutNodePorts()))
 	})
 	if err != nil {
 		h.t.Fatal(err)

@@ -24,8 +24,9 @@ func benchObjects(n int) ([]*corev1.Service, []*discoveryv1.EndpointSlice) {
 	for i := range n {
 		hi, lo := i>>8, i&255
 		name := fmt.Sprintf("svc%d", i)
-		svcs[i] = lbService(name, fmt.Sprintf("10.96.%d.%d", hi, lo), fmt.Sprintf("198.18.%d.%d", hi, lo), int32(30000+i%2768))
-		svcs[i].Namespace, svcs[i].ResourceVersion = fmt.Sprintf("ns%d", i%100), "1"
+		svcs[i] = testkit.LBService(fmt.Sprintf("ns%d", i%100), name, testkit.ClusterIP(fmt.Sprintf("10.96.%d.%d", hi, lo)),
+			testkit.Ingress(fmt.Sprintf("198.18.%d.%d", hi, lo)), testkit.NodePort(int32(30000+i%2768)))
+		svcs[i].ResourceVersion = "1"
 		var eps []string
 		for e := range 10 {
 			node := "other"

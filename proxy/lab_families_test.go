@@ -42,7 +42,7 @@ func TestProxierIPv4OnlyWithoutIP6Tables(t *testing.T) {
 	if v4, v6 := h.metric("herald_proxy_family_programmed", "family", "IPv4"), h.metric("herald_proxy_family_programmed", "family", "IPv6"); v4 != 1 || v6 != 0 {
 		t.Errorf("herald_proxy_family_programmed IPv4 %v IPv6 %v, want 1 and 0", v4, v6)
 	}
-	h.p.Update([]*corev1.Service{lbService("web", "10.96.0.10", "198.51.100.10", 30080)},
+	h.p.Update([]*corev1.Service{webService()},
 		[]*discoveryv1.EndpointSlice{slice("web", 8080, corev1.ProtocolTCP, "172.31.0.65@node")})
 	testkit.Eventually(t, 10*time.Second, 50*time.Millisecond, "IPv4 synced", func() error {
 		if st := h.p.Status(); !st.Synced {

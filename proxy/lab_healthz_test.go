@@ -22,7 +22,7 @@ func TestProxierHealthzInNamespace(t *testing.T) {
 	lab := newLab(t, "hpxh-")
 	node := addNode(t, lab)
 	h := startProxier(t, node, nil)
-	h.p.Update([]*corev1.Service{lbService("web", "10.96.0.10", "198.51.100.10", 30080)}, nil)
+	h.p.Update([]*corev1.Service{webService()}, nil)
 	testkit.Eventually(t, 10*time.Second, 50*time.Millisecond, "healthy /livez", func() error {
 		code, body, err := getInNamespace(node, "172.31.0.3:10256", "/livez")
 		if err != nil {

@@ -23,6 +23,7 @@ import (
 
 	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/internal/lab/netlab"
+	"herald.dev/herald/internal/testkit"
 )
 
 // TestMain checks that no test touched the machine's own iptables: every test works in
@@ -230,27 +231,6 @@ func sepChain(portName, proto, endpoint string) string {
 	return "KUBE-SEP-" + hash(portName, proto, endpoint)
 }
 
-// lbService is a LoadBalancer Service with one port "http" (80 → 8080/TCP, NodePort)
-// and the VIP as its ingress IP.
-func lbService(name, clusterIP, vip string, nodePort int32, edit ...func(*corev1.Service)) *corev1.Service {
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: name},
-		Spec: corev1.ServiceSpec{
-			Type:       corev1.ServiceTypeLoadBalancer,
-			ClusterIP:  clusterIP,
-			ClusterIPs: []string{clusterIP},
-			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80,
-				NodePort: nodePort}},
-			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyCluster,
-		},
-	}
-	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: vip}}
-	for _, e := range edit {
-		e(svc)
-	}
-	return svc
-}
-
 // slice is an EndpointSlice of Service svc with port "http" on target, protocol TCP
 // unless given, and ready endpoints on the given nodes ("ip@node").
 func slice(svc string, target int32, proto corev1.Protocol, eps ...string) *discoveryv1.EndpointSlice {
@@ -286,4 +266,11 @@ func containsAll(rules []string, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+// webService is the Service most lab tests program: demo/web, cluster IP 10.96.0.10,
+// VIP 198.51.100.10, node port 30080.
+func webService() *corev1.Service {
+	return testkit.LBService("demo", "web",
+		testkit.ClusterIP("10.96.0.10"), testkit.Ingress("198.51.100.10"), testkit.NodePort(30080))
 }

@@ -20,8 +20,9 @@ func TestProxierSyncs(t *testing.T) {
 	node := addNode(t, lab)
 	h := startProxier(t, node, nil)
 
-	web := lbService("web", "10.96.0.10", "198.51.100.10", 30080)
-	api := lbService("api", "10.96.0.11", "198.51.100.11", 30081)
+	web := webService()
+	api := testkit.LBService("demo", "api",
+		testkit.ClusterIP("10.96.0.11"), testkit.Ingress("198.51.100.11"), testkit.NodePort(30081))
 	webEPs := slice("web", 8080, corev1.ProtocolTCP, "172.31.0.65@node", "172.31.0.66@other")
 	apiEPs := slice("api", 8080, corev1.ProtocolTCP, "172.31.0.67@node")
 	webC, apiC := portChains("demo/web:http", "tcp"), portChains("demo/api:http", "tcp")
@@ -32,10 +33,11 @@ func TestProxierSyncs(t *testing.T) {
 	// A Service the proxier cannot fully express: an unparsable external IP (the
 	// conversion drops it) and a protocol iptables has no rules for (the generator
 	// drops the port). It is counted and blocks nobody.
-	bad := lbService("bad", "10.96.0.12", "198.51.100.12", 30082, func(s *corev1.Service) {
-		s.Spec.ExternalIPs = []string{"nonsense"}
-		s.Spec.Ports[0].Protocol = "ICMP"
-	})
+	bad := testkit.LBService("demo", "bad",
+		testkit.ClusterIP("10.96.0.12"), testkit.Ingress("198.51.100.12"), testkit.NodePort(30082), func(s *corev1.Service) {
+			s.Spec.ExternalIPs = []string{"nonsense"}
+			s.Spec.Ports[0].Protocol = "ICMP"
+		})
 	h.p.Update([]*corev1.Service{web, api, bad}, []*discoveryv1.EndpointSlice{webEPs, apiEPs})
 
 	// 1. The first sync is full: the whole path of a LoadBalancer Service, and the
@@ -179,7 +181,7 @@ func expectOffBesideKubeProxy(t *testing.T, prefix string, mark []string, want s
 	node := addNode(t, lab)
 	mustExec(t, node, mark...)
 	h := startProxier(t, node, nil)
-	h.p.Update([]*corev1.Service{lbService("web", "10.96.0.10", "198.51.100.10", 30080)},
+	h.p.Update([]*corev1.Service{webService()},
 		[]*discoveryv1.EndpointSlice{slice("web", 8080, corev1.ProtocolTCP, "172.31.0.65@node")})
 	testkit.Eventually(t, 5*time.Second, 50*time.Millisecond, "disabled", func() error {
 		if st := h.p.Status(); !strings.Contains(st.Disabled, want) {
@@ -198,7 +200,7 @@ func expectOffBesideKubeProxy(t *testing.T, prefix string, mark []string, want s
 	// Later: kube-proxy starts on a node the proxier already programs.
 	node2 := addHost(t, lab, "node2", "172.31.0.4")
 	h2 := startProxier(t, node2, func(c *Config) { c.NodeName = "node2" })
-	h2.p.Update([]*corev1.Service{lbService("web", "10.96.0.10", "198.51.100.10", 30080)}, nil)
+	h2.p.Update([]*corev1.Service{webService()}, nil)
 	testkit.Eventually(t, 5*time.Second, 50*time.Millisecond, "first sync", func() error {
 		if !h2.p.Status().Synced {
 			return fmt.Errorf("not synced")
@@ -222,7 +224,7 @@ func TestProxierModeNone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Update([]*corev1.Service{lbService("web", "10.96.0.10", "198.51.100.10", 30080)}, nil)
+	p.Update([]*corev1.Service{webService()}, nil)
 	if st := p.Status(); !strings.Contains(st.Disabled, "--proxy=none") || st.Mode != ModeNone {
 		t.Errorf("status %+v", st)
 	}
@@ -243,11 +245,10 @@ func TestProxierDualStack(t *testing.T) {
 		c.NodeIPs = append(c.NodeIPs, netip.MustParseAddr("fd00:31::3"))
 		c.ClusterCIDRs = append(c.ClusterCIDRs, "fd00:31::40/122")
 	})
-	web := lbService("web", "10.96.0.10", "198.51.100.10", 30080, func(s *corev1.Service) {
-		s.Spec.ClusterIPs = append(s.Spec.ClusterIPs, "fd00:96::10")
-		s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
-		s.Status.LoadBalancer.Ingress = append(s.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: "fd00:51::10"})
-	})
+	web := webService()
+	web.Spec.ClusterIPs = append(web.Spec.ClusterIPs, "fd00:96::10")
+	web.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+	web.Status.LoadBalancer.Ingress = append(web.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: "fd00:51::10"})
 	v4 := slice("web", 8080, corev1.ProtocolTCP, "172.31.0.65@node")
 	v6 := slice("web", 8080, corev1.ProtocolTCP, "fd00:31::65@node")
 	v6.Name, v6.AddressType = "web-6", discoveryv1.AddressTypeIPv6
@@ -285,8 +286,9 @@ func TestProxierRecoversFromFailedRestore(t *testing.T) {
 	lab := newLab(t, "hpxf-")
 	node := addNode(t, lab)
 	h := startProxier(t, node, nil)
-	web := lbService("web", "10.96.0.10", "198.51.100.10", 30080)
-	api := lbService("api", "10.96.0.11", "198.51.100.11", 30081)
+	web := webService()
+	api := testkit.LBService("demo", "api",
+		testkit.ClusterIP("10.96.0.11"), testkit.Ingress("198.51.100.11"), testkit.NodePort(30081))
 	apiC := portChains("demo/api:http", "tcp")
 	apiEPs := slice("api", 8080, corev1.ProtocolTCP, "172.31.0.67@node")
 	h.p.Update([]*corev1.Service{web, api}, []*discoveryv1.EndpointSlice{

@@ -114,13 +114,15 @@ func testProxierTraffic(t *testing.T, mode Mode, prefix string) {
 	sticky := func(s *corev1.Service) { s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP }
 	fenced := func(s *corev1.Service) { s.Spec.LoadBalancerSourceRanges = []string{"192.0.2.0/24"} }
 	svcs := []*corev1.Service{
-		lbService("web", "10.96.0.10", "198.51.100.10", 30080),
-		lbService("local", "10.96.0.20", "198.51.100.20", 30081, local),
-		lbService("remote", "10.96.0.21", "198.51.100.21", 30082, remote),
-		lbService("dns", "10.96.0.30", "198.51.100.30", 0, dns),
-		lbService("sticky", "10.96.0.40", "198.51.100.40", 0, sticky),
-		lbService("empty", "10.96.0.41", "198.51.100.41", 0),
-		lbService("fenced", "10.96.0.42", "198.51.100.42", 0, fenced),
+		webService(),
+		testkit.LBService("demo", "local",
+			testkit.ClusterIP("10.96.0.20"), testkit.Ingress("198.51.100.20"), testkit.NodePort(30081), local),
+		testkit.LBService("demo", "remote",
+			testkit.ClusterIP("10.96.0.21"), testkit.Ingress("198.51.100.21"), testkit.NodePort(30082), remote),
+		testkit.LBService("demo", "dns", testkit.ClusterIP("10.96.0.30"), testkit.Ingress("198.51.100.30"), dns),
+		testkit.LBService("demo", "sticky", testkit.ClusterIP("10.96.0.40"), testkit.Ingress("198.51.100.40"), sticky),
+		testkit.LBService("demo", "empty", testkit.ClusterIP("10.96.0.41"), testkit.Ingress("198.51.100.41")),
+		testkit.LBService("demo", "fenced", testkit.ClusterIP("10.96.0.42"), testkit.Ingress("198.51.100.42"), fenced),
 	}
 	dnsPod1 := slice("dns", 5353, corev1.ProtocolUDP, "172.31.0.65@node")
 	slices := []*discoveryv1.EndpointSlice{

@@ -13,6 +13,7 @@ import (
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/poolapi"
+	"herald.dev/herald/internal/testkit"
 	"herald.dev/herald/speaker/election"
 )
 
@@ -80,7 +81,8 @@ func passInputs(nodes, services int) Inputs {
 	}
 	for i := range services {
 		name := fmt.Sprintf("svc-%05d", i)
-		in.Services = append(in.Services, lbService(name, fmt.Sprintf("10.%d.%d.%d", 100+i>>16, i>>8&0xff, i&0xff)))
+		in.Services = append(in.Services, testkit.LBService("default", name,
+			testkit.Ingress(fmt.Sprintf("10.%d.%d.%d", 100+i>>16, i>>8&0xff, i&0xff))))
 		sl := &discoveryv1.EndpointSlice{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name + "-abcde",
 				Labels: map[string]string{discoveryv1.LabelServiceName: name}},

@@ -20,6 +20,7 @@ import (
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/scheme"
+	"herald.dev/herald/internal/testkit"
 	"herald.dev/herald/speaker/claims"
 	"herald.dev/herald/speaker/election"
 	"herald.dev/herald/speaker/layer2"
@@ -124,7 +125,7 @@ func passSpeaker(t *testing.T, self string, nodes []string, vip netip.Addr) (*Sp
 		addressPool("pool", time.Unix(0, 0), "10.0.0.0/24"),
 		&heraldv1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Namespace: "herald-system", Name: "l2"}},
 	}
-	svc := lbService("web", vip.String())
+	svc := testkit.LBService("default", "web", testkit.Ingress(vip.String()))
 	svc.Spec.Ports = []corev1.ServicePort{{Port: 80, Protocol: corev1.ProtocolTCP}}
 	objs = append(objs, svc, &discoveryv1.EndpointSlice{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-1", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},

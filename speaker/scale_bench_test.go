@@ -850,7 +850,7 @@ func (h *scaleHarness) createVIPs(vips int) {
 		}
 	}
 	h.parallel(vips, func(c client.Client, i int) error {
-		s := testenv.LoadBalancerService("scale", fmt.Sprintf("s%d", i))
+		s := testkit.LBService("scale", fmt.Sprintf("s%d", i), testkit.WithoutNodePorts())
 		s.Annotations = map[string]string{heraldv1.AnnotationAllocatedFromPool: "scale"}
 		if err := c.Create(ctx, s); err != nil {
 			return err

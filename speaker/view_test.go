@@ -14,32 +14,23 @@ import (
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/poolapi"
+	"herald.dev/herald/internal/testkit"
 )
 
-func lbService(name string, ips ...string) *corev1.Service {
-	s := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
-		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer},
-	}
-	for _, ip := range ips {
-		s.Status.LoadBalancer.Ingress = append(s.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
-	}
-	return s
-}
-
 func TestBuildViewServices(t *testing.T) {
-	other := lbService("other-class", "10.0.0.9")
+	other := testkit.LBService("default", "other-class", testkit.Ingress("10.0.0.9"))
 	other.Spec.LoadBalancerClass = ptr.To("example.com/lb")
-	ours := lbService("our-class", "10.0.0.8")
+	ours := testkit.LBService("default", "our-class", testkit.Ingress("10.0.0.8"))
 	ours.Spec.LoadBalancerClass = ptr.To("herald.dev/lb")
-	clusterIP := lbService("cluster-ip", "10.0.0.7")
+	clusterIP := testkit.LBService("default", "cluster-ip", testkit.Ingress("10.0.0.7"))
 	clusterIP.Spec.Type = corev1.ServiceTypeClusterIP
-	local := lbService("local", "10.0.0.2", "fd00::2")
+	local := testkit.LBService("default", "local", testkit.Ingress("10.0.0.2", "fd00::2"))
 	local.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 	in := Inputs{
 		LBClass: "herald.dev/lb",
 		Services: []*corev1.Service{
-			lbService("plain", "10.0.0.1"), local, lbService("pending"), lbService("bad-ip", "10.0.0.300"),
+			testkit.LBService("default", "plain", testkit.Ingress("10.0.0.1")), local,
+			testkit.LBService("default", "pending"), testkit.LBService("default", "bad-ip", testkit.Ingress("10.0.0.300")),
 			other, ours, clusterIP,
 		},
 		EndpointSlices: []*discoveryv1.EndpointSlice{{
@@ -104,7 +95,7 @@ func TestBuildViewPoolFromIP(t *testing.T) {
 		addressPool("late", t0.Add(time.Minute), "10.0.1.128/25", "10.0.3.0/24"),
 	}
 	annotated := func(name, ip string, annotations ...string) *corev1.Service {
-		s := lbService(name, ip)
+		s := testkit.LBService("default", name, testkit.Ingress(ip))
 		s.Annotations = map[string]string{}
 		for i := 0; i+1 < len(annotations); i += 2 {
 			s.Annotations[annotations[i]] = annotations[i+1]

@@ -3,10 +3,7 @@ package testenv
 import (
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"herald.dev/herald/internal/scheme"
@@ -42,17 +39,4 @@ func Parallel(cfg *rest.Config, workers, n int, f func(c client.Client, i int) e
 	wg.Wait()
 	close(errs)
 	return <-errs
-}
-
-// LoadBalancerService is a LoadBalancer Service of one TCP port, 80, without node
-// ports: thousands of Services would exhaust the node port range.
-func LoadBalancerService(namespace, name string) *corev1.Service {
-	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		Spec: corev1.ServiceSpec{
-			Type:                          corev1.ServiceTypeLoadBalancer,
-			AllocateLoadBalancerNodePorts: ptr.To(false),
-			Ports:                         []corev1.ServicePort{{Port: 80}},
-		},
-	}
 }

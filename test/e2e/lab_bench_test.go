@@ -158,7 +158,8 @@ func (f *fullLab) benchProgramming(b *testing.B, trials int) []benchRow {
 	}
 	setLabel("webpod1", true)
 	b.Cleanup(func() { setLabel("webpod1", false); setLabel("webpod2", false) })
-	svc := f.createService(b, lbService("bench-prog", func(s *corev1.Service) { s.Spec.Selector = map[string]string{label: "on"} }))
+	svc := f.createService(b, testkit.LBService("default", "bench-prog",
+		webpods, func(s *corev1.Service) { s.Spec.Selector = map[string]string{label: "on"} }))
 	vip := f.waitIP(b, svc.Name)
 	url := "http://" + vip.String() + "/"
 	f.expectCurls(b, url, 10, "bench-prog before the trials")
@@ -222,7 +223,7 @@ func (f *fullLab) benchCreate(b *testing.B, trials int) []benchRow {
 			b.Fatal(err)
 		}
 		t0 := time.Now()
-		f.createService(b, lbService(name))
+		f.createService(b, testkit.LBService("default", name, webpods))
 		var vip netip.Addr
 		var tIP time.Time
 		timeout := time.After(labWait)

@@ -48,7 +48,7 @@ func TestLabDualStack(t *testing.T) {
 	}
 	created := map[string]*corev1.Service{}
 	for _, s := range services {
-		created[s.name] = f.createService(t, lbService(s.name, func(svc *corev1.Service) {
+		created[s.name] = f.createService(t, testkit.LBService("default", s.name, webpods, func(svc *corev1.Service) {
 			svc.Spec.IPFamilyPolicy, svc.Spec.IPFamilies = &s.policy, s.families
 		}))
 	}
@@ -152,11 +152,12 @@ func testDualStackLocal(t *testing.T, f *fullLab) {
 	watch := labtest.WatchNDP(t, f.clientNS, vip, 20*time.Millisecond)
 	start := time.Now()
 	single := corev1.IPFamilyPolicySingleStack
-	f.createService(t, lbService("local6", annotate(heraldv1.AnnotationLoadBalancerIPs, vip.String()), func(s *corev1.Service) {
-		s.Spec.IPFamilyPolicy, s.Spec.IPFamilies = &single, []corev1.IPFamily{corev1.IPv6Protocol}
-		s.Spec.Selector = map[string]string{podLabel: "webpod1"}
-		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
-	}))
+	f.createService(t, testkit.LBService("default", "local6",
+		webpods, testkit.Annotated(heraldv1.AnnotationLoadBalancerIPs, vip.String()), func(s *corev1.Service) {
+			s.Spec.IPFamilyPolicy, s.Spec.IPFamilies = &single, []corev1.IPFamily{corev1.IPv6Protocol}
+			s.Spec.Selector = map[string]string{podLabel: "webpod1"}
+			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		}))
 	if got := f.waitIngresses(t, "local6", 1); got[0] != vip {
 		t.Fatalf("Service local6 asked for %s and got %v", vip, got)
 	}
@@ -353,7 +354,8 @@ func (f *fullLab) dualStackServiceFor(tb testing.TB, name, node string) []netip.
 	tb.Helper()
 	v4, v6 := f.freeDualStackFirstFor(tb, node)
 	policy := corev1.IPFamilyPolicyRequireDualStack
-	f.createService(tb, lbService(name, annotate(heraldv1.AnnotationLoadBalancerIPs, v4.String()+","+v6.String()),
+	f.createService(tb, testkit.LBService("default", name, webpods,
+		testkit.Annotated(heraldv1.AnnotationLoadBalancerIPs, v4.String()+","+v6.String()),
 		func(svc *corev1.Service) { svc.Spec.IPFamilyPolicy = &policy }))
 	vips := f.waitIngresses(tb, name, 2)
 	if !slices.Contains(vips, v4) || !slices.Contains(vips, v6) {

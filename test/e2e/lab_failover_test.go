@@ -13,6 +13,7 @@ import (
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/lab"
+	"herald.dev/herald/internal/testkit"
 	"herald.dev/herald/speaker/election"
 )
 
@@ -148,7 +149,8 @@ func TestLabL2AdvertisementNodeSelectors(t *testing.T) {
 		Spec: heraldv1.L2AdvertisementSpec{IPAddressPools: []string{"he-sel"},
 			NodeSelectors: []heraldv1.LabelSelector{hostname(order[2])}}}
 	f.createObject(t, ad)
-	svc := f.createService(t, lbService("selected", annotate(heraldv1.AnnotationAddressPool, "he-sel")))
+	svc := f.createService(t, testkit.LBService("default", "selected",
+		webpods, testkit.Annotated(heraldv1.AnnotationAddressPool, "he-sel")))
 	vip := f.waitIP(t, svc.Name)
 	if vip != first {
 		t.Fatalf("Service selected got %s, want %s, the first address of pool he-sel", vip, first)

@@ -33,7 +33,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -374,31 +373,11 @@ func (f *fullLab) ingress(ctx context.Context, name string) (netip.Addr, error) 
 
 // --- Services -------------------------------------------------------------------
 
-// lbService returns a LoadBalancer Service named name in default selecting the
-// walkthrough's pods (app=webpod) on port 80 named http, as hack/demo/services.yaml.
-func lbService(name string, mutate ...func(*corev1.Service)) *corev1.Service {
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
-		Spec: corev1.ServiceSpec{
-			Type:     corev1.ServiceTypeLoadBalancer,
-			Selector: map[string]string{"app": "webpod"},
-			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80,
-				TargetPort: intstr.FromInt32(80)}},
-		},
-	}
-	for _, m := range mutate {
-		m(svc)
-	}
-	return svc
-}
-
-func annotate(key, value string) func(*corev1.Service) {
-	return func(s *corev1.Service) {
-		if s.Annotations == nil {
-			s.Annotations = map[string]string{}
-		}
-		s.Annotations[key] = value
-	}
+// webpods makes a Service send to the walkthrough's pods (app=webpod) on their port 80,
+// as hack/demo/services.yaml does.
+func webpods(s *corev1.Service) {
+	testkit.Selecting("app", "webpod")(s)
+	testkit.TargetPort(80)(s)
 }
 
 // createService creates svc and deletes it when the test ends.
@@ -448,7 +427,8 @@ func (f *fullLab) usedIPs(tb testing.TB) map[netip.Addr]string {
 func (f *fullLab) serviceFirstFor(tb testing.TB, name, node string) (*corev1.Service, netip.Addr) {
 	tb.Helper()
 	want := f.freeIPFirstFor(tb, node)
-	svc := f.createService(tb, lbService(name, annotate(heraldv1.AnnotationLoadBalancerIPs, want.String())))
+	svc := f.createService(tb, testkit.LBService("default", name,
+		webpods, testkit.Annotated(heraldv1.AnnotationLoadBalancerIPs, want.String())))
 	if vip := f.waitIP(tb, svc.Name); vip != want {
 		tb.Fatalf("Service %s asked for %s and got %s", name, want, vip)
 	}

@@ -26,9 +26,10 @@ import (
 // out a new IP sees no ingress change, and the new IP is none of those held.
 func TestLabControllerRestartKeepsIPs(t *testing.T) {
 	f := fullLabFor(t)
-	shared := annotate(heraldv1.AnnotationAllowSharedIP, "he-restart")
-	f.createService(t, lbService("keep-a", shared))
-	f.createService(t, lbService("keep-b", shared, func(s *corev1.Service) { s.Spec.Ports[0].Port = 8080 }))
+	shared := testkit.Annotated(heraldv1.AnnotationAllowSharedIP, "he-restart")
+	f.createService(t, testkit.LBService("default", "keep-a", webpods, shared))
+	f.createService(t, testkit.LBService("default", "keep-b",
+		webpods, shared, func(s *corev1.Service) { s.Spec.Ports[0].Port = 8080 }))
 	f.waitIP(t, "keep-a")
 	f.waitIP(t, "keep-b")
 
@@ -45,7 +46,7 @@ func TestLabControllerRestartKeepsIPs(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The restarted controller has read every allocation once it gives out a new IP.
-	f.createService(t, lbService("after-restart"))
+	f.createService(t, testkit.LBService("default", "after-restart", webpods))
 	probe := f.waitIP(t, "after-restart")
 	changes := stopWatch()
 	for k, ip := range before {
@@ -133,17 +134,17 @@ func TestLabPoolExhaustionAndRelease(t *testing.T) {
 	f.createObject(t, pool)
 	f.createObject(t, &heraldv1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Namespace: heraldNS, Name: "he-small"},
 		Spec: heraldv1.L2AdvertisementSpec{IPAddressPools: []string{"he-small"}}})
-	fromSmall := annotate(heraldv1.AnnotationAddressPool, "he-small")
+	fromSmall := testkit.Annotated(heraldv1.AnnotationAddressPool, "he-small")
 
-	f.createService(t, lbService("ex1", fromSmall))
+	f.createService(t, testkit.LBService("default", "ex1", webpods, fromSmall))
 	if ip := f.waitIP(t, "ex1"); ip != netip.MustParseAddr("172.18.255.10") {
 		t.Fatalf("ex1 got %s, want 172.18.255.10, the first address of he-small", ip)
 	}
-	f.createService(t, lbService("ex2", fromSmall))
+	f.createService(t, testkit.LBService("default", "ex2", webpods, fromSmall))
 	if ip := f.waitIP(t, "ex2"); ip != netip.MustParseAddr("172.18.255.11") {
 		t.Fatalf("ex2 got %s, want 172.18.255.11, the last address of he-small", ip)
 	}
-	ex3 := f.createService(t, lbService("ex3", fromSmall))
+	ex3 := f.createService(t, testkit.LBService("default", "ex3", webpods, fromSmall))
 	f.expectEvent(t, ex3, corev1.EventTypeWarning, "AllocationFailed",
 		noteIs(`no available IPs in pool "he-small" (IPv4: 2 of 2 in use); the Service keeps running and gets an IP as soon as one is free`),
 		"saying he-small is exhausted")
@@ -219,7 +220,8 @@ func TestLabBadPoolRefused(t *testing.T) {
 func TestLabIPOutsidePools(t *testing.T) {
 	f := fullLabFor(t)
 	const outside = "172.18.254.10"
-	svc := f.createService(t, lbService("outside", annotate(heraldv1.AnnotationLoadBalancerIPs, outside)))
+	svc := f.createService(t, testkit.LBService("default", "outside",
+		webpods, testkit.Annotated(heraldv1.AnnotationLoadBalancerIPs, outside)))
 	f.expectEvent(t, svc, corev1.EventTypeWarning, "AllocationFailed",
 		noteHas("IP "+outside+" is not available to this Service"), "saying the IP is not available")
 	if ip, err := f.ingress(t.Context(), "outside"); err != nil || ip.IsValid() {
@@ -229,7 +231,7 @@ func TestLabIPOutsidePools(t *testing.T) {
 	for _, name := range walkthrough {
 		f.expectCurls(t, "http://"+f.vips[name].String()+"/", 50, name+" while Service outside waits")
 	}
-	f.createService(t, lbService("beside-outside"))
+	f.createService(t, testkit.LBService("default", "beside-outside", webpods))
 	ip := f.waitIP(t, "beside-outside")
 	f.expectCurls(t, "http://"+ip.String()+"/", 20, "a Service created meanwhile")
 	if ip, err := f.ingress(t.Context(), "outside"); err != nil || ip.IsValid() {

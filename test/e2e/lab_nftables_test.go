@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"herald.dev/herald/internal/lab"
+	"herald.dev/herald/internal/testkit"
 )
 
 const nftablesPrefix = "hn-"
@@ -44,7 +45,7 @@ func TestLabNFTables(t *testing.T) {
 
 	sel := map[string]string{"herald-e2e/app": "local-nft"}
 	f.createPod(t, "localnft", "worker3", sel)
-	local := f.createService(t, lbService("local-nft", func(s *corev1.Service) {
+	local := f.createService(t, testkit.LBService("default", "local-nft", webpods, func(s *corev1.Service) {
 		s.Spec.Selector = sel
 		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 	}))

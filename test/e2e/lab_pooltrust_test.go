@@ -14,6 +14,7 @@ import (
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/lab"
+	"herald.dev/herald/internal/testkit"
 	"herald.dev/herald/speaker/election"
 )
 
@@ -42,7 +43,8 @@ func TestLabPoolComesFromTheIP(t *testing.T) {
 		Spec: heraldv1.L2AdvertisementSpec{IPAddressPools: []string{home}, NodeSelectors: hostname(order[2])}})
 	f.createObject(t, &heraldv1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Namespace: heraldNS, Name: away},
 		Spec: heraldv1.L2AdvertisementSpec{IPAddressPools: []string{away}, NodeSelectors: hostname(order[0])}})
-	svc := f.createService(t, lbService("trust", annotate(heraldv1.AnnotationAddressPool, home)))
+	svc := f.createService(t, testkit.LBService("default", "trust",
+		webpods, testkit.Annotated(heraldv1.AnnotationAddressPool, home)))
 	vip := f.waitIP(t, svc.Name)
 	if vip != first {
 		t.Fatalf("Service trust got %s, want %s, the first address of pool %s", vip, first, home)

@@ -49,7 +49,8 @@ func TestLabNewServiceDuringRestart(t *testing.T) {
 			}
 		}
 	}()
-	svc := f.createService(t, lbService("during-restart", annotate(heraldv1.AnnotationLoadBalancerIPs, vip.String())))
+	svc := f.createService(t, testkit.LBService("default", "during-restart",
+		webpods, testkit.Annotated(heraldv1.AnnotationLoadBalancerIPs, vip.String())))
 	defer f.deleteService(t, svc.Name)
 	if got := f.waitIP(t, svc.Name); got != vip {
 		t.Fatalf("Service %s asked for %s and got %s", svc.Name, vip, got)

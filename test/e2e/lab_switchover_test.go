@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"herald.dev/herald/internal/lab"
+	"herald.dev/herald/internal/testkit"
 )
 
 // switchPrefix names the switch-over test's own lab, apart from the shared one.
@@ -107,7 +108,7 @@ func TestLabSwitchFromMetalLB(t *testing.T) {
 		noteIs(`pool "retired" does not exist; the Service keeps 172.18.255.240 until it does`), "saying it keeps its IP")
 	// The controller has read every Service once it hands out an IP: the new Service
 	// gets the first free one, none of those MetalLB gave out.
-	fresh := f.createService(t, lbService("after-switch"))
+	fresh := f.createService(t, testkit.LBService("default", "after-switch", webpods))
 	got := f.waitIP(t, fresh.Name)
 	if got != netip.MustParseAddr("172.18.255.200") {
 		t.Errorf("a new Service got %s, want 172.18.255.200 (the first free IP of first-pool)", got)
@@ -129,7 +130,7 @@ func TestLabSwitchFromMetalLB(t *testing.T) {
 // m says, and writes m's IP into its status as MetalLB's controller had.
 func (f *fullLab) createMetalLBService(t *testing.T, m metallbService) {
 	t.Helper()
-	svc := lbService(m.name, func(s *corev1.Service) {
+	svc := testkit.LBService("default", m.name, webpods, func(s *corev1.Service) {
 		s.Annotations = maps.Clone(m.annotations)
 		s.Spec.Ports[0].Port = m.port
 		s.Spec.Ports[0].TargetPort = intstr.FromInt32(80)

@@ -57,7 +57,7 @@ func TestLabLocalTrafficPolicy(t *testing.T) {
 	f := fullLabFor(t)
 	sel := map[string]string{"herald-e2e/app": "local"}
 	f.createPod(t, "local3", "worker3", sel)
-	svc := f.createService(t, lbService("local", func(s *corev1.Service) {
+	svc := f.createService(t, testkit.LBService("default", "local", webpods, func(s *corev1.Service) {
 		s.Spec.Selector = sel
 		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 	}))
@@ -138,12 +138,12 @@ func (f *fullLab) clientAddr(tb testing.TB, ip netip.Addr) netip.Addr {
 // node, and each port reaches its own Service's pods.
 func TestLabSharedIP(t *testing.T) {
 	f := fullLabFor(t)
-	shared := annotate(heraldv1.AnnotationAllowSharedIP, "he-share")
-	a := f.createService(t, lbService("share-a", shared, func(s *corev1.Service) {
+	shared := testkit.Annotated(heraldv1.AnnotationAllowSharedIP, "he-share")
+	a := f.createService(t, testkit.LBService("default", "share-a", webpods, shared, func(s *corev1.Service) {
 		s.Spec.Selector = map[string]string{podLabel: "webpod1"}
 	}))
 	ipA := f.waitIP(t, a.Name)
-	b := f.createService(t, lbService("share-b", shared, func(s *corev1.Service) {
+	b := f.createService(t, testkit.LBService("default", "share-b", webpods, shared, func(s *corev1.Service) {
 		s.Spec.Selector = map[string]string{podLabel: "webpod2"}
 		s.Spec.Ports[0].Port = 8080
 		s.Spec.Ports[0].TargetPort = intstr.FromInt32(80)
@@ -166,7 +166,7 @@ func TestLabSharedIP(t *testing.T) {
 // KUBE-SVC-/KUBE-EXT-/KUBE-SEP- chains leave every node's nat table.
 func TestLabServiceDeletion(t *testing.T) {
 	f := fullLabFor(t)
-	svc := f.createService(t, lbService("gone"))
+	svc := f.createService(t, testkit.LBService("default", "gone", webpods))
 	vip := f.waitIP(t, svc.Name)
 	owner := f.owner(vip)
 	f.expectOwner(t, vip, owner, "before the deletion")

@@ -14,7 +14,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -219,11 +218,7 @@ func (c *Cluster) speakerKubeconfig(h *netlab.Host) string {
 // controller gives it. mutate, when not nil, edits the Service first.
 func (c *Cluster) LBService(name, node string, mutate func(*corev1.Service)) netip.Addr {
 	c.tb.Helper()
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{
-			{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)}}},
-	}
+	svc := testkit.LBService("default", name, testkit.TargetPort(8080))
 	if mutate != nil {
 		mutate(svc)
 	}
