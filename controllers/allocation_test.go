@@ -1,6 +1,7 @@
 package controllers_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/internal/testkit"
 )
 
 // The walkthrough: a fresh pool hands out its addresses in order, each Service gets an
@@ -29,12 +31,12 @@ func TestAllocateInOrderWithEventsAndStatus(t *testing.T) {
 			t.Errorf("%s: %s=%q, want default", name, heraldv1.AnnotationAllocatedFromPool, got)
 		}
 	}
-	h.eventually("pool status counts", func() string {
+	testkit.Eventually(h.t, waitFor, poll, "pool status counts", func() error {
 		st := h.getPool("default").Status
 		if st.InUse == 3 && st.Available == 48 && st.AssignedIPv4 == 3 && st.AvailableIPv4 == 48 {
-			return ""
+			return nil
 		}
-		return fmt.Sprintf("status %+v", st)
+		return fmt.Errorf("status %+v", st)
 	})
 	if got := gauge(t, "herald_pool_addresses", map[string]string{"pool": "default", "family": "IPv4", "state": "in_use"}); got != 3 {
 		t.Errorf("herald_pool_addresses{in_use} = %v, want 3", got)
@@ -139,11 +141,11 @@ func TestSharing(t *testing.T) {
 		t.Errorf("late got %s, still held by https", ip)
 	}
 	h.waitIPs("https", ip)
-	h.eventually("pool counts the shared IP once", func() string {
+	testkit.Eventually(h.t, waitFor, poll, "pool counts the shared IP once", func() error {
 		if st := h.getPool("default").Status; st.InUse != 4 {
-			return fmt.Sprintf("inUse %d, want 4 (https, http-again, local, late)", st.InUse)
+			return fmt.Errorf("inUse %d, want 4 (https, http-again, local, late)", st.InUse)
 		}
-		return ""
+		return nil
 	})
 }
 
@@ -263,18 +265,18 @@ func TestFreedAddressesAreReusedLast(t *testing.T) {
 		h.waitIPs(name, fmt.Sprintf("10.0.12.%d", i))
 	}
 	h.delete(h.getService("b")) // frees .1 first
-	h.eventually("b's address released", func() string {
+	testkit.Eventually(h.t, waitFor, poll, "b's address released", func() error {
 		if h.getPool("p").Status.InUse == 2 {
-			return ""
+			return nil
 		}
-		return "still counted"
+		return errors.New("still counted")
 	})
 	h.delete(h.getService("a")) // then .0
-	h.eventually("a's address released", func() string {
+	testkit.Eventually(h.t, waitFor, poll, "a's address released", func() error {
 		if h.getPool("p").Status.InUse == 1 {
-			return ""
+			return nil
 		}
-		return "still counted"
+		return errors.New("still counted")
 	})
 	for i, name := range []string{"d", "e", "f", "g", "h"} {
 		h.service(name, nil)

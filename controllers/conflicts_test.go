@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/internal/testkit"
 )
 
 // vipStatus publishes, as a speaker would, the VIPStatus of ip in namespace with the
@@ -43,13 +44,13 @@ func (h *harness) setConflict(v *heraldv1.VIPStatus, conflict bool) {
 // waitPoolCounts waits until the pool's status shows these IPv4 counts.
 func (h *harness) waitPoolCounts(pool string, inUse, available, conflict int64) {
 	h.t.Helper()
-	h.eventually(fmt.Sprintf("pool %s in use %d, available %d, conflict %d", pool, inUse, available, conflict), func() string {
+	testkit.Eventually(h.t, waitFor, poll, fmt.Sprintf("pool %s in use %d, available %d, conflict %d", pool, inUse, available, conflict), func() error {
 		st := h.getPool(pool).Status
 		if st.InUse == inUse && st.Available == available && st.Conflict == conflict &&
 			st.AvailableIPv4 == available && st.ConflictIPv4 == conflict && st.ConflictIPv6 == 0 {
-			return ""
+			return nil
 		}
-		return fmt.Sprintf("status %+v", st)
+		return fmt.Errorf("status %+v", st)
 	})
 }
 

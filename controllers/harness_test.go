@@ -158,30 +158,15 @@ func ips(s *corev1.Service) []string {
 	return out
 }
 
-// eventually polls cond until it returns "" or the deadline passes; then it fails with
-// the last explanation.
-func (h *harness) eventually(what string, cond func() string) {
-	h.t.Helper()
-	deadline := time.Now().Add(waitFor)
-	last := ""
-	for time.Now().Before(deadline) {
-		if last = cond(); last == "" {
-			return
-		}
-		time.Sleep(poll)
-	}
-	h.t.Fatalf("%s: still not true after %s: %s", what, waitFor, last)
-}
-
 // waitIPs waits until the Service has exactly want as external IPs.
 func (h *harness) waitIPs(name string, want ...string) {
 	h.t.Helper()
-	h.eventually("service "+name+" IPs", func() string {
+	testkit.Eventually(h.t, waitFor, poll, "service "+name+" IPs", func() error {
 		got := ips(h.getService(name))
 		if slices.Equal(got, want) {
-			return ""
+			return nil
 		}
-		return fmt.Sprintf("has %v, want %v", got, want)
+		return fmt.Errorf("has %v, want %v", got, want)
 	})
 }
 
@@ -189,12 +174,12 @@ func (h *harness) waitIPs(name string, want ...string) {
 func (h *harness) waitAnyIP(name string, n int) []string {
 	h.t.Helper()
 	var got []string
-	h.eventually("service "+name+" gets an IP", func() string {
+	testkit.Eventually(h.t, waitFor, poll, "service "+name+" gets an IP", func() error {
 		got = ips(h.getService(name))
 		if len(got) == n {
-			return ""
+			return nil
 		}
-		return fmt.Sprintf("has %v", got)
+		return fmt.Errorf("has %v", got)
 	})
 	return got
 }
@@ -202,14 +187,14 @@ func (h *harness) waitAnyIP(name string, n int) []string {
 // waitEvent waits for an Event about the object with the reason and a note containing text.
 func (h *harness) waitEvent(namespace, name, reason, text string) {
 	h.t.Helper()
-	h.eventually(fmt.Sprintf("event %s on %s/%s containing %q", reason, namespace, name, text), func() string {
+	testkit.Eventually(h.t, waitFor, poll, fmt.Sprintf("event %s on %s/%s containing %q", reason, namespace, name, text), func() error {
 		notes := h.events(namespace, name, reason)
 		for _, n := range notes {
 			if strings.Contains(n, text) {
-				return ""
+				return nil
 			}
 		}
-		return fmt.Sprintf("events with that reason: %q", notes)
+		return fmt.Errorf("events with that reason: %q", notes)
 	})
 }
 

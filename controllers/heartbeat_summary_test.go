@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"herald.dev/herald/internal/beatsummary"
+	"herald.dev/herald/internal/testkit"
 )
 
 // Against a real API server: the controller writes the heartbeat summary from the
@@ -57,14 +58,16 @@ func TestHeartbeatSummary(t *testing.T) {
 	wait := func(what string, fresh []string, stale map[string]time.Time) beatsummary.Summary {
 		t.Helper()
 		var s beatsummary.Summary
-		var err error
-		for deadline := time.Now().Add(waitFor); time.Now().Before(deadline); time.Sleep(poll) {
-			s, err = summary()
-			if err == nil && slices.Equal(s.Fresh, fresh) && maps.EqualFunc(s.Stale, stale, time.Time.Equal) {
-				return s
+		testkit.Eventually(t, waitFor, poll, what, func() error {
+			var err error
+			if s, err = summary(); err != nil {
+				return err
 			}
-		}
-		t.Fatalf("%s: summary %+v (error %v), want fresh %v and stale %v", what, s, err, fresh, stale)
+			if !slices.Equal(s.Fresh, fresh) || !maps.EqualFunc(s.Stale, stale, time.Time.Equal) {
+				return fmt.Errorf("summary %+v, want fresh %v and stale %v", s, fresh, stale)
+			}
+			return nil
+		})
 		return s
 	}
 	stamp := func(at time.Time) time.Time { return at.Truncate(time.Microsecond) } // a MicroTime's precision
@@ -93,14 +96,18 @@ func TestHeartbeatSummary(t *testing.T) {
 
 	// Nothing changes now: the summary is renewed every beatsummary.Renew.
 	var s beatsummary.Summary
-	err := fmt.Errorf("not read")
-	for deadline := time.Now().Add(beatsummary.Renew + waitFor); time.Now().Before(deadline); time.Sleep(poll) {
-		if s, err = summary(); err == nil && s.At.After(last.At) {
-			break
+	testkit.Eventually(t, beatsummary.Renew+waitFor, poll, "the summary renewed", func() error {
+		var err error
+		if s, err = summary(); err != nil {
+			return err
 		}
-	}
-	if err != nil || !s.At.After(last.At) || !s.SameSets(last) {
-		t.Fatalf("summary %+v (error %v) was not renewed unchanged after %v", s, err, beatsummary.Renew)
+		if !s.At.After(last.At) {
+			return fmt.Errorf("summary %+v not renewed", s)
+		}
+		return nil
+	})
+	if !s.SameSets(last) {
+		t.Fatalf("summary %+v was renewed changed; want as %+v", s, last)
 	}
 	if gap := s.At.Sub(last.At); gap < beatsummary.Renew-time.Second {
 		t.Errorf("summary rewritten %v after the last change with nothing new, want after about %v", gap, beatsummary.Renew)

@@ -1,6 +1,7 @@
 package controllers_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/internal/testkit"
 )
 
 // A restarted controller rebuilds its state from the Services' status before it serves
@@ -32,12 +34,12 @@ func TestRestartKeepsEveryIP(t *testing.T) {
 	}
 	// Free one in the middle, so a careless allocator would hand it out at once.
 	h.delete(h.getService("svc3"))
-	h.eventually("svc3 deleted", func() string {
+	testkit.Eventually(h.t, waitFor, poll, "svc3 deleted", func() error {
 		var s corev1.Service
 		if err := h.c.Get(h.ctx, key("svc3"), &s); apierrors.IsNotFound(err) {
-			return ""
+			return nil
 		}
-		return "still there"
+		return errors.New("still there")
 	})
 	delete(before, "svc3")
 	time.Sleep(300 * time.Millisecond) // let the controller see the deletion
@@ -171,19 +173,19 @@ func TestPoolDeletionWhileInUse(t *testing.T) {
 	h.startController(defaultOptions())
 	h.service("holder", nil)
 	h.waitIPs("holder", "10.0.22.0")
-	h.eventually("finalizer on the pool in use", func() string {
+	testkit.Eventually(h.t, waitFor, poll, "finalizer on the pool in use", func() error {
 		if slices.Contains(h.getPool("doomed").Finalizers, heraldv1.PoolFinalizer) {
-			return ""
+			return nil
 		}
-		return "no finalizer"
+		return errors.New("no finalizer")
 	})
 	h.delete(pool)
-	h.eventually("Terminating condition", func() string {
+	testkit.Eventually(h.t, waitFor, poll, "Terminating condition", func() error {
 		c := meta.FindStatusCondition(h.getPool("doomed").Status.Conditions, heraldv1.ConditionReady)
 		if c != nil && c.Reason == "Terminating" && c.Status == metav1.ConditionFalse {
-			return ""
+			return nil
 		}
-		return fmt.Sprintf("condition %+v", c)
+		return fmt.Errorf("condition %+v", c)
 	})
 	h.service("newcomer", nil)
 	h.waitEvent("default", "newcomer", "AllocationFailed", "")
@@ -191,13 +193,13 @@ func TestPoolDeletionWhileInUse(t *testing.T) {
 	h.waitIPs("holder", "10.0.22.0")
 
 	h.delete(h.getService("holder"))
-	h.eventually("pool gone after its last IP is released", func() string {
+	testkit.Eventually(h.t, waitFor, poll, "pool gone after its last IP is released", func() error {
 		var p heraldv1.IPAddressPool
 		err := h.c.Get(h.ctx, types.NamespacedName{Namespace: ns, Name: "doomed"}, &p)
 		if apierrors.IsNotFound(err) {
-			return ""
+			return nil
 		}
-		return fmt.Sprintf("still there (finalizers %v)", p.Finalizers)
+		return fmt.Errorf("still there (finalizers %v)", p.Finalizers)
 	})
 }
 
@@ -213,11 +215,11 @@ func TestPoolEditKeepsIPs(t *testing.T) {
 	h.update(p, func() { p.Spec.Addresses = []heraldv1.AddressRange{"10.0.24.0/29"} })
 	// A Service created before the controller saw the edit may still get the old
 	// range; wait for the pool's counts to show the new one (8 free, keeper outside).
-	h.eventually("pool counts of the edited range", func() string {
+	testkit.Eventually(h.t, waitFor, poll, "pool counts of the edited range", func() error {
 		if st := h.getPool("edited").Status; st.AvailableIPv4 != 8 {
-			return fmt.Sprintf("availableIPv4 %d, want 8", st.AvailableIPv4)
+			return fmt.Errorf("availableIPv4 %d, want 8", st.AvailableIPv4)
 		}
-		return ""
+		return nil
 	})
 	h.service("fresh", nil)
 	h.waitIPs("fresh", "10.0.24.0")
@@ -232,20 +234,20 @@ func TestOverlappingPools(t *testing.T) {
 	time.Sleep(1100 * time.Millisecond) // creationTimestamp has one-second resolution
 	h.pool("second", nil, "10.0.25.4-10.0.25.20")
 	h.startController(defaultOptions())
-	h.eventually("Overlap condition on the younger pool", func() string {
+	testkit.Eventually(h.t, waitFor, poll, "Overlap condition on the younger pool", func() error {
 		c := meta.FindStatusCondition(h.getPool("second").Status.Conditions, heraldv1.ConditionReady)
 		if c != nil && c.Reason == "Overlap" && strings.Contains(c.Message, "first") {
-			return ""
+			return nil
 		}
-		return fmt.Sprintf("condition %+v", c)
+		return fmt.Errorf("condition %+v", c)
 	})
 	h.waitEvent(ns, "second", "Overlap", "first")
 	// Each pool's status is its own write: the younger one's may land first.
-	h.eventually("Ready condition on the older pool", func() string {
+	testkit.Eventually(h.t, waitFor, poll, "Ready condition on the older pool", func() error {
 		if c := meta.FindStatusCondition(h.getPool("first").Status.Conditions, heraldv1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
-			return fmt.Sprintf("older pool condition %+v, want Ready", c)
+			return fmt.Errorf("older pool condition %+v, want Ready", c)
 		}
-		return ""
+		return nil
 	})
 	h.service("x", func(s *corev1.Service) { s.Annotations = map[string]string{heraldv1.AnnotationAddressPool: "second"} })
 	h.waitEvent("default", "x", "AllocationFailed", "second")

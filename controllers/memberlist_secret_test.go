@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"herald.dev/herald/internal/memberkey"
+	"herald.dev/herald/internal/testkit"
 )
 
 // The controller creates the speakers' memberlist Secret with a usable random key
@@ -22,13 +23,7 @@ func TestMemberlistSecret(t *testing.T) {
 	c := h.startController(o)
 	key := types.NamespacedName{Namespace: ns, Name: "herald-memberlist"}
 	var s corev1.Secret
-	deadline := time.Now().Add(waitFor)
-	for h.c.Get(h.ctx, key, &s) != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("Secret %s was not created", key)
-		}
-		time.Sleep(poll)
-	}
+	testkit.Eventually(t, waitFor, poll, "Secret "+key.String()+" created", func() error { return h.c.Get(h.ctx, key, &s) })
 	k1, err := memberkey.FromSecretData(s.Data)
 	if err != nil {
 		t.Fatalf("created Secret is unusable: %v", err)

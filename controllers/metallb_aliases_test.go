@@ -1,12 +1,14 @@
 package controllers_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/internal/testkit"
 )
 
 func annotate(kv ...string) func(*corev1.Service) {
@@ -139,11 +141,11 @@ func TestMetalLBServiceKeepsItsIPAtStart(t *testing.T) {
 			t.Errorf("newcomer got %s, which %s holds", got, name)
 		}
 	}
-	h.eventually("herald records the pools", func() string {
+	testkit.Eventually(h.t, waitFor, poll, "herald records the pools", func() error {
 		if p := h.getService("in-second").Annotations[heraldv1.AnnotationAllocatedFromPool]; p != "second" {
-			return "in-second: pool " + p
+			return errors.New("in-second: pool " + p)
 		}
-		return ""
+		return nil
 	})
 	for name, ip := range served {
 		if ips := ips(h.getService(name)); len(ips) != 1 || ips[0] != ip {

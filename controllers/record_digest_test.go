@@ -1,6 +1,7 @@
 package controllers_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"herald.dev/herald/internal/recordformat"
+	"herald.dev/herald/internal/testkit"
 )
 
 // Against a real API server: the controller writes the records digest from the
@@ -82,16 +84,16 @@ func TestRecordsDigest(t *testing.T) {
 	wait := func(what string) recordformat.Digest {
 		t.Helper()
 		var d recordformat.Digest
-		var err error
-		diff := "not read"
-		for deadline := time.Now().Add(waitFor); time.Now().Before(deadline); time.Sleep(poll) {
-			if d, err = digest(); err == nil {
-				if diff = says(d); diff == "" {
-					return d
-				}
+		testkit.Eventually(t, waitFor, poll, what+": the digest says what the records say", func() error {
+			var err error
+			if d, err = digest(); err != nil {
+				return err
 			}
-		}
-		t.Fatalf("%s: the digest does not say what the records say: %s (error %v)", what, diff, err)
+			if diff := says(d); diff != "" {
+				return errors.New(diff)
+			}
+			return nil
+		})
 		return d
 	}
 	first := wait("at start")

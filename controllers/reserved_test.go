@@ -1,6 +1,7 @@
 package controllers_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -10,26 +11,27 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/internal/testkit"
 )
 
 // waitCondition waits until the pool's condition of type has status and a message
 // containing every one of texts.
 func (h *harness) waitCondition(pool, typ string, status metav1.ConditionStatus, texts ...string) {
 	h.t.Helper()
-	h.eventually("pool "+pool+" condition "+typ+" "+string(status)+" naming "+strings.Join(texts, ", "), func() string {
+	testkit.Eventually(h.t, waitFor, poll, "pool "+pool+" condition "+typ+" "+string(status)+" naming "+strings.Join(texts, ", "), func() error {
 		c := meta.FindStatusCondition(h.getPool(pool).Status.Conditions, typ)
 		if c == nil {
-			return "no such condition"
+			return errors.New("no such condition")
 		}
 		if c.Status != status {
-			return "condition " + c.Reason + ": " + c.Message
+			return errors.New("condition " + c.Reason + ": " + c.Message)
 		}
 		for _, t := range texts {
 			if !strings.Contains(c.Message, t) {
-				return "condition " + c.Reason + ": " + c.Message
+				return errors.New("condition " + c.Reason + ": " + c.Message)
 			}
 		}
-		return ""
+		return nil
 	})
 }
 
@@ -85,10 +87,10 @@ func TestReservedClusterAddresses(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitIPs("asks", "10.0.40.3")
-	h.eventually("lan no longer names the node's old address", func() string {
+	testkit.Eventually(h.t, waitFor, poll, "lan no longer names the node's old address", func() error {
 		if c := meta.FindStatusCondition(h.getPool("lan").Status.Conditions, heraldv1.ConditionReservedAddresses); c != nil && strings.Contains(c.Message, "10.0.40.3") {
-			return c.Message
+			return errors.New(c.Message)
 		}
-		return ""
+		return nil
 	})
 }

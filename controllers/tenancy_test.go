@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/internal/testkit"
 )
 
 // tenantService asks for ip with a sharing key on one TCP port.
@@ -78,11 +79,11 @@ func TestTenantCannotShareAnotherNamespacesIP(t *testing.T) {
 	// The pool stops allowing it: team-a keeps its IP, team-b's Service moves.
 	shared := h.getPool("shared")
 	h.update(shared, func() { shared.Spec.AllowCrossNamespaceSharing = false })
-	h.eventually("team-b/shared-api leaves team-a's IP", func() string {
+	testkit.Eventually(h.t, waitFor, poll, "team-b/shared-api leaves team-a's IP", func() error {
 		if got := ips(h.getService("team-b/shared-api")); len(got) != 1 || got[0] == "10.0.42.2" {
-			return fmt.Sprintf("has %v", got)
+			return fmt.Errorf("has %v", got)
 		}
-		return ""
+		return nil
 	})
 	h.waitIPs("team-a/shared-web", "10.0.42.2")
 }
@@ -104,11 +105,11 @@ func TestTenantsDuplicateAtStart(t *testing.T) {
 	}
 	h.startController(defaultOptions())
 	h.waitIPs("team-a/web", "10.0.43.3")
-	h.eventually("team-b/copycat leaves team-a's IP", func() string {
+	testkit.Eventually(h.t, waitFor, poll, "team-b/copycat leaves team-a's IP", func() error {
 		if got := ips(h.getService("team-b/copycat")); len(got) != 1 || got[0] == "10.0.43.3" {
-			return fmt.Sprintf("has %v", got)
+			return fmt.Errorf("has %v", got)
 		}
-		return ""
+		return nil
 	})
 	h.waitEvent("team-b", "copycat", "IPAllocated", "10.0.43.3")
 	for _, n := range h.events("team-b", "copycat", "IPAllocated") {

@@ -17,6 +17,7 @@ import (
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/scheme"
 	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/internal/testkit"
 	"herald.dev/herald/speaker/election"
 )
 
@@ -68,16 +69,13 @@ func TestPublisherWritesVIPStatus(t *testing.T) {
 	expect := func(what string, ok func(*heraldv1.VIPStatus) error) *heraldv1.VIPStatus {
 		t.Helper()
 		var obj heraldv1.VIPStatus
-		var err error
-		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			if err = env.Client.Get(ctx, key, &obj); err == nil {
-				if err = ok(&obj); err == nil {
-					return &obj
-				}
+		testkit.Eventually(t, 30*time.Second, 50*time.Millisecond, what, func() error {
+			if err := env.Client.Get(ctx, key, &obj); err != nil {
+				return err
 			}
-		}
-		t.Fatalf("%s: %v", what, err)
-		return nil
+			return ok(&obj)
+		})
+		return &obj
 	}
 	owns := func(p *Publisher, at time.Time, mac string) {
 		p.Elected(ctx, Election{Decisions: []election.Decision{dec(vip1.String(), p.self, "default/svc1")},
@@ -123,15 +121,10 @@ func TestPublisherWritesVIPStatus(t *testing.T) {
 	clusterIP := svc.DeepCopy()
 	clusterIP.Spec.Type = corev1.ServiceTypeClusterIP
 	w1.Elected(ctx, Election{Services: []*corev1.Service{clusterIP}, Reporter: true, Now: time.Now()})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := env.Client.Get(ctx, key, &heraldv1.VIPStatus{})
-		if apierrors.IsNotFound(err) {
-			break
+	testkit.Eventually(t, 30*time.Second, 50*time.Millisecond, "the leftover deleted", func() error {
+		if err := env.Client.Get(ctx, key, &heraldv1.VIPStatus{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there: %v", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the leftover is still there: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 }

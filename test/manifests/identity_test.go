@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/scheme"
 	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/internal/testkit"
 )
 
 // ownNodePolicy is the ValidatingAdmissionPolicy that holds each speaker to its node.
@@ -195,17 +197,12 @@ func tokenClient(t *testing.T, cfg *rest.Config, token string) client.Client {
 // effect once the API server's informer has it.
 func waitRefused(t *testing.T, write func() error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := write()
-		if apierrors.IsForbidden(err) {
-			return
+	testkit.Eventually(t, 30*time.Second, 100*time.Millisecond, "the admission policy in effect", func() error {
+		if err := write(); !apierrors.IsForbidden(err) {
+			return fmt.Errorf("the write answers %v", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the admission policy did not take effect: the write answers %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func lease(name, holder string) *coordinationv1.Lease {
