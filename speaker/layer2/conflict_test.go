@@ -2,6 +2,7 @@ package layer2
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/mdlayher/arp"
 	"github.com/mdlayher/ndp"
 	"github.com/prometheus/client_golang/prometheus"
+	"herald.dev/herald/internal/testkit"
 )
 
 // In these tests otherMAC is a foreign device (the printer) and peerMAC another herald
@@ -164,23 +166,18 @@ func (h *harness) wantGauges(want ...string) {
 // acted on everything sent to it and waits again.
 func (c *fakeClock) waitTimerAt(t *testing.T, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(hangGuard)
-	for time.Now().Before(deadline) {
+	testkit.Eventually(t, hangGuard, time.Millisecond, fmt.Sprintf("one timer due in %v", d), func() error {
 		c.mu.Lock()
-		ok := len(c.timers) == 1 && c.timers[0].deadline.Sub(c.now) == d
-		c.mu.Unlock()
-		if ok {
-			return
+		defer c.mu.Unlock()
+		if len(c.timers) == 1 && c.timers[0].deadline.Sub(c.now) == d {
+			return nil
 		}
-		time.Sleep(time.Millisecond)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var ds []time.Duration
-	for _, tm := range c.timers {
-		ds = append(ds, tm.deadline.Sub(c.now))
-	}
-	t.Fatalf("pending timers %v, want one due in %v", ds, d)
+		var ds []time.Duration
+		for _, tm := range c.timers {
+			ds = append(ds, tm.deadline.Sub(c.now))
+		}
+		return fmt.Errorf("pending timers %v", ds)
+	})
 }
 
 // takeoverOf returns the loop of ip.

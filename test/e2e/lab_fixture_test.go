@@ -22,7 +22,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -281,12 +280,10 @@ func (f *fullLab) heal(tb testing.TB) {
 // back may still hold its peers dead) tests the lab's last fault, not this one.
 func (f *fullLab) waitAllInQuorum(t testing.TB) {
 	t.Helper()
-	var last string
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+	testkit.Eventually(t, 60*time.Second, 250*time.Millisecond, "the speakers all in Quorum", func() error {
 		var leases coordinationv1.LeaseList
 		if err := f.c.List(t.Context(), &leases, client.InNamespace(heraldNS), client.HasLabels{records.Label}); err != nil {
-			last = err.Error()
-			continue
+			return err
 		}
 		settled := 0
 		for _, l := range leases.Items {
@@ -297,12 +294,11 @@ func (f *fullLab) waitAllInQuorum(t testing.TB) {
 				settled++
 			}
 		}
-		if settled == len(f.nodes) {
-			return
+		if settled != len(f.nodes) {
+			return fmt.Errorf("%d of %d records say Quorum with every worker", settled, len(f.nodes))
 		}
-		last = strconv.Itoa(settled) + " of " + strconv.Itoa(len(f.nodes)) + " records say Quorum with every worker"
-	}
-	t.Fatalf("the speakers did not all settle in Quorum within 60 s: %s", last)
+		return nil
+	})
 }
 
 // rebalance asks for the IPs of the named Services of namespace default to go to the

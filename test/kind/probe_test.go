@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"herald.dev/herald/internal/testkit"
 )
 
 // probeScript curls http://$1/ every 50 ms (connect timeout 0.5 s) and prints
@@ -81,13 +83,12 @@ func startProbe(t testing.TB, vip string, max time.Duration, need int) *probe {
 		t.Fatalf("starting the probe of %s: %v", vip, err)
 	}
 	// Until the first answer the VIP is not known to work: wait for one.
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(p.out.String(), " ok ") {
-		if time.Now().After(deadline) {
-			t.Fatalf("probe of %s: no answer before the fault: %q", vip, p.out.String())
+	testkit.Eventually(t, 10*time.Second, 100*time.Millisecond, "probe of "+vip+": an answer before the fault", func() error {
+		if !strings.Contains(p.out.String(), " ok ") {
+			return fmt.Errorf("none yet: %q", p.out.String())
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	return p
 }
 
