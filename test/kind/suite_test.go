@@ -171,9 +171,9 @@ func failover(t *testing.T, svc, fault string) {
 	if o.recovered < 0 {
 		t.Fatalf("%s never answered again after docker %s %s", vip, fault, node)
 	}
-	if o.lastFail > failoverBound {
-		t.Errorf("a request to %s that started %.1fs after docker %s %s failed; none may fail later than %v (the speakers withhold a node that is down, and move its VIPs)",
-			vip, o.lastFail.Seconds(), fault, node, failoverBound)
+	if outage := o.recovered - took; outage > failoverBound {
+		t.Errorf("requests to %s failed until %.2fs after docker %s %s had returned (the first success after the last failure); they must succeed again within %v (the speakers withhold a node that is down, and move its VIPs)",
+			vip, outage.Seconds(), fault, node, failoverBound)
 	}
 	next = arpOwner(t, vip)
 	if next == node {
@@ -203,11 +203,13 @@ func failover(t *testing.T, svc, fault string) {
 	t.Logf("after %s came back: owners %v", node, owners)
 }
 
-// failoverBound: no request may fail later than this after the owner's node container
-// stopped or froze. The speakers need about a second (failure detection, the host
-// probe); the rest is room for a busy machine. Before herald withheld the endpoints of
-// nodes that shut down or freeze, requests failed until the Node went NotReady (45 s).
-const failoverBound = 5 * time.Second
+// failoverBound is how long after the owner's node container stopped or froze (the
+// docker command returned) the client's requests may still fail: until the first
+// success after the last failure. It is a few times the failover the docs state, plus
+// one request's time-out, so a busy machine passes, and far below waiting for the
+// Node to go NotReady (what happened before herald withheld the endpoints of nodes
+// that shut down or freeze) or memberlist's default timings.
+const failoverBound = 3 * time.Second
 
 const nodeNotReadyWait = 3 * time.Minute
 
@@ -293,7 +295,7 @@ func restoreNode(t testing.TB, node, fault, vip, standIn string) {
 // `helm install` of charts/herald into a namespace labelled as its README says, with
 // the values this cluster needs (apiServer.host: no kube-proxy; the pod CIDR), the
 // walkthrough again; `helm upgrade` rolling every speaker (a new log level) while the
-// client curls svc1; `helm uninstall`, which keeps the CRDs and the pool, and leaves
+// client curls svc1, not one request failing; `helm uninstall`, which keeps the CRDs and the pool, and leaves
 // no node answering ARP for the VIPs.
 func TestHelm(t *testing.T) {
 	uninstall(t)
@@ -330,6 +332,11 @@ metadata:
 	p.faultInPlace()
 	o := summarize(p.wait(), t0)
 	t.Logf("FIGURE helm-upgrade: speakers rolled in %.0fs; svc1 (%s) from the client: %s", took.Seconds(), vip, o)
+	// The peers hold a restarting speaker's VIPs and its node keeps serving them: a
+	// rolling upgrade costs the client no request.
+	if o.attempts == 0 || o.failed != 0 {
+		t.Errorf("helm upgrade: %d of %d requests to svc1 (%s) failed while the speakers rolled; want none (and some sent)", o.failed, o.attempts, vip)
+	}
 	var rel struct {
 		Version int `json:"version"`
 		Info    struct {
