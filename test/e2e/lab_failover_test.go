@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,12 +18,20 @@ import (
 	"herald.dev/herald/speaker/election"
 )
 
+// failoverBound is how long the client may wait, from the moment the fault is in
+// effect, for the new owner's first ARP answer and for its first request that
+// succeeds again. It is a few times the failover the README states, so a busy
+// machine passes, and well below what memberlist's default timings or a takeover
+// that waits for the API server would take, so such a regression fails.
+const failoverBound = 3 * time.Second
+
 // The owner of a VIP fails two ways: its cable pulled, its speaker killed with
 // SIGKILL. (A speaker stopped with SIGTERM is restarting: its peers hold its VIPs, see
-// TestLabRollingRestart.) Each time the next node of the election
-// takes the VIP, exactly one MAC answers, and every request succeeds again; once the
-// fault is undone the VIP stays where it is (no fail-back) until a rebalance sends it
-// back to its first owner, again with one MAC answering.
+// TestLabRollingRestart.) Each time the next node of the election takes the VIP
+// within failoverBound as the client sees it, exactly one MAC answers, and every
+// request succeeds again within that bound too; once the fault is undone the VIP
+// stays where it is (no fail-back) until a rebalance sends it back to its first
+// owner, again with one MAC answering.
 //
 // The VIP is chosen so that worker3, which runs no pod, owns it: with the cable of a
 // node running a pod pulled, requests the proxier sends to that pod would fail, as they
@@ -66,6 +75,12 @@ func TestLabFailover(t *testing.T) {
 			}
 			if !res.HTTP || !res.HTTPRecovered {
 				t.Errorf("%s: requests succeeded before the fault: %v; succeeded again after it: %v (%d failed)", c.fault, res.HTTP, res.HTTPRecovered, res.HTTPFailed)
+			}
+			if res.AnswerGap > failoverBound {
+				t.Errorf("%s: the new owner first answered ARP from the client %v after the fault, want within %v", c.fault, res.AnswerGap.Round(time.Millisecond), failoverBound)
+			}
+			if res.HTTPRecovered && res.HTTPGap > failoverBound {
+				t.Errorf("%s: the client's first request to succeed after the fault ended %v after it (%d failed), want within %v", c.fault, res.HTTPGap.Round(time.Millisecond), res.HTTPFailed, failoverBound)
 			}
 			f.expectOwner(t, vip, next, "after "+c.fault+" of the owner")
 			f.expectCurls(t, url, 100, "after "+c.fault+" of the owner")
