@@ -18,6 +18,7 @@ import (
 	"herald.dev/herald/internal/memberkey"
 	"herald.dev/herald/internal/scheme"
 	"herald.dev/herald/internal/testenv"
+	"herald.dev/herald/internal/testkit"
 	"herald.dev/herald/speaker/quorum"
 )
 
@@ -222,17 +223,6 @@ func TestHeartbeats(t *testing.T) {
 	eventually(t, "every heartbeat watched", func() bool { h.track(many); return len(h.watched()) == len(many) })
 }
 
-// eventually polls cond for up to 10 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting: %s", what)
-}
-
 // memberlist's automatic suspicion counts the speakers by their heartbeats: the peers
 // renewed within the record duration, and this speaker once.
 func TestCountSpeakers(t *testing.T) {
@@ -293,4 +283,10 @@ func TestHeartbeatReportsKeys(t *testing.T) {
 	report.Store("2222222222222222,1111111111111111")
 	r.RenewHeartbeat()
 	eventually(t, "the new keys reported before the next renewal", func() bool { return reported() == "2222222222222222,1111111111111111" })
+}
+
+// eventually waits up to 10 s for cond.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	testkit.Eventually(t, 10*time.Second, 50*time.Millisecond, what, testkit.Holds(cond, func() string { return "not yet" }))
 }
