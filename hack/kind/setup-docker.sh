@@ -73,8 +73,16 @@ if [[ -n $pid && $restart == yes ]]; then
 fi
 if [[ -z $pid ]]; then
 	log "starting dockerd (log: $LOGFILE)"
-	# setsid: dockerd outlives this script and the shell that ran it.
-	setsid dockerd >>"$LOGFILE" 2>&1 </dev/null &
+	# setsid: dockerd outlives this script and the shell that ran it. It gets no other
+	# descriptor of theirs: one holding a lock (flock /tmp/herald-kind.lock make
+	# test-kind) would keep the lock taken for as long as dockerd runs.
+	(
+		for fd in /proc/self/fd/*; do
+			fd=${fd##*/}
+			if ((fd > 2)); then eval "exec $fd>&-"; fi
+		done
+		exec setsid dockerd >>"$LOGFILE" 2>&1 </dev/null
+	) &
 	echo $! >"$PIDFILE"
 fi
 for _ in $(seq 60); do
