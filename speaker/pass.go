@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"herald.dev/herald/speaker/claims"
+	"herald.dev/herald/speaker/election"
 	"herald.dev/herald/speaker/quorum"
 	"herald.dev/herald/speaker/vipstatus"
 	"herald.dev/herald/speaker/withhold"
@@ -104,7 +105,7 @@ func (s *Speaker) runElection(ctx context.Context) {
 		// Before apply: a takeover's first frames may go out before apply returns.
 		s.vips.Elected(ctx, vipstatus.Election{
 			Decisions: decisions, Services: in.Services, PoolOf: in.PoolOf, LBClass: s.cfg.LBClass,
-			Reporter: isReporter(in.Members, s.cfg.NodeName), Taken: takenIPs(plan), Healed: returned, Now: time.Now(),
+			Reporter: election.IsReporter(in.Members, s.cfg.NodeName), Taken: takenIPs(plan), Healed: returned, Now: time.Now(),
 			Conflicts: s.conflicts(s.tracker.OwnedIPs()),
 		})
 	}

@@ -54,7 +54,7 @@ func (r *reporter) takeover(t Takeover, a layer2.Announcement) {
 // that a cluster of n nodes does not write n copies.
 func (r *reporter) afterElection(ds []election.Decision, live []string, responders []layer2.ResponderInfo) {
 	self := r.self
-	reportsUnowned := isReporter(live, self)
+	reportsUnowned := election.IsReporter(live, self)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	current := map[netip.Addr]bool{}
@@ -89,12 +89,6 @@ func (r *reporter) afterElection(ds []election.Decision, live []string, responde
 			delete(r.warned, ip)
 		}
 	}
-}
-
-// isReporter says whether self is the one speaker that reports IPs without owner (in
-// Events and VIPStatus objects): the live member with the smallest name.
-func isReporter(live []string, self string) bool {
-	return len(live) > 0 && slices.Min(live) == self
 }
 
 // missingInterfaces says whether the decision limits the IP to interfaces none of

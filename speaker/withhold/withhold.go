@@ -13,6 +13,7 @@ import (
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/speaker/deadnodes"
+	"herald.dev/herald/speaker/election"
 	"herald.dev/herald/speaker/quorum"
 )
 
@@ -141,8 +142,7 @@ func (w *Withholder) Update(ctx context.Context, p Pass) {
 // back, it knows nothing of its withholding), writes an Event on the Node.
 func (w *Withholder) report(ctx context.Context, dead []deadnodes.Node, live []string) {
 	reports := func(node string) bool {
-		others := slices.DeleteFunc(slices.Clone(live), func(n string) bool { return n == node })
-		return len(others) > 0 && slices.Min(others) == w.cfg.Self
+		return election.IsReporter(slices.DeleteFunc(slices.Clone(live), func(n string) bool { return n == node }), w.cfg.Self)
 	}
 	before := map[string]deadnodes.Node{}
 	for _, d := range w.withheld {
