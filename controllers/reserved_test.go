@@ -67,11 +67,14 @@ func TestReservedClusterAddresses(t *testing.T) {
 			t.Errorf("the five Services hold %v, not %s", got, ip)
 		}
 	}
-	h.service("f", func(s *corev1.Service) {
+	f := h.service("f", func(s *corev1.Service) {
 		s.Annotations = map[string]string{heraldv1.AnnotationAddressPool: "lan"}
 	})
 	h.waitEvent("default", "f", "AllocationFailed", `no available IPs in pool "lan"`)
 	h.stayNoIP("f", time.Second)
+	// f would wait for any address of lan, and take the one freed below if its retry
+	// ran before that of the Service asking for it.
+	h.delete(f)
 	h.service("asks", func(s *corev1.Service) { s.Spec.LoadBalancerIP = "10.0.40.3" })
 	h.waitEvent("default", "asks", "AllocationFailed", "requested IP 10.0.40.3 is reserved: InternalIP of node w1")
 	h.waitCondition("lan", heraldv1.ConditionReservedAddresses, metav1.ConditionTrue,
