@@ -6,13 +6,10 @@ import (
 	"net/netip"
 	"slices"
 
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 )
@@ -89,12 +86,8 @@ type ConflictReconciler struct {
 // VIPStatuses live in the namespaces of their Services, so they are read cluster-wide.
 // +kubebuilder:rbac:groups=herald.dev,resources=vipstatuses,verbs=get;list;watch
 
-// conflictsRequest is the one request of the ConflictReconciler.
-var conflictsRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: "vip-conflicts"}}
-
-func toConflictsRequest(context.Context, client.Object) []reconcile.Request {
-	return []reconcile.Request{conflictsRequest}
-}
+// toConflictsRequest maps every event to the ConflictReconciler's one request.
+var toConflictsRequest = toOneRequest("vip-conflicts")
 
 // conflictChanged passes the events that may change the set of IPs in conflict.
 var conflictChanged = predicate.Funcs{
@@ -116,23 +109,9 @@ func isConflictObject(o client.Object) bool {
 // Services waiting for an address try again; either way the pools' counts change.
 func (r *ConflictReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
 	s := r.State
-	s.mu.Lock()
-	err := s.ensureLoaded(ctx, r.Client, r.Served)
-	var added, cleared []netip.Addr
-	if err == nil {
-		added, cleared, err = s.syncConflicts(ctx, r.Client)
-	}
-	s.mu.Unlock()
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if len(added) == 0 && len(cleared) == 0 {
-		return ctrl.Result{}, nil
-	}
-	log.FromContext(ctx).V(1).Info("IPs in conflict with devices on the network changed", "added", added, "cleared", cleared)
-	if len(cleared) > 0 {
-		s.retryPending()
-	}
-	s.refreshAllPools()
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, s.syncOne(ctx, r.Client, r.Served, func() (synced, error) {
+		added, cleared, err := s.syncConflicts(ctx, r.Client)
+		return synced{changed: len(added) > 0 || len(cleared) > 0, retry: len(cleared) > 0,
+			what: "IPs in conflict with devices on the network changed", keysAndValues: []any{"added", added, "cleared", cleared}}, err
+	})
 }

@@ -11,13 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"go4.org/netipx"
 
@@ -134,11 +131,8 @@ type ReservedReconciler struct {
 	Served servedFunc
 }
 
-var reservedRequest = reconcile.Request{NamespacedName: types.NamespacedName{Name: "reserved-addresses"}}
-
-func toReservedRequest(context.Context, client.Object) []reconcile.Request {
-	return []reconcile.Request{reservedRequest}
-}
+// toReservedRequest maps every event to the ReservedReconciler's one request.
+var toReservedRequest = toOneRequest("reserved-addresses")
 
 // nodeRangesChanged passes Node events that change the addresses or pod CIDRs: a
 // node's status is written often (conditions, images) and those change nothing here.
@@ -154,18 +148,8 @@ var nodeRangesChanged = predicate.Funcs{
 // the pools' status is written again and the Services waiting for an address retry.
 func (r *ReservedReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
 	s := r.State
-	s.mu.Lock()
-	err := s.ensureLoaded(ctx, r.Client, r.Served)
-	changed := false
-	if err == nil {
-		changed, err = s.syncReserved(ctx, r.Client)
-	}
-	s.mu.Unlock()
-	if err != nil || !changed {
-		return ctrl.Result{}, err
-	}
-	log.FromContext(ctx).V(1).Info("addresses the cluster uses changed")
-	s.retryPending()
-	s.refreshAllPools()
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, s.syncOne(ctx, r.Client, r.Served, func() (synced, error) {
+		changed, err := s.syncReserved(ctx, r.Client)
+		return synced{changed: changed, retry: true, what: "addresses the cluster uses changed"}, err
+	})
 }
