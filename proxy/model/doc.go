@@ -9,7 +9,7 @@
 // from a Plan; neither decides again. ChangedServices names what a partial sync
 // rewrites.
 //
-// Files: types.go (input), ports.go (Resolve), endpoints.go (endpoint collection and
-// Categorize), plan.go (PlanPort), changes.go (partial syncs), problems.go (skipped
-// input).
+// Files: types.go (input), node.go (per-node settings both generators read), ports.go
+// (Resolve), endpoints.go (endpoint collection and Categorize), plan.go (PlanPort),
+// changes.go (partial syncs), problems.go (skipped input).
 package model

@@ -1,46 +1,25 @@
 package nftables
 
 import (
-	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"herald.dev/herald/proxy/model"
 )
 
 // DefaultMasqueradeBit is kube-proxy's default mark bit: 0x00004000.
-const DefaultMasqueradeBit = 14
+const DefaultMasqueradeBit = model.DefaultMasqueradeBit
 
 // Node holds the per-node settings of kube-proxy's nftables proxier, plus what it
-// probes from the host, so that generation stays pure.
-type Node struct {
-	// Name is the node name; endpoints whose NodeName equals it are local.
-	Name string
-	// Zone is the node's topology.kubernetes.io/zone label, for topology hints.
-	Zone string
-	// IPs are the node's IPs; the first of the family is kube-proxy's nodeIP, which
-	// decides whether a loadBalancerSourceRange also lets the node's own traffic through.
-	IPs []netip.Addr
-	// LocalDetector says how pod traffic is told apart (--detect-local-mode).
-	LocalDetector model.LocalDetector
-	// MasqueradeBit is the mark bit, 0-31 (kube-proxy's default is DefaultMasqueradeBit).
-	MasqueradeBit int
-	// MasqueradeAll masquerades every ClusterIP packet.
-	MasqueradeAll bool
-	// NodePortAddresses is --nodeport-addresses, both families; empty means NodePorts on
-	// every local address but loopback.
-	NodePortAddresses []netip.Prefix
-	// InterfaceAddrs are the node's interface addresses; those inside NodePortAddresses
-	// accept NodePort traffic.
-	InterfaceAddrs []netip.Addr
-	// ServiceCIDRs are the cluster's ServiceCIDRs, both families: traffic to an address
-	// inside them that is no Service's ClusterIP is dropped. Empty: no such rule.
-	ServiceCIDRs []netip.Prefix
-}
+// probes from the host; the iptables generator reads the same type, and the fields
+// only it reads (LocalhostNodePorts, RandomFully, ConntrackTCPLiberal, NFAcct,
+// LargeClusterEndpoints) are ignored here.
+type Node = model.Node
 
 // ErrInvalidNode reports node settings that cannot be expressed.
-var ErrInvalidNode = errors.New("invalid node settings")
+var ErrInvalidNode = model.ErrInvalidNode
 
 // nodeRules is Node resolved for one family: the words rules are made of.
 type nodeRules struct {
@@ -51,8 +30,8 @@ type nodeRules struct {
 	// noLocalhost keeps NodePorts off the loopback addresses.
 	noLocalhost string
 	nodeIP      netip.Addr // invalid when the node has no IP of the family
-	mark        string     // e.g. 0x004000
-	masquerade  string     // "mark set mark or 0x004000"
+	mark        string     // e.g. 0x00004000
+	masquerade  string     // "mark set mark or 0x00004000"
 	// ifLocal and ifNotLocal match pod traffic and the rest; empty without a detector.
 	ifLocal, ifNotLocal []string
 	masqueradeAll       bool
@@ -62,11 +41,8 @@ type nodeRules struct {
 }
 
 func resolveNode(n *Node, family model.Family) (*nodeRules, error) {
-	if family != model.IPv4 && family != model.IPv6 {
-		return nil, fmt.Errorf("%w: family %d", ErrInvalidNode, int(family))
-	}
-	if n.MasqueradeBit < 0 || n.MasqueradeBit > 31 {
-		return nil, fmt.Errorf("%w: masquerade bit %d outside 0-31", ErrInvalidNode, n.MasqueradeBit)
+	if err := n.Check(family); err != nil {
+		return nil, err
 	}
 	r := &nodeRules{
 		family:        family,
@@ -74,19 +50,14 @@ func resolveNode(n *Node, family model.Family) (*nodeRules, error) {
 		ipX:           "ip",
 		addrType:      "ipv4_addr",
 		noLocalhost:   "ip daddr != 127.0.0.0/8",
-		mark:          fmt.Sprintf("%#08x", uint32(1)<<n.MasqueradeBit),
+		nodeIP:        n.NodeIP(family),
+		mark:          n.Mark(),
 		masqueradeAll: n.MasqueradeAll,
 	}
 	if family == model.IPv6 {
 		r.ipX, r.addrType, r.noLocalhost = "ip6", "ipv6_addr", "ip6 daddr != ::1"
 	}
 	r.masquerade = "mark set mark or " + r.mark
-	for _, ip := range n.IPs {
-		if ip = ip.Unmap(); family.Contains(ip) {
-			r.nodeIP = ip
-			break
-		}
-	}
 	if err := r.resolveDetector(&n.LocalDetector); err != nil {
 		return nil, err
 	}
@@ -101,26 +72,16 @@ func resolveNode(n *Node, family model.Family) (*nodeRules, error) {
 	return r, nil
 }
 
+// resolveDetector writes the detector's matches; Node.Check allowed one detector at most.
 func (r *nodeRules) resolveDetector(d *model.LocalDetector) error {
-	set := 0
-	for _, on := range []bool{len(d.PodCIDRs) > 0, d.BridgeInterface != "", d.InterfaceNamePrefix != ""} {
-		if on {
-			set++
-		}
-	}
 	switch {
-	case set > 1:
-		return fmt.Errorf("%w: more than one local-traffic detector set", ErrInvalidNode)
 	case len(d.PodCIDRs) > 0:
-		for _, p := range d.PodCIDRs {
-			if !p.IsValid() {
-				return fmt.Errorf("%w: invalid pod CIDR", ErrInvalidNode)
-			}
-			if r.family.Contains(p.Addr().Unmap()) {
-				cidr := model.UnmapPrefix(p).String()
-				r.ifLocal, r.ifNotLocal = []string{r.ipX, "saddr", cidr}, []string{r.ipX, "saddr", "!=", cidr}
-				break
-			}
+		cidr, err := d.PodCIDR(r.family)
+		if err != nil {
+			return err
+		}
+		if cidr.IsValid() {
+			r.ifLocal, r.ifNotLocal = []string{r.ipX, "saddr", cidr.String()}, []string{r.ipX, "saddr", "!=", cidr.String()}
 		}
 	case d.BridgeInterface != "":
 		if !validInterfaceName(d.BridgeInterface) {
@@ -142,11 +103,8 @@ func (r *nodeRules) resolveDetector(d *model.LocalDetector) error {
 // them (never loopback: kube-proxy's nftables mode has no localhost NodePorts).
 func (r *nodeRules) resolveNodePorts(n *Node) {
 	var match []netip.Prefix
-	for _, p := range n.NodePortAddresses {
-		if !p.IsValid() || !r.family.Contains(p.Addr().Unmap()) {
-			continue
-		}
-		if p = model.UnmapPrefix(p); p.Bits() == 0 {
+	for _, p := range n.NodePortCIDRs(r.family) {
+		if p.Bits() == 0 {
 			return
 		}
 		match = append(match, p)
@@ -154,23 +112,11 @@ func (r *nodeRules) resolveNodePorts(n *Node) {
 	if len(match) == 0 {
 		return
 	}
-	r.nodePortIPs = []netip.Addr{}
-	seen := map[netip.Addr]bool{}
-	for _, p := range match {
-		for _, ip := range n.InterfaceAddrs {
-			if ip = ip.Unmap(); p.Contains(ip) && !seen[ip] && !ip.IsLoopback() {
-				seen[ip] = true
-				r.nodePortIPs = append(r.nodePortIPs, ip)
-			}
-		}
-	}
+	r.nodePortIPs = slices.DeleteFunc(n.InterfaceAddrsIn(match), netip.Addr.IsLoopback)
 }
 
-// validInterfaceName accepts what the kernel accepts as an interface name: 1-15 bytes,
-// no "/", whitespace or quotes, which would break the nft input.
+// validInterfaceName accepts what the kernel accepts as an interface name, without
+// quotes, ";", braces or "*", which would break the nft input.
 func validInterfaceName(name string) bool {
-	if len(name) == 0 || len(name) > 15 || name == "." || name == ".." {
-		return false
-	}
-	return !strings.ContainsAny(name, "/ \t\n\r\"':;{}*")
+	return model.ValidInterfaceName(name) && !strings.ContainsAny(name, "\"';{}*")
 }
