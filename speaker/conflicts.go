@@ -127,6 +127,14 @@ func responderMACs(rs []layer2.ResponderInfo) []string {
 	return slices.Compact(out)
 }
 
+// sightings bounds the log lines about peers answering for this node's IPs, and the
+// address conflict Events per IP (layer2's goroutines).
+type sightings struct {
+	mu       sync.Mutex
+	loggedAt map[netip.Addr]time.Time
+	events   *eventLimit
+}
+
 // sighted is layer2's OnSighting: a peer answering for an IP this node announces is
 // evidence of a split brain; a foreign device's claims are layer2's to settle.
 func (s *Speaker) sighted(c layer2.Sighting) {
@@ -134,13 +142,13 @@ func (s *Speaker) sighted(c layer2.Sighting) {
 		return
 	}
 	s.metrics.peerClaims.WithLabelValues(c.IP.String()).Inc()
-	s.claimLog.Lock()
-	last := s.claimLogAt[c.IP]
+	s.sightings.mu.Lock()
+	last := s.sightings.loggedAt[c.IP]
 	log := c.At.Sub(last) >= claimLogEvery
 	if log {
-		s.claimLogAt[c.IP] = c.At
+		s.sightings.loggedAt[c.IP] = c.At
 	}
-	s.claimLog.Unlock()
+	s.sightings.mu.Unlock()
 	if log {
 		s.log.Info("another speaker answers for an IP this node announces", "ip", c.IP, "mac", c.MAC.String(), "interface", c.Interface, "kind", string(c.Kind))
 	}
@@ -154,7 +162,7 @@ func (s *Speaker) conflicted(c layer2.Conflict) {
 	if !c.Cleared.IsZero() {
 		typ, reason = corev1.EventTypeNormal, heraldv1.ReasonIPConflictResolved
 	}
-	ok, held := s.conflictEvents.allow(c.IP, reason, time.Now())
+	ok, held := s.sightings.events.allow(c.IP, reason, time.Now())
 	if !ok {
 		s.metrics.conflictEventsSuppressed.Inc()
 		return
@@ -190,9 +198,9 @@ func conflictNote(self string, c layer2.Conflict) string {
 
 // servicesOf returns the Services holding ip, if this node announces it.
 func (s *Speaker) servicesOf(ip netip.Addr) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.ownedServices[ip])
+	s.announcing.mu.Lock()
+	defer s.announcing.mu.Unlock()
+	return slices.Clone(s.announcing.services[ip])
 }
 
 // conflicts returns the IPs layer2 yielded to foreign devices, among those owned.

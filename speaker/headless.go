@@ -165,7 +165,7 @@ func (h *Headless) loop(ctx context.Context) {
 				continue
 			}
 		case <-recheck.C:
-			if s.verdict.Mode == quorum.ModeQuorum {
+			if s.decision.verdict.Mode == quorum.ModeQuorum {
 				continue
 			}
 		case <-tick.C:
@@ -185,9 +185,9 @@ func (h *Headless) pass(ctx context.Context) {
 	s := h.s
 	start := time.Now()
 	live := s.members.Snapshot().Live
-	s.noteMembership(live)
+	s.liveness.note(live, s.log)
 	verdict, recs := s.decide(ctx, live)
-	s.verdict = verdict
+	s.decision.verdict = verdict
 	var owners map[string]int
 	if h.opts.Elect && !verdict.Mode.Silent() {
 		in, err := s.inputs(ctx)

@@ -220,9 +220,9 @@ func TestElectionPass(t *testing.T) {
 	g2.live(second)
 	s2.runElection(ctx)
 	if a2.answers(vip) {
-		t.Fatalf("%s still answers for %s, deposed by a majority's records (mode %s)", second, vip, s2.verdict.Mode)
+		t.Fatalf("%s still answers for %s, deposed by a majority's records (mode %s)", second, vip, s2.decision.verdict.Mode)
 	}
-	if !s2.verdict.Mode.Silent() {
-		t.Errorf("mode %s, want a silent one", s2.verdict.Mode)
+	if !s2.decision.verdict.Mode.Silent() {
+		t.Errorf("mode %s, want a silent one", s2.decision.verdict.Mode)
 	}
 }

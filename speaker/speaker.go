@@ -58,47 +58,21 @@ type Speaker struct {
 	proxier    *proxy.Proxier
 
 	trigger chan struct{}
-	// stall carries layer 2's stall reports to the loop, stallSynced the end of the
-	// sync with the peers that follows; stallState is the loop's (stall.go).
-	stall       chan time.Duration
-	stallSynced chan int
-	stallState  stallState
 	// proxyPoke asks the proxier's feeder for an Update; pokes coalesce.
 	proxyPoke chan struct{}
 	synced    atomic.Bool
 	joined    atomic.Bool
 
-	// elector remembers the last election so the next redoes only what changed
-	// (loop goroutine only).
+	// The loop goroutine's memory between passes.
+	liveness liveness
+	decision decision
+	stalls   stallState
+	bind     bindLink
+	// elector remembers the last election so the next redoes only what changed.
 	elector election.Elector
-
-	// Only the loop goroutine touches live, since, lostAt, counted, qstate and verdict.
-	live   map[string]bool
-	since  map[string]time.Time // when each live member last became live
-	lostAt map[string]time.Time
 	// counted are the IPs whose leader-change counter this node exports.
 	counted map[netip.Addr]bool
-	// qstate and verdict are the quorum rule's memory and its last decision;
-	// decideAgainAt the last Verdict.DecideAgainAt a timer was set for.
-	qstate        quorum.State
-	verdict       quorum.Verdict
-	decideAgainAt time.Time
-	// bindIface is the interface memberlist's address is on ("" when unknown), and
-	// bindLookup when it was last looked up.
-	bindIface  string
-	bindLookup time.Time
-
-	mu sync.Mutex
-	// takeovers are takeovers whose first gratuitous frame has not gone out yet.
-	takeovers map[string]pendingTakeover
-	// ownedServices are the Services of each IP this node announces.
-	ownedServices map[netip.Addr][]string
-
-	// withhold keeps the endpoints of nodes the speakers know down out of the
-	// proxier's rules, and probes the hosts of vanished and restarting speakers.
-	withhold *withhold.Withholder
-	// book holds this speaker's claims and what it knows of its peers' (loop
-	// goroutine only).
+	// book holds this speaker's claims and what it knows of its peers'.
 	book *claims.Book
 	// servedOnce: an election ran that was not silent (until then, a silent speaker
 	// keeps publishing the claims it restored); restartWake is when the time kept for
@@ -106,13 +80,33 @@ type Speaker struct {
 	servedOnce  bool
 	restartWake time.Time
 
+	// What the announcer's callbacks read of the loop's decisions (apply.go).
+	announcing announcing
+	// withhold keeps the endpoints of nodes the speakers know down out of the
+	// proxier's rules, and probes the hosts of vanished and restarting speakers.
+	withhold *withhold.Withholder
 	// peers are the other speakers' MACs (from their records): their claims on the
 	// wire are a split brain, not an address conflict.
-	peers      peerMACs
-	claimLog   sync.Mutex
-	claimLogAt map[netip.Addr]time.Time
-	// conflictEvents limits the address conflict Events per IP.
-	conflictEvents *eventLimit
+	peers     peerMACs
+	sightings sightings
+}
+
+// decision is the quorum rule's memory and its last verdict; againAt is the last
+// Verdict.DecideAgainAt a timer was set for.
+type decision struct {
+	state   quorum.State
+	verdict quorum.Verdict
+	againAt time.Time
+}
+
+// announcing is what the announcer's callbacks (other goroutines) read of the
+// loop's decisions.
+type announcing struct {
+	mu sync.Mutex
+	// takeovers are takeovers whose first gratuitous frame has not gone out yet.
+	takeovers map[string]pendingTakeover
+	// services are the Services of each IP this node announces.
+	services map[netip.Addr][]string
 }
 
 // pendingTakeover is what the announcement of a takeover needs to report it.
@@ -131,22 +125,17 @@ type pendingTakeover struct {
 // (assemble) or StartHeadless.
 func newSpeaker(cfg Config, log logr.Logger, c client.Reader) *Speaker {
 	s := &Speaker{
-		cfg:            cfg,
-		log:            log,
-		cache:          c,
-		tracker:        NewTracker(cfg.NodeName),
-		trigger:        make(chan struct{}, 1),
-		proxyPoke:      make(chan struct{}, 1),
-		live:           map[string]bool{},
-		since:          map[string]time.Time{},
-		lostAt:         map[string]time.Time{},
-		counted:        map[netip.Addr]bool{},
-		takeovers:      map[string]pendingTakeover{},
-		ownedServices:  map[netip.Addr][]string{},
-		claimLogAt:     map[netip.Addr]time.Time{},
-		conflictEvents: newEventLimit(conflictEventEvery),
-		stall:          make(chan time.Duration, 1),
-		stallSynced:    make(chan int),
+		cfg:        cfg,
+		log:        log,
+		cache:      c,
+		tracker:    NewTracker(cfg.NodeName),
+		trigger:    make(chan struct{}, 1),
+		proxyPoke:  make(chan struct{}, 1),
+		liveness:   liveness{live: map[string]bool{}, since: map[string]time.Time{}, lostAt: map[string]time.Time{}},
+		stalls:     stallState{reports: make(chan time.Duration, 1), synced: make(chan int)},
+		counted:    map[netip.Addr]bool{},
+		announcing: announcing{takeovers: map[string]pendingTakeover{}, services: map[netip.Addr][]string{}},
+		sightings:  sightings{loggedAt: map[netip.Addr]time.Time{}, events: newEventLimit(conflictEventEvery)},
 	}
 	s.book = claims.NewBook(cfg.NodeName, cfg.Quorum.JoinWait, func(b []byte) { s.members.Publish(b) }, s.pokeElection, log.WithName("claims"))
 	return s
@@ -178,14 +167,14 @@ func (s *Speaker) serve(ctx context.Context, c cache.Cache) error {
 			s.runElection(ctx)
 		case <-s.members.Events():
 			s.runElection(ctx)
-		case gap := <-s.stall:
+		case gap := <-s.stalls.reports:
 			s.stalled(ctx, gap)
-		case reached := <-s.stallSynced:
+		case reached := <-s.stalls.synced:
 			s.resumeAfterStall(ctx, reached)
 		case <-recheck.C:
 			// Hold ends with time, and a failed read of the records is retried; a
 			// link losing its carrier is noticed here too.
-			if s.verdict.Mode != quorum.ModeQuorum || s.linkDown() {
+			if s.decision.verdict.Mode != quorum.ModeQuorum || s.linkDown() {
 				s.runElection(ctx)
 			}
 		case <-joinTick.C:
