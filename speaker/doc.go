@@ -1,7 +1,10 @@
-// Package speaker is `herald speaker`, the agent on every node. Run wires it: the
-// informers, memberlist (speaker/members), the records in the API server
+// Package speaker is `herald speaker`, the agent on every node. Run (run.go) assembles
+// it: the informers, memberlist (speaker/members), the records in the API server
 // (speaker/records), the ARP/NDP announcer (speaker/layer2), the embedded proxier
-// (proxy/), then runs the loop, which runs an election pass on every change.
+// (proxy/); it runs each as a stage (stage.go) it stops in the order a graceful stop
+// needs, and runs the loop (speaker.go), which runs an election pass on every change.
+// The loop's memory between passes is in named groups beside the code that owns them
+// (liveness.go, verdict.go's decision, stall.go, link.go, apply.go's announcing).
 //
 // One pass (pass.go, runElection) reads the membership snapshot, lets the quorum rule
 // (speaker/quorum) decide whom to elect among (verdict.go, which also publishes this
@@ -19,4 +22,8 @@
 // (proxier.go), the token's node binding (tokenbinding.go). The loop reaches
 // memberlist, the records and the announcer through the interfaces of seams.go; the
 // packages below it reach back only through the callbacks they are given.
+//
+// Headless (headless.go) is the loop without the announcer, the proxier, Events and
+// metrics, built the same way (newSpeaker); the scale benchmarks (speaker/scale) run
+// hundreds of them in one process.
 package speaker

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/netip"
 	"reflect"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -89,24 +88,6 @@ type Speaker struct {
 	// wire are a split brain, not an address conflict.
 	peers     peerMACs
 	sightings sightings
-}
-
-// decision is the quorum rule's memory and its last verdict; againAt is the last
-// Verdict.DecideAgainAt a timer was set for.
-type decision struct {
-	state   quorum.State
-	verdict quorum.Verdict
-	againAt time.Time
-}
-
-// announcing is what the announcer's callbacks (other goroutines) read of the
-// loop's decisions.
-type announcing struct {
-	mu sync.Mutex
-	// takeovers are takeovers whose first gratuitous frame has not gone out yet.
-	takeovers map[string]pendingTakeover
-	// services are the Services of each IP this node announces.
-	services map[netip.Addr][]string
 }
 
 // pendingTakeover is what the announcement of a takeover needs to report it.
