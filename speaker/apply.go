@@ -1,9 +1,6 @@
 package speaker
 
 import (
-	"net/netip"
-	"sync"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"herald.dev/herald/speaker/election"
@@ -12,16 +9,6 @@ import (
 
 // holder is the key under which the speaker holds IPs in the announcer.
 const holder = "election"
-
-// announcing is what the announcer's callbacks (other goroutines) read of the
-// loop's decisions.
-type announcing struct {
-	mu sync.Mutex
-	// takeovers are takeovers whose first gratuitous frame has not gone out yet.
-	takeovers map[string]pendingTakeover
-	// services are the Services of each IP this node announces.
-	services map[netip.Addr][]string
-}
 
 // apply makes the announcer and the metrics follow the plan, and, when the election
 // is the cluster's (trusted), reports what users should see.

@@ -36,13 +36,6 @@ func (s *Speaker) linkDown() bool {
 
 const bindLookupEvery = 5 * time.Second
 
-// bindLink is the interface memberlist's address is on ("" when unknown), and when it
-// was last looked up.
-type bindLink struct {
-	iface    string
-	lookedUp time.Time
-}
-
 // interfaceOf returns the name of the interface holding addr, or "".
 func interfaceOf(addr string) string {
 	bind, err := netip.ParseAddr(addr)

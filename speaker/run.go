@@ -143,12 +143,12 @@ func assemble(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Lo
 	p := &parts{mgr: mgr}
 	s := newSpeaker(cfg, log, mgr.GetCache())
 	s.recorder = mgr.GetEventRecorder(reportingController)
-	s.nodeEvents = newNodeEvents(mgr.GetClient(), cfg.NodeName, log)
+	s.nodeEvents = newNodeEvents(mgr.GetClient(), mgr.GetCache(), cfg.NodeName, log)
 	s.withhold = withhold.New(withhold.Config{Self: cfg.NodeName, Enabled: cfg.WithholdDeadEndpoints,
 		BindAddr: cfg.Members.BindAddr, BindPort: cfg.Members.BindPort}, withhold.Callbacks{
 		SetWithheld:    func(nodes map[string]bool) { s.proxier.SetWithheld(nodes) },
 		LeftGracefully: func(node string) bool { return s.members.LeftGracefully(node) },
-		Event:          s.eventOn,
+		Event:          s.nodeEvents.on,
 		Changed:        s.pokeElection,
 	}, log.WithName("withhold"))
 	s.reports = newReporter(cfg.NodeName, mgr.GetCache(), s.recorder)

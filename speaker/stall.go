@@ -31,16 +31,6 @@ func (s *Speaker) onStall(gap time.Duration) {
 	}
 }
 
-// stallState carries layer 2's stall reports to the loop and the end of the sync with
-// the peers that follows, and is the loop's memory of the stalls it is recovering from.
-type stallState struct {
-	reports chan time.Duration
-	synced  chan int
-	syncing bool          // a sync with the peers runs
-	again   bool          // another stall came during it: sync again before resuming
-	longest time.Duration // the longest stall since the last resume
-}
-
 // stalled starts a sync with the peers, or asks for another one after the running one
 // (loop goroutine only).
 func (s *Speaker) stalled(ctx context.Context, gap time.Duration) {
@@ -79,7 +69,7 @@ func (s *Speaker) resumeAfterStall(ctx context.Context, reached int) {
 	gap := s.stalls.longest
 	s.stalls.longest = 0
 	s.log.Info("answering again after a stall", "stalled", gap, "peersReached", reached)
-	s.eventOn(ctx, s.cfg.NodeName, corev1.EventTypeWarning, heraldv1.ReasonSpeakerStalled, "Resume", fmt.Sprintf(
+	s.nodeEvents.on(ctx, s.cfg.NodeName, corev1.EventTypeWarning, heraldv1.ReasonSpeakerStalled, "Resume", fmt.Sprintf(
 		"the speaker of %s did not run for %s (a paused VM or container, a frozen or starved process): it answered for no IP until it had heard its peers again (%d answered)",
 		s.cfg.NodeName, gap.Round(time.Millisecond), reached))
 }

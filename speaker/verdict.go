@@ -20,14 +20,6 @@ import (
 // without news: Hold ends with time, and a failed read is retried.
 const recheckDegraded = 250 * time.Millisecond
 
-// decision is the quorum rule's memory and its last verdict; againAt is the last
-// Verdict.DecideAgainAt a timer was set for.
-type decision struct {
-	state   quorum.State
-	verdict quorum.Verdict
-	againAt time.Time
-}
-
 // decide runs the quorum rule on this speaker's situation, reading the records afresh
 // when the rule asks for it, and returns the records it decided on too.
 func (s *Speaker) decide(ctx context.Context, live []string) (quorum.Verdict, []quorum.Record) {
