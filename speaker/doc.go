@@ -2,9 +2,9 @@
 // it: the informers, memberlist (speaker/members), the records in the API server
 // (speaker/records), the ARP/NDP announcer (speaker/layer2), the embedded proxier
 // (proxy/); it runs each as a stage (stage.go) it stops in the order a graceful stop
-// needs, and runs the loop (speaker.go), which runs an election pass on every change.
-// The loop's memory between passes is in named groups beside the code that owns them
-// (liveness.go, verdict.go's decision, stall.go, link.go, apply.go's announcing).
+// needs, and runs the loop (loop.go), which runs an election pass on every change.
+// speaker.go declares the Speaker and the groups its memory is kept in; it depends on
+// no file that depends on it, so the files of the package form no cycle.
 //
 // One pass (pass.go, runElection) reads the membership snapshot, lets the quorum rule
 // (speaker/quorum) decide whom to elect among (verdict.go, which also publishes this
@@ -17,8 +17,8 @@
 // (speaker/vipstatus).
 //
 // Around the pass: joining the other speakers (join.go), the memberlist key (key.go,
-// keyfollow.go), what the wire shows (conflicts.go: peers and foreign devices
-// answering for an owned IP), a stall of the process (stall.go), the proxier's feed
+// keyfollow.go), what the wire shows (conflicts.go: peers, whose MACs peers.go
+// keeps, and foreign devices answering for an owned IP), a stall of the process (stall.go), the proxier's feed
 // (proxier.go), the token's node binding (tokenbinding.go). The loop reaches
 // memberlist, the records and the announcer through the interfaces of seams.go; the
 // packages below it reach back only through the callbacks they are given.
