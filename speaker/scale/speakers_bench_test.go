@@ -34,7 +34,7 @@ import (
 	"herald.dev/herald/speaker/records"
 )
 
-// BenchmarkSpeakersAtScale runs many speakers (scale_sim_test.go) against a real
+// BenchmarkSpeakersAtScale runs many speakers (sim_test.go) against a real
 // kube-apiserver and etcd, with $HERALD_SCALE_VIPS LoadBalancer Services holding one IP
 // each (10,000), at each count of nodes in $HERALD_SCALE_NODES (100,300,1000). At each
 // size it reports the API server's load in steady state and while one node flaps, read
