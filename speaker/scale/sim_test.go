@@ -80,7 +80,7 @@ type simEnv struct {
 	// (HERALD_SCALE_DIGEST_FROM; 0: never read the records digest).
 	digestFrom int
 	// split, when set, carries every memberlist's traffic, and cuts the cluster in
-	// two when switched on (scale_split_test.go).
+	// two when switched on (splitter_test.go).
 	split *splitter
 }
 
