@@ -143,7 +143,7 @@ bench-proxy: setup ## Proxier syncs at 1,000 and 10,000 Services, herald (nftabl
 
 .PHONY: bench-scale
 bench-scale: test-binaries ## Speakers at scale: 100, 300, 1,000 simulated nodes, 10,000 VIPs, a real API server (HERALD_SCALE_NODES to choose one; many minutes a size, docs/scale.md); writes bench-scale.txt, prints the table.
-	HERALD_BENCH_SCALE=1 KUBEBUILDER_ASSETS=$$(hack/setup-test-binaries.sh) go test -run '^$$' -bench BenchmarkSpeakersAtScale -benchtime 1x -timeout 0 -v ./speaker/ 2>&1 | tee bench-scale.txt
+	HERALD_BENCH_SCALE=1 KUBEBUILDER_ASSETS=$$(hack/setup-test-binaries.sh) go test -run '^$$' -bench BenchmarkSpeakersAtScale -benchtime 1x -timeout 0 -v ./speaker/scale/ 2>&1 | tee bench-scale.txt
 	@sed -n '/^Speakers at scale/,/^$$/p' bench-scale.txt
 
 ##@ Demo

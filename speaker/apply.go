@@ -16,10 +16,10 @@ func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string, tr
 	for _, r := range p.Release {
 		s.l2.Withdraw(holder, r.IP)
 		s.metrics.owner.DeletePartialMatch(prometheus.Labels{"ip": r.IP.String()})
-		s.mu.Lock()
-		delete(s.takeovers, r.IP.String())
-		delete(s.ownedServices, r.IP)
-		s.mu.Unlock()
+		s.announcing.mu.Lock()
+		delete(s.announcing.takeovers, r.IP.String())
+		delete(s.announcing.services, r.IP)
+		s.announcing.mu.Unlock()
 		s.book.Release(r.IP)
 		s.metrics.peerClaims.DeleteLabelValues(r.IP.String())
 		s.log.Info("stopped announcing", "ip", r.IP, "services", r.Services, "newOwner", r.Next)
@@ -27,8 +27,8 @@ func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string, tr
 	for _, t := range p.Take {
 		restored := s.book.Take(t.IP, t.Key)
 		pt := pendingTakeover{Takeover: t, restored: restored}
-		if t.Previous != "" && !s.live[t.Previous] {
-			pt.lostAt = s.lostAt[t.Previous]
+		if t.Previous != "" && !s.liveness.live[t.Previous] {
+			pt.lostAt = s.liveness.lostAt[t.Previous]
 		}
 		// An IP new to this speaker (a new Service, or a speaker just started) is
 		// probed for a foreign device first. An IP whose owner was lost without
@@ -42,14 +42,14 @@ func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string, tr
 			// held the IP for it.
 		case !t.Known:
 			opts = append(opts, layer2.Probe())
-		case t.Previous == "" || (!s.live[t.Previous] && !s.members.LeftGracefully(t.Previous)):
+		case t.Previous == "" || (!s.liveness.live[t.Previous] && !s.members.LeftGracefully(t.Previous)):
 			opts = append(opts, layer2.WaitForPeers())
 			pt.unconfirmed = true
 		}
-		s.mu.Lock()
-		s.takeovers[t.IP.String()] = pt
-		s.ownedServices[t.IP] = t.Services
-		s.mu.Unlock()
+		s.announcing.mu.Lock()
+		s.announcing.takeovers[t.IP.String()] = pt
+		s.announcing.services[t.IP] = t.Services
+		s.announcing.mu.Unlock()
 		s.setOwner(t.Decision)
 		s.metrics.peerClaims.WithLabelValues(t.IP.String()) // at 0, so increase() sees the first claim
 		// The counter exists from now on; it counts the move once the IP goes out
@@ -66,9 +66,9 @@ func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string, tr
 	}
 	for _, d := range p.Change {
 		s.metrics.owner.DeletePartialMatch(prometheus.Labels{"ip": d.IP.String()})
-		s.mu.Lock()
-		s.ownedServices[d.IP] = d.Services
-		s.mu.Unlock()
+		s.announcing.mu.Lock()
+		s.announcing.services[d.IP] = d.Services
+		s.announcing.mu.Unlock()
 		s.setOwner(d)
 		s.announce(d)
 	}
@@ -93,10 +93,10 @@ func (s *Speaker) announce(d election.Decision, opts ...layer2.SetOption) {
 // announced is called by the announcer after the first gratuitous frames of a
 // takeover went out: the end of a failover.
 func (s *Speaker) announced(a layer2.Announcement) {
-	s.mu.Lock()
-	pt, ok := s.takeovers[a.IP.String()]
-	delete(s.takeovers, a.IP.String())
-	s.mu.Unlock()
+	s.announcing.mu.Lock()
+	pt, ok := s.announcing.takeovers[a.IP.String()]
+	delete(s.announcing.takeovers, a.IP.String())
+	s.announcing.mu.Unlock()
 	if !ok {
 		// Announced again after an address conflict: no takeover, but the VIPStatus
 		// shows this node again.

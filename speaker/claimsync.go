@@ -20,7 +20,7 @@ func (s *Speaker) knownSpeakers(live []string, recs []quorum.Record) []string {
 	for _, n := range live {
 		add(n)
 	}
-	for n := range s.lostAt {
+	for n := range s.liveness.lostAt {
 		add(n)
 	}
 	for _, r := range recs {
@@ -42,11 +42,11 @@ func (s *Speaker) publishClaims() {
 // outrank the claim of its owner, alive all along, which would give it up to this
 // node. Claimed once it goes out, it moves only if the owner did stop answering.
 func (s *Speaker) claimable(owned []netip.Addr) []netip.Addr {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.announcing.mu.Lock()
+	defer s.announcing.mu.Unlock()
 	out := make([]netip.Addr, 0, len(owned))
 	for _, ip := range owned {
-		if !s.takeovers[ip.String()].unconfirmed {
+		if !s.announcing.takeovers[ip.String()].unconfirmed {
 			out = append(out, ip)
 		}
 	}

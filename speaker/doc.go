@@ -1,7 +1,10 @@
-// Package speaker is `herald speaker`, the agent on every node. Run wires it: the
-// informers, memberlist (speaker/members), the records in the API server
+// Package speaker is `herald speaker`, the agent on every node. Run (run.go) assembles
+// it: the informers, memberlist (speaker/members), the records in the API server
 // (speaker/records), the ARP/NDP announcer (speaker/layer2), the embedded proxier
-// (proxy/), then runs the loop, which runs an election pass on every change.
+// (proxy/); it runs each as a stage (stage.go) it stops in the order a graceful stop
+// needs, and runs the loop (loop.go), which runs an election pass on every change.
+// speaker.go declares the Speaker and the groups its memory is kept in; it depends on
+// no file that depends on it, so the files of the package form no cycle.
 //
 // One pass (pass.go, runElection) reads the membership snapshot, lets the quorum rule
 // (speaker/quorum) decide whom to elect among (verdict.go, which also publishes this
@@ -14,9 +17,13 @@
 // (speaker/vipstatus).
 //
 // Around the pass: joining the other speakers (join.go), the memberlist key (key.go,
-// keyfollow.go), what the wire shows (conflicts.go: peers and foreign devices
-// answering for an owned IP), a stall of the process (stall.go), the proxier's feed
+// keyfollow.go), what the wire shows (conflicts.go: peers, whose MACs peers.go
+// keeps, and foreign devices answering for an owned IP), a stall of the process (stall.go), the proxier's feed
 // (proxier.go), the token's node binding (tokenbinding.go). The loop reaches
 // memberlist, the records and the announcer through the interfaces of seams.go; the
 // packages below it reach back only through the callbacks they are given.
+//
+// Headless (headless.go) is the loop without the announcer, the proxier, Events and
+// metrics, built the same way (newSpeaker); the scale benchmarks (speaker/scale) run
+// hundreds of them in one process.
 package speaker

@@ -16,21 +16,21 @@ import (
 // looked up among all only when unknown or gone, at most every bindLookupEvery. An
 // address on no interface (a test binding to loopback, say) counts as up.
 func (s *Speaker) linkDown() bool {
-	if s.bindIface != "" {
-		b, err := os.ReadFile(filepath.Join("/sys/class/net", s.bindIface, "carrier"))
+	if s.bind.iface != "" {
+		b, err := os.ReadFile(filepath.Join("/sys/class/net", s.bind.iface, "carrier"))
 		switch {
 		case err == nil:
 			return strings.TrimSpace(string(b)) != "1"
 		case errors.Is(err, syscall.EINVAL):
 			return true // the kernel refuses to read the carrier of an interface set down
 		}
-		s.bindIface = "" // renamed or gone: look it up again
+		s.bind.iface = "" // renamed or gone: look it up again
 	}
-	if time.Since(s.bindLookup) < bindLookupEvery {
+	if time.Since(s.bind.lookedUp) < bindLookupEvery {
 		return false
 	}
-	s.bindLookup = time.Now()
-	s.bindIface = interfaceOf(s.cfg.Members.BindAddr)
+	s.bind.lookedUp = time.Now()
+	s.bind.iface = interfaceOf(s.cfg.Members.BindAddr)
 	return false
 }
 

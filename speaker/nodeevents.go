@@ -20,6 +20,8 @@ import (
 // recorder a node that died a third time within minutes showed as alive.
 type nodeEvents struct {
 	c client.Writer
+	// nodes reads the Node an Event is about.
+	nodes client.Reader
 	// instance is the writer's ReportingInstance: herald-speaker-<node>, which speaker
 	// wrote it (the recorder's is the host name, the same for every speaker of a lab).
 	instance string
@@ -33,8 +35,8 @@ const reportingController = "herald-speaker"
 // nodeEventTimeout bounds one Event's creation.
 const nodeEventTimeout = 10 * time.Second
 
-func newNodeEvents(c client.Writer, self string, log logr.Logger) nodeEvents {
-	return nodeEvents{c: c, instance: reportingController + "-" + self, now: time.Now, log: log}
+func newNodeEvents(c client.Writer, nodes client.Reader, self string, log logr.Logger) nodeEvents {
+	return nodeEvents{c: c, nodes: nodes, instance: reportingController + "-" + self, now: time.Now, log: log}
 }
 
 // send writes an Event on n in the background: the election loop calls it and must
@@ -77,12 +79,12 @@ func (w nodeEvents) event(n *corev1.Node, typ, reason, action, note string) *eve
 	return ev
 }
 
-// eventOn writes an Event on the Node named node (nodeEvents: each a new one).
-func (s *Speaker) eventOn(ctx context.Context, node, typ, reason, action, note string) {
+// on writes an Event on the Node named node.
+func (w nodeEvents) on(ctx context.Context, node, typ, reason, action, note string) {
 	var n corev1.Node
-	if err := s.cache.Get(ctx, types.NamespacedName{Name: node}, &n); err != nil {
-		s.log.V(1).Info("no Node to write an Event on", "node", node, "error", err.Error())
+	if err := w.nodes.Get(ctx, types.NamespacedName{Name: node}, &n); err != nil {
+		w.log.V(1).Info("no Node to write an Event on", "node", node, "error", err.Error())
 		return
 	}
-	s.nodeEvents.send(ctx, &n, typ, reason, action, note)
+	w.send(ctx, &n, typ, reason, action, note)
 }

@@ -26,7 +26,7 @@ func TestNodeEventsEachWithholdingIsAnEvent(t *testing.T) {
 	if err := env.Client.Create(ctx, node); err != nil {
 		t.Fatal(err)
 	}
-	w := newNodeEvents(env.Client, "worker2", logr.Discard())
+	w := newNodeEvents(env.Client, env.Client, "worker2", logr.Discard())
 	var want []string
 	for i := range 3 {
 		if i > 0 {

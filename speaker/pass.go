@@ -34,11 +34,11 @@ func (s *Speaker) runElection(ctx context.Context) {
 	// answered them for the rest of the split.
 	membership := s.members.Snapshot()
 	live, kept := membership.Live, membership.Kept
-	returned := s.noteMembership(live)
+	returned := s.liveness.note(live, s.log)
 	verdict, records := s.decide(ctx, live)
 	s.observe(verdict, live)
 	if verdict.Mode.Silent() {
-		s.withhold.Update(ctx, withhold.Pass{Verdict: verdict, Live: live, Lost: s.lostAt, Records: records})
+		s.withhold.Update(ctx, withhold.Pass{Verdict: verdict, Live: live, Lost: s.liveness.lostAt, Records: records})
 		s.apply(s.tracker.Silence(), nil, nil, false)
 		// None: a node back from silence must not look like an incumbent, so a speaker
 		// its peers cannot hear (cut off, cable out) drops its claims. Not one that
@@ -71,11 +71,11 @@ func (s *Speaker) runElection(ctx context.Context) {
 	now := time.Now()
 	var restarting map[string]claims.Set
 	if verdict.Mode == quorum.ModeArbitrated {
-		in.Claims = s.book.Arbitrated(membership, verdict.Electors, s.since, now)
+		in.Claims = s.book.Arbitrated(membership, verdict.Electors, s.liveness.since, now)
 	}
 	if verdict.Mode == quorum.ModeQuorum || verdict.Mode == quorum.ModeHold {
 		var waiting bool
-		in.Claims, waiting = s.book.Of(membership, s.since, now)
+		in.Claims, waiting = s.book.Of(membership, s.liveness.since, now)
 		// A peer that just joined and whose claims have not arrived yet may announce
 		// IPs this speaker would otherwise take.
 		take = take && !waiting
@@ -90,7 +90,7 @@ func (s *Speaker) runElection(ctx context.Context) {
 	s.book.NoteGens(in.Claims, s.book.Lost(membership.Lost))
 	// Before the election's announcements: endpoints of a dead node are out of every
 	// Service as soon as the node's IPs move.
-	s.withhold.Update(ctx, withhold.Pass{Verdict: verdict, Live: live, Lost: s.lostAt, Records: records,
+	s.withhold.Update(ctx, withhold.Pass{Verdict: verdict, Live: live, Lost: s.liveness.lostAt, Records: records,
 		Nodes: in.Nodes, Restarting: slices.Collect(maps.Keys(restarting))})
 	view, services, problems := BuildView(in)
 	for _, p := range problems {
@@ -126,31 +126,4 @@ func takenIPs(p Plan) []netip.Addr {
 		out[i] = t.IP
 	}
 	return out
-}
-
-// noteMembership records the live members (members.Live) as this pass sees them, when
-// members disappear, for the failover histogram, and says whether a member that had
-// disappeared is back.
-func (s *Speaker) noteMembership(members []string) (returned bool) {
-	now := time.Now()
-	live := map[string]bool{}
-	for _, m := range members {
-		live[m] = true
-		if !s.live[m] {
-			s.since[m] = now
-		}
-		if _, lost := s.lostAt[m]; lost {
-			returned = true
-			delete(s.lostAt, m)
-		}
-	}
-	for m := range s.live {
-		if !live[m] {
-			s.lostAt[m] = now
-			delete(s.since, m)
-			s.log.Info("speaker left memberlist", "node", m)
-		}
-	}
-	s.live = live
-	return returned
 }

@@ -142,14 +142,8 @@ func passSpeaker(t *testing.T, self string, nodes []string, vip netip.Addr) (*Sp
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Speaker{
-		cfg: cfg, log: logr.Discard(), cache: c, members: g, records: r, l2: a, metrics: m,
-		recorder: events.NewFakeRecorder(100), tracker: NewTracker(self), trigger: make(chan struct{}, 1),
-		live: map[string]bool{}, since: map[string]time.Time{}, lostAt: map[string]time.Time{},
-		counted: map[netip.Addr]bool{}, takeovers: map[string]pendingTakeover{}, ownedServices: map[netip.Addr][]string{},
-		claimLogAt: map[netip.Addr]time.Time{}, conflictEvents: newEventLimit(conflictEventEvery),
-	}
-	s.book = claims.NewBook(self, cfg.Quorum.JoinWait, g.Publish, s.pokeElection, s.log)
+	s := newSpeaker(cfg, logr.Discard(), c)
+	s.members, s.records, s.l2, s.metrics, s.recorder = g, r, a, m, events.NewFakeRecorder(100)
 	s.reports = newReporter(self, c, s.recorder)
 	s.vips = vipstatus.NewPublisher(self, c, c, s.log)
 	s.withhold = withhold.New(withhold.Config{Self: self}, withhold.Callbacks{
@@ -226,9 +220,9 @@ func TestElectionPass(t *testing.T) {
 	g2.live(second)
 	s2.runElection(ctx)
 	if a2.answers(vip) {
-		t.Fatalf("%s still answers for %s, deposed by a majority's records (mode %s)", second, vip, s2.verdict.Mode)
+		t.Fatalf("%s still answers for %s, deposed by a majority's records (mode %s)", second, vip, s2.decision.verdict.Mode)
 	}
-	if !s2.verdict.Mode.Silent() {
-		t.Errorf("mode %s, want a silent one", s2.verdict.Mode)
+	if !s2.decision.verdict.Mode.Silent() {
+		t.Errorf("mode %s, want a silent one", s2.decision.verdict.Mode)
 	}
 }

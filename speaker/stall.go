@@ -26,27 +26,20 @@ const stallSyncTimeout = 2 * time.Second
 // onStall is layer 2's report of a stall; it hands it to the loop.
 func (s *Speaker) onStall(gap time.Duration) {
 	select {
-	case s.stall <- gap:
+	case s.stalls.reports <- gap:
 	default: // one is pending; the loop syncs once for both
 	}
-}
-
-// stallState is the loop's memory of the stalls it is recovering from.
-type stallState struct {
-	syncing bool          // a sync with the peers runs
-	again   bool          // another stall came during it: sync again before resuming
-	longest time.Duration // the longest stall since the last resume
 }
 
 // stalled starts a sync with the peers, or asks for another one after the running one
 // (loop goroutine only).
 func (s *Speaker) stalled(ctx context.Context, gap time.Duration) {
-	s.stallState.longest = max(s.stallState.longest, gap)
-	if s.stallState.syncing {
-		s.stallState.again = true
+	s.stalls.longest = max(s.stalls.longest, gap)
+	if s.stalls.syncing {
+		s.stalls.again = true
 		return
 	}
-	s.stallState.syncing = true
+	s.stalls.syncing = true
 	var nodes corev1.NodeList
 	if err := s.cache.List(ctx, &nodes); err != nil {
 		s.log.Error(err, "listing Nodes to find the peers to sync with after a stall")
@@ -55,7 +48,7 @@ func (s *Speaker) stalled(ctx context.Context, gap time.Duration) {
 	go func() {
 		reached := s.members.Sync(addrs, stallSyncTimeout)
 		select {
-		case s.stallSynced <- reached:
+		case s.stalls.synced <- reached:
 		case <-ctx.Done():
 		}
 	}()
@@ -65,18 +58,18 @@ func (s *Speaker) stalled(ctx context.Context, gap time.Duration) {
 // fresh states call for, then lets layer 2 answer again and reports the stall (loop
 // goroutine only).
 func (s *Speaker) resumeAfterStall(ctx context.Context, reached int) {
-	s.stallState.syncing = false
-	if s.stallState.again {
-		s.stallState.again = false
+	s.stalls.syncing = false
+	if s.stalls.again {
+		s.stalls.again = false
 		s.stalled(ctx, 0)
 		return
 	}
 	s.runElection(ctx)
 	s.l2.Resume()
-	gap := s.stallState.longest
-	s.stallState.longest = 0
+	gap := s.stalls.longest
+	s.stalls.longest = 0
 	s.log.Info("answering again after a stall", "stalled", gap, "peersReached", reached)
-	s.eventOn(ctx, s.cfg.NodeName, corev1.EventTypeWarning, heraldv1.ReasonSpeakerStalled, "Resume", fmt.Sprintf(
+	s.nodeEvents.on(ctx, s.cfg.NodeName, corev1.EventTypeWarning, heraldv1.ReasonSpeakerStalled, "Resume", fmt.Sprintf(
 		"the speaker of %s did not run for %s (a paused VM or container, a frozen or starved process): it answered for no IP until it had heard its peers again (%d answered)",
 		s.cfg.NodeName, gap.Round(time.Millisecond), reached))
 }

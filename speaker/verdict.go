@@ -23,9 +23,9 @@ const recheckDegraded = 250 * time.Millisecond
 // decide runs the quorum rule on this speaker's situation, reading the records afresh
 // when the rule asks for it, and returns the records it decided on too.
 func (s *Speaker) decide(ctx context.Context, live []string) (quorum.Verdict, []quorum.Record) {
-	in := quorum.Input{Self: s.cfg.NodeName, Now: time.Now(), LinkDown: s.linkDown(), Lost: s.lostAt}
+	in := quorum.Input{Self: s.cfg.NodeName, Now: time.Now(), LinkDown: s.linkDown(), Lost: s.liveness.lostAt}
 	for _, m := range live {
-		in.Members = append(in.Members, quorum.Member{Name: m, Since: s.since[m]})
+		in.Members = append(in.Members, quorum.Member{Name: m, Since: s.liveness.since[m]})
 	}
 	in.APIUp, in.APIAt, in.RecordsReadAt = s.records.Status()
 	recs, err := s.records.List(ctx, live)
@@ -33,7 +33,7 @@ func (s *Speaker) decide(ctx context.Context, live []string) (quorum.Verdict, []
 		s.log.Error(err, "reading the speakers' records from the cache")
 	}
 	in.Records = s.records.Live(recs, live, in.Now)
-	v, st := quorum.Decide(s.cfg.Quorum, s.qstate, in)
+	v, st := quorum.Decide(s.cfg.Quorum, s.decision.state, in)
 	if v.NeedRecords {
 		rctx, cancel := context.WithTimeout(ctx, time.Second)
 		recs, err := s.records.ListAfresh(rctx, st.SilentSince, live)
@@ -43,13 +43,13 @@ func (s *Speaker) decide(ctx context.Context, live []string) (quorum.Verdict, []
 		} else {
 			in.Records = s.records.Live(recs, live, in.Now)
 			in.APIUp, in.APIAt, in.RecordsReadAt = s.records.Status()
-			v, st = quorum.Decide(s.cfg.Quorum, s.qstate, in)
+			v, st = quorum.Decide(s.cfg.Quorum, s.decision.state, in)
 		}
 	}
-	s.qstate = st
+	s.decision.state = st
 	s.records.Decided(v.Mode, len(v.Expected), len(v.Unreachable))
-	if at := v.DecideAgainAt; !at.IsZero() && !at.Equal(s.decideAgainAt) {
-		s.decideAgainAt = at // one timer per deadline
+	if at := v.DecideAgainAt; !at.IsZero() && !at.Equal(s.decision.againAt) {
+		s.decision.againAt = at // one timer per deadline
 		time.AfterFunc(time.Until(at), s.pokeElection)
 	}
 	return v, in.Records
@@ -88,8 +88,8 @@ func (s *Speaker) observe(v quorum.Verdict, live []string) {
 		s.metrics.unreachable.WithLabelValues(s.cfg.NodeName, p).Set(1)
 	}
 
-	prev := s.verdict
-	s.verdict = v
+	prev := s.decision.verdict
+	s.decision.verdict = v
 	if prev.Mode == v.Mode && slices.Equal(prev.Unreachable, v.Unreachable) {
 		return
 	}

@@ -1,4 +1,4 @@
-package speaker
+package scale
 
 import (
 	"context"
@@ -29,11 +29,12 @@ import (
 	"herald.dev/herald/internal/scheme"
 	"herald.dev/herald/internal/testenv"
 	"herald.dev/herald/internal/testkit"
+	"herald.dev/herald/speaker"
 	"herald.dev/herald/speaker/quorum"
 	"herald.dev/herald/speaker/records"
 )
 
-// BenchmarkSpeakersAtScale runs many speakers (scale_sim_test.go) against a real
+// BenchmarkSpeakersAtScale runs many speakers (sim_test.go) against a real
 // kube-apiserver and etcd, with $HERALD_SCALE_VIPS LoadBalancer Services holding one IP
 // each (10,000), at each count of nodes in $HERALD_SCALE_NODES (100,300,1000). At each
 // size it reports the API server's load in steady state and while one node flaps, read
@@ -378,7 +379,7 @@ func (h *scaleHarness) trace(ctx context.Context, period time.Duration) {
 // the other dead at the split, and memberlist's push/pull only reaches members it
 // holds alive: the heal comes through these joins, as in a cluster.
 func (h *scaleHarness) rejoin(ctx context.Context) {
-	tick := time.NewTicker(DefaultConfig().JoinInterval)
+	tick := time.NewTicker(speaker.DefaultConfig().JoinInterval)
 	defer tick.Stop()
 	for {
 		select {
@@ -391,7 +392,7 @@ func (h *scaleHarness) rejoin(ctx context.Context) {
 			addrs[i] = s.ml.Addr()
 		}
 		for _, s := range h.speakers {
-			s.members.Join(addrs) // only the peers it does not hear; errors expected while split
+			s.ml.Join(addrs) // only the peers it does not hear; errors expected while split
 		}
 	}
 }
@@ -570,7 +571,7 @@ func (h *scaleHarness) killAndTime(i int) (detect, decided time.Duration) {
 	at := time.Now()
 	for _, s := range h.speakers {
 		if s.observer {
-			s.timeDeath(victim.cfg.NodeName, at)
+			s.timeDeath(victim.node, at)
 		}
 	}
 	victim.kill()
@@ -593,7 +594,7 @@ func (h *scaleHarness) killAndTime(i int) (detect, decided time.Duration) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	h.b.Logf("the death of %s was not decided on every observer within 30s", victim.cfg.NodeName)
+	h.b.Logf("the death of %s was not decided on every observer within 30s", victim.node)
 	return 30 * time.Second, 30 * time.Second
 }
 
@@ -605,12 +606,12 @@ func (h *scaleHarness) restart(i int) {
 	var err error
 	for try := 0; ; try++ { // the port may linger a moment
 		var s *simSpeaker
-		if s, err = startSim(h.ctx, h.sim, old.cfg.NodeName, port, old.observer, old.cache == h.sim.shared); err == nil {
+		if s, err = startSim(h.ctx, h.sim, old.node, port, old.observer, old.cache == h.sim.shared); err == nil {
 			h.speakers[i] = s
 			break
 		}
 		if try == 50 {
-			h.b.Fatalf("restarting %s: %v", old.cfg.NodeName, err)
+			h.b.Fatalf("restarting %s: %v", old.node, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -682,12 +683,12 @@ func (h *scaleHarness) join(s *simSpeaker) error {
 		return nil
 	}
 	for try := 0; ; try++ {
-		_, err := s.members.Join([]string{seed.ml.Addr()})
+		_, err := s.ml.Join([]string{seed.ml.Addr()})
 		if err == nil {
 			return nil
 		}
 		if try == 20 {
-			return fmt.Errorf("%s joining: %w", s.cfg.NodeName, err)
+			return fmt.Errorf("%s joining: %w", s.node, err)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -700,11 +701,11 @@ func (h *scaleHarness) waitConverged(n int) {
 		bad := ""
 		for _, s := range h.speakers[:n] {
 			if live := len(s.ml.Live()); live != n {
-				bad = fmt.Sprintf("%s hears %d of %d", s.cfg.NodeName, live, n)
+				bad = fmt.Sprintf("%s hears %d of %d", s.node, live, n)
 				break
 			}
 			if m, _ := s.state(); m != quorum.ModeQuorum {
-				bad = fmt.Sprintf("%s is in mode %s", s.cfg.NodeName, m)
+				bad = fmt.Sprintf("%s is in mode %s", s.node, m)
 				break
 			}
 		}

@@ -1,4 +1,4 @@
-package speaker
+package scale
 
 import (
 	"context"

@@ -1,8 +1,9 @@
-package speaker
+package scale
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,42 +15,36 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"herald.dev/herald/internal/scheme"
-	"herald.dev/herald/speaker/election"
-	"herald.dev/herald/speaker/layer2"
+	"herald.dev/herald/speaker"
 	"herald.dev/herald/speaker/members"
 	"herald.dev/herald/speaker/quorum"
 	"herald.dev/herald/speaker/records"
 )
 
-// The scale benchmark (scale_bench_test.go) runs many speakers' control loops in one
-// process: simSpeaker is one of them. It is a Speaker built from the same parts as
-// Run builds (real memberlist on a loopback port, the real records code on its own
-// informer of the records, the real quorum rule through Speaker.decide and the record
-// it publishes through Speaker.publishRecord), without ARP/NDP, the proxier, Events
-// and metrics.
+// The scale benchmark (speakers_bench_test.go) runs many speakers' control loops in
+// one process: simSpeaker is one of them, a speaker.Headless (real memberlist on a
+// loopback port, the real records on their own informer of the records, the real
+// quorum rule and record) and what the benchmark reads of its passes.
 //
 // An observer also caches what an election reads (Services, EndpointSlices, Nodes,
-// advertisements, pools), and runs the election as runElection does, with the
-// incremental Elector, on every change, a record renewal included: what a speaker
-// costs at scale. The other speakers (light) keep memberlist and their record as a
-// speaker does, but re-decide on a membership change and at most once a second on
-// record changes, and elect nothing: hundreds of speakers reading 10,000 Services each
-// do not fit in one process on two cores. Claims (the IPs each speaker announces,
-// exchanged over memberlist) are not published: elections place by hash alone.
+// advertisements, pools), and elects, with the incremental Elector, on every change, a
+// record renewal included: what a speaker costs at scale. The other speakers (light)
+// keep memberlist and their record as a speaker does, but re-decide on a membership
+// change and at most once a second on record changes, and elect nothing: hundreds of
+// speakers reading 10,000 Services each do not fit in one process on two cores. Claims
+// (the IPs each speaker announces, exchanged over memberlist) are not published:
+// elections place by hash alone.
 type simSpeaker struct {
-	*Speaker
-	// ml and keeper are the speaker's memberlist and records by their types, as Run
-	// holds them (the Speaker holds them by the interfaces of seams.go).
+	*speaker.Headless
+	node     string
 	ml       *members.Members
 	keeper   *records.Keeper
 	observer bool
 	cache    cache.Cache
-	stop     context.CancelFunc
-	done     chan struct{}
 
-	// Set by an observer's elections (loop goroutine), read by the benchmark.
+	// Set by the passes (loop goroutine), read by the benchmark.
 	mu        sync.Mutex
-	passes    int           // election passes run
+	passes    int           // an observer's election passes
 	passTime  time.Duration // their total duration
 	owners    map[string]int
 	watchFor  string    // a node whose death is being timed
@@ -85,7 +80,7 @@ type simEnv struct {
 	// (HERALD_SCALE_DIGEST_FROM; 0: never read the records digest).
 	digestFrom int
 	// split, when set, carries every memberlist's traffic, and cuts the cluster in
-	// two when switched on (scale_split_test.go).
+	// two when switched on (splitter_test.go).
 	split *splitter
 }
 
@@ -123,10 +118,9 @@ func recordsCacheOptions(env simEnv, leases cache.ByObject, observer bool) cache
 // informers are synced; it joins nobody (join). A light speaker with shared reads the
 // records from env.shared.
 func startSim(ctx context.Context, env simEnv, node string, port int, observer, shared bool) (*simSpeaker, error) {
-	cfg := DefaultConfig()
+	cfg := speaker.DefaultConfig()
 	cfg.NodeName = node
 	cfg.Namespace = env.namespace
-	cfg.Members.NodeName = node
 	cfg.Members.BindAddr = "127.0.0.1"
 	cfg.Members.BindPort = port
 	cfg.Members.SecretKey = env.key
@@ -152,76 +146,25 @@ func startSim(ctx context.Context, env simEnv, node string, port int, observer, 
 			return nil, fmt.Errorf("cache of %s: %w", node, err)
 		}
 	}
-	l2, err := layer2.New(layer2.Config{Schedule: layer2.DefaultSchedule()}) // never run: no responder, no MAC
-	if err != nil {
-		return nil, fmt.Errorf("announcer of %s: %w", node, err)
-	}
-	s := &Speaker{
-		cfg: cfg, log: env.log, cache: c, l2: l2,
-		trigger: make(chan struct{}, 1), proxyPoke: make(chan struct{}, 1),
-		live: map[string]bool{}, since: map[string]time.Time{}, lostAt: map[string]time.Time{},
-	}
-	sim := &simSpeaker{Speaker: s, observer: observer, cache: c, done: make(chan struct{}), owners: map[string]int{}}
-	ctx, sim.stop = context.WithCancel(ctx)
-	sim.keeper = records.New(ctx, records.Options{Self: node, Namespace: env.namespace, Config: cfg.Records,
-		Cache: c, API: env.api, Writer: env.api, Watches: env.api, CacheHoldsRecords: shared,
-		PokeElection: s.pokeElection, PeerMACs: s.peers.set, Log: env.log})
-	s.records = sim.keeper
-
-	if observer {
-		if err := s.watch(ctx, c); err != nil {
-			return nil, err
-		}
-	}
-	if err := sim.keeper.WatchCache(ctx, c); err != nil {
-		return nil, err
-	}
 	if env.split != nil {
 		t, err := env.split.transport(node, port)
 		if err != nil {
-			sim.stop()
 			return nil, fmt.Errorf("memberlist transport of %s: %w", node, err)
 		}
 		cfg.Members.Transport = t
 	}
-	if sim.ml, err = members.Start(cfg.Members, env.log, nil); err != nil {
-		if t := cfg.Members.Transport; t != nil {
-			_ = t.Shutdown()
-		}
-		return nil, fmt.Errorf("memberlist of %s: %w", node, err)
+	sim := &simSpeaker{node: node, observer: observer, cache: c, owners: map[string]int{}}
+	h, err := speaker.StartHeadless(ctx, speaker.HeadlessOptions{Config: cfg, Cache: c, Shared: shared,
+		API: env.api, Elect: observer, MinGap: time.Second, OnPass: sim.passed, Log: env.log})
+	if err != nil {
+		return nil, err
 	}
-	s.members = sim.ml
-	sim.keeper.SetHeard(sim.ml.IsLive) // as Run does
-	sim.ml.OnMeta(s.peers.setMeta)
-	cacheDone := make(chan struct{})
-	if shared {
-		close(cacheDone) // started by whoever made it
-	} else {
-		go func() { _ = c.Start(ctx); close(cacheDone) }()
-	}
-	if !c.WaitForCacheSync(ctx) {
-		sim.stop()
-		_ = sim.ml.Shutdown()
-		return nil, fmt.Errorf("informers of %s did not sync", node)
-	}
-	recordsDone := make(chan struct{})
-	go func() { sim.keeper.Run(ctx); close(recordsDone) }()
-	go func() {
-		sim.loop(ctx)
-		<-recordsDone
-		<-cacheDone
-		close(sim.done)
-	}()
+	sim.Headless, sim.ml, sim.keeper = h, h.Members(), h.Records()
 	return sim, nil
 }
 
-// kill stops the speaker as a node's death does: memberlist stops without a leave,
-// the record is no longer renewed (and stays), the informers stop.
-func (sim *simSpeaker) kill() {
-	sim.stop()
-	_ = sim.ml.Shutdown()
-	<-sim.done
-}
+// kill stops the speaker as a node's death does (speaker.Headless.Kill).
+func (sim *simSpeaker) kill() { sim.Kill() }
 
 // port is the memberlist port, for a restart on the same address.
 func (sim *simSpeaker) port() int {
@@ -230,93 +173,28 @@ func (sim *simSpeaker) port() int {
 	return p
 }
 
-// loop is Speaker.serve's loop: an observer runs a pass on every poke and membership
-// change; a light speaker on a membership change at once, on record changes at most
-// once a second. Both re-decide every 250 ms while degraded.
-func (sim *simSpeaker) loop(ctx context.Context) {
-	recheck := time.NewTicker(recheckDegraded)
-	defer recheck.Stop()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	var last time.Time
-	pending := false
-	sim.pass(ctx)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-sim.members.Events():
-		case <-sim.trigger:
-			if !sim.observer && time.Since(last) < time.Second {
-				pending = true
-				continue
-			}
-		case <-recheck.C:
-			if sim.verdict.Mode == quorum.ModeQuorum {
-				continue
-			}
-		case <-tick.C:
-			if sim.observer || !pending {
-				continue
-			}
-		}
-		pending = false
-		last = time.Now()
-		sim.pass(ctx)
-	}
-}
-
-// pass is runElection without announcements: membership, the quorum rule, the record,
-// and for an observer the election.
-func (sim *simSpeaker) pass(ctx context.Context) {
-	s := sim.Speaker
-	start := time.Now()
-	live := s.members.Snapshot().Live
-	s.noteMembership(live)
-	verdict, recs := s.decide(ctx, live)
-	s.verdict = verdict
-	var owners map[string]int
-	if sim.observer && !verdict.Mode.Silent() {
-		in, err := s.inputs(ctx)
-		if err != nil {
-			s.log.Error(err, "reading the cache for an election")
-			return
-		}
-		in.Members = verdict.Electors
-		view, services, _ := BuildView(in)
-		owners = countOwners(s.elector.Elect(view, services))
-	}
-	s.publishRecord(verdict, live, recs)
-	took := time.Since(start)
-
+// passed notes what a pass decided: the mode and, for an observer, its time, the
+// owners, and when a node whose death is timed stopped being live and owning IPs.
+func (sim *simSpeaker) passed(r speaker.PassResult) {
 	sim.mu.Lock()
 	defer sim.mu.Unlock()
-	sim.mode, sim.liveCount = verdict.Mode, len(live)
+	sim.mode, sim.liveCount = r.Mode, len(r.Live)
 	if !sim.observer {
 		return
 	}
 	sim.passes++
-	sim.passTime += took
-	if owners != nil {
-		sim.owners = owners
+	sim.passTime += r.Took
+	if r.Owners != nil {
+		sim.owners = r.Owners
 	}
 	if w := sim.watchFor; w != "" {
-		if sim.detectAt.IsZero() && !s.live[w] {
+		if sim.detectAt.IsZero() && !slices.Contains(r.Live, w) {
 			sim.detectAt = time.Now()
 		}
-		if sim.decidedAt.IsZero() && owners != nil && owners[w] == 0 && owners[""] == 0 {
+		if sim.decidedAt.IsZero() && r.Owners != nil && r.Owners[w] == 0 && r.Owners[""] == 0 {
 			sim.decidedAt = time.Now()
 		}
 	}
-}
-
-// countOwners counts the IPs of each owner ("" for none).
-func countOwners(ds []election.Decision) map[string]int {
-	out := map[string]int{}
-	for _, d := range ds {
-		out[d.Owner]++
-	}
-	return out
 }
 
 // timeDeath starts timing the death of node, killed at.
