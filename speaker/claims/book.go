@@ -2,6 +2,7 @@ package claims
 
 import (
 	"bytes"
+	"maps"
 	"net/netip"
 	"time"
 
@@ -63,7 +64,8 @@ func NewBook(self string, joinWait time.Duration, publish func([]byte), poke fun
 // speaker's own, and publishes them at once: the peers keeping its IPs for it see them
 // as this node's as soon as it is back.
 func (b *Book) Restore(c Set) {
-	b.restored = c
+	// A copy: Take empties restored, which must not empty what is published.
+	b.restored = maps.Clone(c)
 	for ip, cl := range c {
 		b.taken[ip] = cl
 	}

@@ -93,3 +93,27 @@ func TestBookTakeRestoreAndPublish(t *testing.T) {
 		t.Error("ip2 was restored twice")
 	}
 }
+
+// Taking back the restored IPs, and publishing exactly them, keeps them this speaker's
+// claims. The book once kept the restored set and its own claims in one map: taking
+// the IPs back emptied its own claims, publishing the same bytes changed nothing, and
+// its next election, without its own claims, gave an IP away from its hash node back
+// to that node, breaking the connections open through it.
+func TestBookRestoredClaimsStayOwnOnceTaken(t *testing.T) {
+	ip := netip.MustParseAddr("10.0.0.2")
+	claim := Claim{Token: "t", Over: []string{"b"}, Gen: 2}
+	b := NewBook("a", time.Second, func([]byte) {}, func() {}, logr.Discard())
+	b.Restore(Set{ip: claim})
+	b.StartPass(map[netip.Addr]string{ip: "t"}, []string{"a", "b"})
+	if restored := b.Take(ip, ip); !restored {
+		t.Fatal("the restored IP was taken as a new claim")
+	}
+	b.Publish([]netip.Addr{ip})
+	if c, ok := b.Own()[ip]; !ok || c.Gen != claim.Gen {
+		t.Errorf("own claims after taking the restored IP back: %v, want %v", b.Own(), Set{ip: claim})
+	}
+	got, _ := b.Of(members.Snapshot{Live: []string{"a", "b"}, States: map[string][]byte{"b": Set{}.Encode()}}, nil, time.Now())
+	if _, ok := got["a"][ip]; !ok {
+		t.Errorf("the claims an election counts for this speaker: %v, want %v", got["a"], Set{ip: claim})
+	}
+}

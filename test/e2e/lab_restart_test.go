@@ -85,7 +85,93 @@ func TestLabRollingRestart(t *testing.T) {
 		statusBefore, _, err = f.leaderChanges(t.Context(), vips)
 		return err
 	})
-	res := f.rollingRestart(t, vips)
+	expectNothingBroke(t, vips, f.rollingRestart(t, vips))
+	f.expectOwners(t, vips, "after the rolling restart")
+	// The VIPStatus counts moves across restarts (the speakers' counters restart with
+	// them, as Prometheus counters do).
+	status, _, err := f.leaderChanges(t.Context(), vips)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range vips {
+		if status[name] != statusBefore[name] {
+			t.Errorf("%s: VIPStatus leader changes went from %d to %d, want no change", name, statusBefore[name], status[name])
+		}
+	}
+}
+
+// TestLabRollingRestartAwayFromHome is TestLabRollingRestart after two failovers
+// have moved VIPs away from the nodes the hash places them on: a cable pulled for
+// restartDown and plugged back, twice. With no fail-back, those VIPs stay with the
+// nodes that took them over; a rolling restart of every speaker must not move them
+// back either (no failed request, no broken connection, no owner changed).
+func TestLabRollingRestartAwayFromHome(t *testing.T) {
+	f := fullLabFor(t)
+	vips := maps.Clone(f.vips)
+	f.expectOwners(t, vips, "before the failovers")
+	owners := f.owners(t, vips)
+	for range 2 {
+		// Pull the cable of a VIP's hash node that owns no VIP away from its own, so
+		// that the VIPs already away stay away.
+		holders := map[string]bool{}
+		for name, o := range owners {
+			if o != f.owner(vips[name]) {
+				holders[o] = true
+			}
+		}
+		name := ""
+		for _, n := range slices.Sorted(maps.Keys(vips)) {
+			if home := f.owner(vips[n]); owners[n] == home && !holders[home] {
+				name = n
+				break
+			}
+		}
+		if name == "" {
+			break
+		}
+		home := f.owner(vips[name])
+		if err := f.s.LinkDown(t.Context(), home); err != nil {
+			t.Fatalf("pulling %s's cable: %v", home, err)
+		}
+		f.expectOwner(t, vips[name], f.owner(vips[name], without(f.nodes, home)...), name+" while "+home+"'s cable is out")
+		if err := f.s.LinkUp(t.Context(), home); err != nil {
+			t.Fatalf("plugging %s's cable back in: %v", home, err)
+		}
+		f.waitAllInQuorum(t)
+		owners = f.owners(t, vips)
+	}
+	away := 0
+	for _, name := range slices.Sorted(maps.Keys(vips)) {
+		if owners[name] != f.owner(vips[name]) {
+			away++
+		}
+		t.Logf("%s (%s): owned by %s, the hash's node is %s", name, vips[name], owners[name], f.owner(vips[name]))
+	}
+	if away < 2 {
+		t.Fatalf("%d VIPs are away from the nodes the hash places them on after the failovers, want 2", away)
+	}
+	expectNothingBroke(t, vips, f.rollingRestart(t, vips))
+	for _, name := range slices.Sorted(maps.Keys(vips)) {
+		f.expectOwner(t, vips[name], owners[name], name+" after the rolling restart")
+	}
+}
+
+// owners returns the node answering ARP for each VIP from the client, once one alone
+// has answered over a whole ownerWindow.
+func (f *fullLab) owners(t *testing.T, vips map[string]netip.Addr) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(vips)) {
+		out[name] = f.hostOfMAC(f.settledOwner(t, vips[name], name))
+	}
+	return out
+}
+
+// expectNothingBroke fails the test for every short request that failed, every
+// keep-alive connection that broke and every second connection dialled during a
+// rolling restart.
+func expectNothingBroke(t *testing.T, vips map[string]netip.Addr, res map[string]restartResult) {
+	t.Helper()
 	for _, name := range slices.Sorted(maps.Keys(vips)) {
 		r := res[name]
 		t.Logf("%s (%s): short requests %d, failed %d; keep-alive requests %d, failed %d, connections dialled %d",
@@ -105,18 +191,6 @@ func TestLabRollingRestart(t *testing.T) {
 		}
 		if r.dials != 1 {
 			t.Errorf("%s: the keep-alive client dialled %d connections, want 1", name, r.dials)
-		}
-	}
-	f.expectOwners(t, vips, "after the rolling restart")
-	// The VIPStatus counts moves across restarts (the speakers' counters restart with
-	// them, as Prometheus counters do).
-	status, _, err := f.leaderChanges(t.Context(), vips)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name := range vips {
-		if status[name] != statusBefore[name] {
-			t.Errorf("%s: VIPStatus leader changes went from %d to %d, want no change", name, statusBefore[name], status[name])
 		}
 	}
 }
