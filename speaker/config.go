@@ -175,7 +175,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ProbeAddr, "health-probe-bind-address", c.ProbeAddr, "address of /healthz and /readyz; an address without host (:7475) listens on --ml-bind-addr, the node's IP, and so does the speaker's --metrics-bind-address")
 	c.Proxy.AddFlags(fs)
 	fs.DurationVar(&c.RestartHold, "restart-hold", c.RestartHold, "how long peers keep the IPs of a speaker that stopped on SIGTERM for it while it restarts (its host still answering), so that a restart moves no IP and breaks no connection (0: move them at once)")
-	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "directory (a hostPath in the DaemonSet) where a stopping speaker leaves the IPs it announces for the next speaker of the node (\"\": none)")
+	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "directory (a hostPath in the DaemonSet) where the speaker keeps the IPs it announces, current to the second, for the next speaker of the node (\"\": none)")
 	fs.BoolVar(&c.WithholdDeadEndpoints, "withhold-dead-endpoints", c.WithholdDeadEndpoints, "stop proxying to the endpoints of a node the speakers know down (its speaker vanished without a goodbye and nothing shows it alive, or said goodbye and its host then stopped answering), within a second instead of when the API server marks it not ready (50 s)")
 }
 

@@ -9,17 +9,19 @@ import (
 
 // A speaker restart (a DaemonSet rolling update, an upgrade) must not move the node's
 // IPs: each move breaks the connections open through them, since the new owner has no
-// conntrack entry for them. So a speaker stopping on SIGTERM
-//   - writes the IPs it announces (its claims) to --state-dir, and tells its peers it
-//     restarts (members.Leave with restart);
+// conntrack entry for them. So a speaker
+//   - keeps the IPs it announces (its claims) in --state-dir, written on every change
+//     and touched every second (claimsync.go), so that even a speaker killed without a
+//     word leaves them;
+//   - stopping on SIGTERM, tells its peers it restarts (members.Leave with restart);
 //   - its peers keep its IPs for it for up to --restart-hold: they count it among the
 //     electors with its last claims, so nobody takes them, unless its host stops
 //     answering (a node shutting down: the host prober), or that time runs out;
 //   - meanwhile the node's rules stay (the proxier's, like kube-proxy's, outlive the
 //     speaker), so clients whose ARP cache points at the node keep being served;
-//   - the new speaker reads the claims back if they are younger than --restart-hold,
-//     publishes them before it joins, and takes its IPs back without a probe (they
-//     were its own a moment ago) once it may announce again.
+//   - the new speaker reads the claims back if they were written or touched less than
+//     --restart-hold ago, publishes them before it joins, and takes its IPs back
+//     without a probe (they were its own a moment ago) once it may announce again.
 // What is not covered: a client that has no ARP entry for an IP during the seconds the
 // speaker is down gets no ARP answer until it is back.
 

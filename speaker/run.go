@@ -68,17 +68,14 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	responders := startStage(ctx, p.l2.Run)
 	defer responders.stop()
 	go s.withhold.Run(ctx)
+	go s.keepClaimsCurrent(ctx)
 	recordsStage := startStage(ctx, func(ctx context.Context) error { p.keeper.Run(ctx); return nil })
 	defer recordsStage.stop()
 
 	err = s.serve(ctx, p.mgr.GetCache())
 	// The loop has ended: the claims are this goroutine's now.
 	restart := cfg.RestartHold > 0
-	if restart {
-		if serr := claims.Save(cfg.StateDir, cfg.NodeName, s.book.Own()); serr != nil {
-			log.Error(serr, "keeping this speaker's IPs for the next one")
-		}
-	}
+	s.saveClaims()
 
 	// Graceful stop: peers learn we left and take over, then we stop answering. Our
 	// record goes meanwhile, so that peers stop expecting us (in a two-node cluster the
@@ -251,6 +248,7 @@ func (s *Speaker) startMembers(ctx context.Context, p *parts) error {
 	} else if len(restored) > 0 {
 		log.Info("taking back the IPs the previous speaker of this node announced", "ips", len(restored))
 		s.book.Restore(restored)
+		s.saveClaims() // Load removed them: killed before its first change, this speaker still leaves them
 	}
 	return nil
 }

@@ -91,6 +91,45 @@ func (s *State) StartSpeaker(ctx context.Context, node string) error {
 	return s.startAgain(ctx, h, "speaker", speakerCmd(s, h), speakerProbe)
 }
 
+// StartSpeakers starts the speakers of nodes at once, as the kubelets of nodes
+// restarting them together would, and waits until each is ready.
+func (s *State) StartSpeakers(ctx context.Context, nodes ...string) error {
+	type started struct {
+		h HostInfo
+		p netlab.Proc
+	}
+	var all []started
+	for _, node := range nodes {
+		h, err := s.Worker(node)
+		if err != nil {
+			return err
+		}
+		if p, err := s.proc(node, "speaker"); err == nil {
+			if p.Alive() {
+				return fmt.Errorf("lab: the speaker of %s runs already (pid %d)", node, p.Pid)
+			}
+			if !p.WaitGone(stopTimeout) {
+				return fmt.Errorf("lab: the old speaker of %s (pid %d) is still exiting", node, p.Pid)
+			}
+		}
+		np, err := netlab.Spawn(s.RunDir, h.Namespace, h.Name, "speaker", nil, speakerCmd(s, h))
+		if err != nil {
+			return err
+		}
+		s.Procs[np.Proc.Key()] = np.Proc
+		all = append(all, started{h, np.Proc})
+	}
+	if err := s.Save(); err != nil {
+		return err
+	}
+	for _, st := range all {
+		if err := waitHealthy(ctx, st.h.Namespace, speakerProbe, st.p, readyTimeout); err != nil {
+			return fmt.Errorf("lab: the speaker of %s: %w", st.h.Name, err)
+		}
+	}
+	return nil
+}
+
 // StartHerald starts herald's controller and then every worker's speaker, as Up does,
 // and waits until each is ready: on a lab built WithoutHerald, the moment herald
 // replaces the load balancer that served the cluster until then.

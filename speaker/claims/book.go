@@ -77,15 +77,17 @@ func (b *Book) Restore(c Set) {
 func (b *Book) Own() Set { return b.own }
 
 // Publish tells the peers that this speaker announces owned, each IP with the claim
-// it made when it took it, when that changed since the last time.
-func (b *Book) Publish(owned []netip.Addr) {
+// it made when it took it, when that changed since the last time, and says whether it
+// did.
+func (b *Book) Publish(owned []netip.Addr) bool {
 	c := own(owned, b.taken)
 	raw := c.Encode()
 	if b.sent && bytes.Equal(raw, b.ownRaw) {
-		return
+		return false
 	}
 	b.own, b.ownRaw, b.sent = c, raw, true
 	b.publish(raw)
+	return true
 }
 
 // Of returns the claims of this speaker and of its live peers in snap, and whether a

@@ -31,8 +31,22 @@ func Save(dir, node string, c Set) error {
 	return nil
 }
 
-// Load reads the claims the previous speaker of this node saved, if it saved
-// them less than maxAge ago; none otherwise (a crash, a reboot, a speaker stopped long
+// Touch marks the claims in dir as current: a speaker killed without a word (SIGKILL,
+// OOM) leaves claims as old as its last Touch, which Load measures against its maxAge.
+// No file (nothing saved yet, or dir ""): nothing to do.
+func Touch(dir, node string, now time.Time) error {
+	if dir == "" {
+		return nil
+	}
+	err := os.Chtimes(stateFile(dir, node), now, now)
+	if err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("touching the claims in %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Load reads the claims the previous speaker of this node saved, if it saved or
+// touched them less than maxAge ago; none otherwise (a reboot, a speaker stopped long
 // ago). The file is removed: the claims are good for one start.
 func Load(dir, node string, maxAge time.Duration, now time.Time) (Set, error) {
 	if dir == "" || maxAge <= 0 {

@@ -44,3 +44,36 @@ func TestClaimsSurviveARestartOnce(t *testing.T) {
 		t.Errorf("no hold: %v, %v", got, err)
 	}
 }
+
+// A running speaker touches its saved claims; killed without a word, it leaves them as
+// old as its last touch: taken back within the hold, not after it.
+func TestTouchKeepsSavedClaimsCurrent(t *testing.T) {
+	dir := t.TempDir()
+	c := Set{netip.MustParseAddr("172.18.255.200"): {Gen: 2}}
+	if err := Save(dir, "worker", c); err != nil {
+		t.Fatal(err)
+	}
+	saved := time.Now()
+	killed := saved.Add(time.Minute) // touched until then, then killed
+	if err := Touch(dir, "worker", killed); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Load(dir, "worker", 10*time.Second, killed.Add(2*time.Second)); err != nil || !reflect.DeepEqual(got, c) {
+		t.Errorf("claims touched 2 s before the start: Load = %v, %v; want %v", got, err, c)
+	}
+	if err := Save(dir, "worker", c); err != nil {
+		t.Fatal(err)
+	}
+	if err := Touch(dir, "worker", killed); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Load(dir, "worker", 10*time.Second, killed.Add(time.Minute)); err != nil || got != nil {
+		t.Errorf("claims last touched a minute before the start: Load = %v, %v; want none", got, err)
+	}
+	if err := Touch(dir, "nobody", killed); err != nil {
+		t.Errorf("touching claims never saved: %v", err)
+	}
+	if err := Touch("", "worker", killed); err != nil {
+		t.Errorf("touching with no state dir: %v", err)
+	}
+}

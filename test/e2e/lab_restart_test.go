@@ -109,6 +109,44 @@ func TestLabRollingRestartAwayFromHome(t *testing.T) {
 	f := fullLabFor(t)
 	vips := maps.Clone(f.vips)
 	f.expectOwners(t, vips, "before the failovers")
+	owners := f.awayFromHome(t, vips)
+	expectNothingBroke(t, vips, f.rollingRestart(t, vips))
+	for _, name := range slices.Sorted(maps.Keys(vips)) {
+		f.expectOwner(t, vips[name], owners[name], name+" after the rolling restart")
+	}
+}
+
+// TestLabKillEverySpeakerAwayFromHome kills every speaker at once (SIGKILL: no word to
+// anyone, no claims written on the way out) after two failovers moved VIPs off their
+// hash nodes, and starts them again a second later. Each takes back the claims it last
+// saved and touched: no failed request, no broken connection, no owner changed.
+func TestLabKillEverySpeakerAwayFromHome(t *testing.T) {
+	f := fullLabFor(t)
+	vips := maps.Clone(f.vips)
+	f.expectOwners(t, vips, "before the failovers")
+	owners := f.awayFromHome(t, vips)
+	expectNothingBroke(t, vips, f.probed(t, vips, func() {
+		for _, n := range f.nodes {
+			if err := f.s.KillSpeaker(n); err != nil {
+				t.Fatalf("killing the speaker of %s: %v", n, err)
+			}
+		}
+		time.Sleep(time.Second)
+		if err := f.s.StartSpeakers(t.Context(), f.nodes...); err != nil {
+			t.Fatalf("starting every speaker again: %v", err)
+		}
+		time.Sleep(3 * time.Second) // they rejoin and elect
+	}))
+	for _, name := range slices.Sorted(maps.Keys(vips)) {
+		f.expectOwner(t, vips[name], owners[name], name+" after every speaker was killed and started again")
+	}
+}
+
+// awayFromHome moves two VIPs off the nodes the hash places them on, as failovers do:
+// the cable of a VIP's hash node pulled until the VIP moved, then plugged back (no
+// fail-back), twice. It returns the owners then.
+func (f *fullLab) awayFromHome(t *testing.T, vips map[string]netip.Addr) map[string]string {
+	t.Helper()
 	owners := f.owners(t, vips)
 	for range 2 {
 		// Pull the cable of a VIP's hash node that owns no VIP away from its own, so
@@ -150,10 +188,7 @@ func TestLabRollingRestartAwayFromHome(t *testing.T) {
 	if away < 2 {
 		t.Fatalf("%d VIPs are away from the nodes the hash places them on after the failovers, want 2", away)
 	}
-	expectNothingBroke(t, vips, f.rollingRestart(t, vips))
-	for _, name := range slices.Sorted(maps.Keys(vips)) {
-		f.expectOwner(t, vips[name], owners[name], name+" after the rolling restart")
-	}
+	return owners
 }
 
 // owners returns the node answering ARP for each VIP from the client, once one alone
@@ -210,6 +245,26 @@ type restartResult struct {
 // keep-alive connection every restartEvery, and returns what it saw, by Service.
 func (f *fullLab) rollingRestart(tb testing.TB, vips map[string]netip.Addr) map[string]restartResult {
 	tb.Helper()
+	return f.probed(tb, vips, func() {
+		for _, n := range f.nodes {
+			stopped := time.Now()
+			if err := f.s.StopSpeaker(n); err != nil {
+				tb.Fatalf("stopping the speaker of %s: %v", n, err)
+			}
+			time.Sleep(time.Until(stopped.Add(restartDown)))
+			if err := f.s.StartSpeaker(tb.Context(), n); err != nil {
+				tb.Fatalf("starting the speaker of %s again: %v", n, err)
+			}
+			tb.Logf("speaker of %s stopped and back in %v", n, time.Since(stopped).Round(time.Millisecond))
+			time.Sleep(time.Second) // the DaemonSet waits for the pod to be ready, then some
+		}
+	})
+}
+
+// probed runs act while the client sends each VIP a short request and a request on a
+// keep-alive connection every restartEvery, and returns what it saw, by Service.
+func (f *fullLab) probed(tb testing.TB, vips map[string]netip.Addr, act func()) map[string]restartResult {
+	tb.Helper()
 	short := map[string]*lab.HTTPProbe{}
 	kept := map[string]*lab.KeepAliveProbe{}
 	for name, vip := range vips {
@@ -226,18 +281,7 @@ func (f *fullLab) rollingRestart(tb testing.TB, vips map[string]netip.Addr) map[
 	}
 	time.Sleep(time.Second) // every probe is under way
 	start := time.Now()
-	for _, n := range f.nodes {
-		stopped := time.Now()
-		if err := f.s.StopSpeaker(n); err != nil {
-			tb.Fatalf("stopping the speaker of %s: %v", n, err)
-		}
-		time.Sleep(time.Until(stopped.Add(restartDown)))
-		if err := f.s.StartSpeaker(tb.Context(), n); err != nil {
-			tb.Fatalf("starting the speaker of %s again: %v", n, err)
-		}
-		tb.Logf("speaker of %s stopped and back in %v", n, time.Since(stopped).Round(time.Millisecond))
-		time.Sleep(time.Second) // the DaemonSet waits for the pod to be ready, then some
-	}
+	act()
 	end := time.Now()
 	time.Sleep(time.Second) // the requests under way at end finish
 	out := map[string]restartResult{}
