@@ -75,20 +75,7 @@ func (s *State) signalSpeaker(node string, sig syscall.Signal) error {
 // StartSpeaker starts node's speaker again, as Up started it, and waits until it is
 // ready. A speaker that runs already is an error.
 func (s *State) StartSpeaker(ctx context.Context, node string) error {
-	h, err := s.Worker(node)
-	if err != nil {
-		return err
-	}
-	if p, err := s.proc(node, "speaker"); err == nil {
-		if p.Alive() {
-			return fmt.Errorf("lab: the speaker of %s runs already (pid %d)", node, p.Pid)
-		}
-		// Killed a moment ago, its threads may still hold its ports.
-		if !p.WaitGone(stopTimeout) {
-			return fmt.Errorf("lab: the old speaker of %s (pid %d) is still exiting", node, p.Pid)
-		}
-	}
-	return s.startAgain(ctx, h, "speaker", speakerCmd(s, h), speakerProbe)
+	return s.StartSpeakers(ctx, node)
 }
 
 // StartSpeakers starts the speakers of nodes at once, as the kubelets of nodes
@@ -108,6 +95,7 @@ func (s *State) StartSpeakers(ctx context.Context, nodes ...string) error {
 			if p.Alive() {
 				return fmt.Errorf("lab: the speaker of %s runs already (pid %d)", node, p.Pid)
 			}
+			// Killed a moment ago, its threads may still hold its ports.
 			if !p.WaitGone(stopTimeout) {
 				return fmt.Errorf("lab: the old speaker of %s (pid %d) is still exiting", node, p.Pid)
 			}
