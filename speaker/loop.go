@@ -85,7 +85,7 @@ func (s *Speaker) readyz(*http.Request) error {
 }
 
 // electionSees says whether a Node update changes what the election reads of it
-// (nodeView: its labels and NetworkUnavailable). A kubelet's status updates do not:
+// (nodeView: its labels, NetworkUnavailable, cordon and taints). A kubelet's status updates do not:
 // at 1,000 nodes they would run an election every few hundred milliseconds.
 func electionSees(old, cur any) bool {
 	o, ok1 := old.(*corev1.Node)

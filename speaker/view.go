@@ -87,13 +87,37 @@ func BuildView(in Inputs) (election.View, []election.Service, []Problem) {
 }
 
 func nodeView(n *corev1.Node) election.Node {
-	out := election.Node{Name: n.Name, Labels: n.Labels}
+	out := election.Node{Name: n.Name, Labels: n.Labels, Leaving: leavingReason(n)}
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeNetworkUnavailable && c.Status == corev1.ConditionTrue {
 			out.NetworkUnavailable = true
 		}
 	}
 	return out
+}
+
+// Taints that say a node is going away: kubectl's for a node shut down for good
+// (non-graceful node shutdown) and the cluster autoscaler's for a node it deletes.
+const (
+	taintOutOfService      = "node.kubernetes.io/out-of-service"
+	taintAutoscalerDeletes = "ToBeDeletedByClusterAutoscaler"
+)
+
+// leavingReason says why an operator or the cluster autoscaler is emptying n ("" when
+// nothing says so). Its VIPs move, make-before-break, while it still runs.
+func leavingReason(n *corev1.Node) string {
+	for _, t := range n.Spec.Taints {
+		switch t.Key {
+		case taintOutOfService:
+			return "tainted " + taintOutOfService
+		case taintAutoscalerDeletes:
+			return "tainted " + taintAutoscalerDeletes
+		}
+	}
+	if n.Spec.Unschedulable {
+		return "cordoned"
+	}
+	return ""
 }
 
 // advertisementView resolves the pools an L2Advertisement names or selects.

@@ -225,3 +225,22 @@ func TestElectionSeesNodeChanges(t *testing.T) {
 		t.Error("NetworkUnavailable=True runs no election")
 	}
 }
+
+func TestLeavingReason(t *testing.T) {
+	taint := func(key string) corev1.Taint { return corev1.Taint{Key: key, Effect: corev1.TaintEffectNoSchedule} }
+	for _, c := range []struct {
+		spec corev1.NodeSpec
+		want string
+	}{
+		{corev1.NodeSpec{}, ""},
+		{corev1.NodeSpec{Taints: []corev1.Taint{taint("node.kubernetes.io/not-ready")}}, ""},
+		{corev1.NodeSpec{Unschedulable: true}, "cordoned"},
+		{corev1.NodeSpec{Taints: []corev1.Taint{taint("node.kubernetes.io/out-of-service")}}, "tainted node.kubernetes.io/out-of-service"},
+		{corev1.NodeSpec{Unschedulable: true, Taints: []corev1.Taint{taint("ToBeDeletedByClusterAutoscaler")}}, "tainted ToBeDeletedByClusterAutoscaler"},
+	} {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "w1"}, Spec: c.spec}
+		if got := nodeView(n).Leaving; got != c.want {
+			t.Errorf("%+v: Leaving %q, want %q", c.spec, got, c.want)
+		}
+	}
+}

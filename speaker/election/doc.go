@@ -31,6 +31,9 @@
 //     local endpoints are only serving (terminating), not at all without a local endpoint.
 //
 // Candidates are the eligible nodes that fit at least one active Service, ranked by
+//  0. leaving last: a node being emptied (Node.Leaving: cordoned, tainted out-of-service
+//     or for deletion by the cluster autoscaler) comes after every node that is not, so
+//     its IPs move away, yet it still serves them when no other node can;
 //  1. how many active Services they fit (partly or fully), more first;
 //  2. how many they fit fully, more first (a node with a ready pod beats one whose pod is
 //     terminating, so a rolling update moves the IP before the old pod is gone);
@@ -40,7 +43,7 @@
 //
 // Then the incumbent, the node View.Incumbents names for the group's IPs (the node
 // announcing them now) when they all name the same eligible node, moves ahead of the
-// best candidates (equal on ranks 1 and 2) that it stands in for (Incumbent.Over): the
+// best candidates (equal on ranks 0, 1 and 2) that it stands in for (Incumbent.Over): the
 // owner is the first of the best that the incumbent does not stand in for, or the
 // incumbent if it comes before. The first candidate owns every IP of the group; a
 // Decision lists the first MaxCandidates.

@@ -271,7 +271,7 @@ func (r *ranker) rank(key netip.Addr) []candidate {
 	for _, i := range r.touched {
 		h := &r.hashes[i]
 		*h = hashWithSuffix(r.c.names[i], suffix)
-		ranked = append(ranked, candidate{cover: r.cover[i], ready: r.ready[i], prefix: binary.BigEndian.Uint64(h[:8]), node: i})
+		ranked = append(ranked, candidate{cover: r.c.rankedCover(i, r.cover[i]), ready: r.ready[i], prefix: binary.BigEndian.Uint64(h[:8]), node: i})
 	}
 	slices.SortFunc(ranked, func(a, b candidate) int {
 		switch {
@@ -286,6 +286,19 @@ func (r *ranker) rank(key netip.Addr) []candidate {
 	})
 	r.ranked = ranked
 	return ranked
+}
+
+// leavingPenalty takes a leaving node's cover below any node's that is not leaving: it
+// ranks after them all, and the incumbent rule, which passes only candidates of equal
+// cover, never keeps it ahead of one.
+const leavingPenalty = 1 << 24
+
+// rankedCover is the cover node i ranks by when it fits cover active Services.
+func (c *cluster) rankedCover(i int, cover int32) int32 {
+	if c.leaving[i] {
+		return cover - leavingPenalty
+	}
+	return cover
 }
 
 func (r *ranker) reset() {

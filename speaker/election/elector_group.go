@@ -155,7 +155,7 @@ func (u *update) join(g *groupState, j int) bool {
 	if cover == 0 {
 		return false
 	}
-	r := rankedNode{name: u.c.names[j], cover: cover, ready: ready, hash: hashWithSuffix(u.c.names[j], g.suffix)}
+	r := rankedNode{name: u.c.names[j], cover: u.c.rankedCover(j, cover), ready: ready, hash: hashWithSuffix(u.c.names[j], g.suffix)}
 	at, _ := slices.BinarySearchFunc(g.best, r, compareRanked)
 	if at == len(g.best) && !g.complete {
 		return false

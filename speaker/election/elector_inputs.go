@@ -61,11 +61,16 @@ func adPrint(ad Advertisement) string {
 func selection(c *cluster) map[string]bitset {
 	out := make(map[string]bitset, len(c.names))
 	for i, n := range c.names {
-		b := newBitset(len(c.ads))
+		// One bit per ad, and a last one for Leaving: either change moves the node in
+		// every ranking.
+		b := newBitset(len(c.ads) + 1)
 		for a := range c.ads {
 			if c.ads[a].nodes.has(i) {
 				b.set(a)
 			}
+		}
+		if c.leaving[i] {
+			b.set(len(c.ads))
 		}
 		out[n] = b
 	}

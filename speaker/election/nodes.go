@@ -10,8 +10,9 @@ import (
 // cluster is the part of a View that does not depend on the Service: the eligible nodes
 // and, for each advertisement, which of them it selects. Built once per Elect call.
 type cluster struct {
-	names []string       // eligible nodes, sorted by name
-	index map[string]int // name -> position in names
+	names   []string       // eligible nodes, sorted by name
+	index   map[string]int // name -> position in names
+	leaving []bool         // per position in names: Node.Leaving set
 
 	// Live members that are not eligible, sorted, for the no-owner message.
 	unknown     []string // no Node object
@@ -57,8 +58,10 @@ func newCluster(v View) *cluster {
 	for _, l := range [][]string{c.names, c.unknown, c.unavailable, c.excluded} {
 		slices.Sort(l)
 	}
+	c.leaving = make([]bool, len(c.names))
 	for i, n := range c.names {
 		c.index[n] = i
+		c.leaving[i] = nodes[n].Leaving != ""
 	}
 	c.ads = make([]advertisement, len(v.Advertisements))
 	for i := range v.Advertisements {
@@ -120,6 +123,9 @@ func lessEligible(a, b Node) bool {
 	}
 	if ea, eb := isExcluded(a), isExcluded(b); ea != eb {
 		return ea
+	}
+	if a.Leaving != b.Leaving {
+		return a.Leaving > b.Leaving
 	}
 	return labels.Set(a.Labels).String() < labels.Set(b.Labels).String()
 }

@@ -199,13 +199,14 @@ func reference(v View, svcs []Service) map[netip.Addr][]string {
 		type scored struct {
 			name         string
 			cover, ready int
+			leaving      bool
 		}
 		var cands []scored
 		for _, n := range v.Nodes {
 			if !slices.Contains(v.Members, n.Name) || n.NetworkUnavailable || (isExcluded(n) && !v.IgnoreExcludeLabel) {
 				continue
 			}
-			sc := scored{name: n.Name}
+			sc := scored{name: n.Name, leaving: n.Leaving != ""}
 			for _, s := range svcs {
 				if !overlaps(g, ipSet(s.IPs)) || s.Pool == "" {
 					continue
@@ -276,6 +277,12 @@ func reference(v View, svcs []Service) map[netip.Addr][]string {
 			inc = ""
 		}
 		slices.SortFunc(cands, func(a, b scored) int {
+			if a.leaving != b.leaving { // a leaving node ranks after every other
+				if a.leaving {
+					return 1
+				}
+				return -1
+			}
 			if a.cover != b.cover {
 				return b.cover - a.cover
 			}
@@ -289,7 +296,7 @@ func reference(v View, svcs []Service) map[netip.Addr][]string {
 		// or the incumbent if it comes first.
 		if inc != "" {
 			for k, c := range cands {
-				if c.cover != cands[0].cover || c.ready != cands[0].ready || (c.name != inc && !over[c.name]) {
+				if c.leaving != cands[0].leaving || c.cover != cands[0].cover || c.ready != cands[0].ready || (c.name != inc && !over[c.name]) {
 					break
 				}
 				if c.name == inc {

@@ -29,6 +29,9 @@ func randomNode(rnd *rand.Rand, name string) Node {
 		excluded(&n)
 	}
 	n.NetworkUnavailable = chance(rnd, 0.1)
+	if chance(rnd, 0.15) {
+		n.Leaving = "cordoned"
+	}
 	return n
 }
 
