@@ -1,6 +1,8 @@
 package speaker
 
 import (
+	"context"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"herald.dev/herald/speaker/election"
@@ -21,6 +23,7 @@ func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string, tr
 		delete(s.announcing.services, r.IP)
 		s.announcing.mu.Unlock()
 		s.book.Release(r.IP)
+		s.handover.End(context.Background(), r.IP, "this node gave the IP up")
 		s.metrics.peerClaims.DeleteLabelValues(r.IP.String())
 		s.log.Info("stopped announcing", "ip", r.IP, "services", r.Services, "newOwner", r.Next)
 	}
@@ -42,6 +45,12 @@ func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string, tr
 			// held the IP for it.
 		case !t.Known:
 			opts = append(opts, layer2.Probe())
+		case t.Previous != "" && s.liveness.live[t.Previous]:
+			// A planned move (cordon, rebalance): the live owner stops answering when its
+			// own election says so, and the IP stays quiet until then, so that it never
+			// has two MACs. Its flows are forwarded to it meanwhile (beginHandovers).
+			opts = append(opts, layer2.WaitForPeers())
+			pt.unconfirmed = true
 		case t.Previous == "" || (!s.liveness.live[t.Previous] && !s.members.LeftGracefully(t.Previous)):
 			opts = append(opts, layer2.WaitForPeers())
 			pt.unconfirmed = true

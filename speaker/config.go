@@ -82,6 +82,9 @@ type Config struct {
 	RestartHold time.Duration
 	// StateDir keeps the speaker's claims across a restart ("" keeps nothing).
 	StateDir string
+	// HandoverDrain is how long a node that took a VIP from a live node forwards the
+	// flows it does not know to that node (0: none; speaker/handover).
+	HandoverDrain time.Duration
 
 	// WithholdDeadEndpoints: the proxier withholds the endpoints of nodes the
 	// speakers know dead (speaker/deadnodes) before the API server marks them not ready.
@@ -130,6 +133,7 @@ func DefaultConfig() Config {
 		WithholdDeadEndpoints: true,
 		RestartHold:           10 * time.Second,
 		StateDir:              "/run/herald",
+		HandoverDrain:         5 * time.Minute,
 	}
 }
 
@@ -175,6 +179,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ProbeAddr, "health-probe-bind-address", c.ProbeAddr, "address of /healthz and /readyz; an address without host (:7475) listens on --ml-bind-addr, the node's IP, and so does the speaker's --metrics-bind-address")
 	c.Proxy.AddFlags(fs)
 	fs.DurationVar(&c.RestartHold, "restart-hold", c.RestartHold, "how long peers keep the IPs of a speaker that stopped on SIGTERM for it while it restarts (its host still answering), so that a restart moves no IP and breaks no connection (0: move them at once)")
+	fs.DurationVar(&c.HandoverDrain, "handover-drain", c.HandoverDrain, "when a VIP moves away from a live node (cordon, rebalance), how long its new owner forwards the TCP segments of connections it does not know to the old owner, which still carries them, so that they keep working; ends sooner when the old owner goes (0: no forwarding, open connections break at the move)")
 	fs.StringVar(&c.StateDir, "state-dir", c.StateDir, "directory (a hostPath in the DaemonSet) where the speaker keeps the IPs it announces, current to the second, for the next speaker of the node (\"\": none)")
 	fs.BoolVar(&c.WithholdDeadEndpoints, "withhold-dead-endpoints", c.WithholdDeadEndpoints, "stop proxying to the endpoints of a node the speakers know down (its speaker vanished without a goodbye and nothing shows it alive, or said goodbye and its host then stopped answering), within a second instead of when the API server marks it not ready (50 s)")
 }
@@ -221,6 +226,9 @@ func (c *Config) validate() (*regexp.Regexp, error) {
 	}
 	if c.ReplyRate <= 0 || c.ReplyBurst <= 0 {
 		errs = append(errs, fmt.Errorf("--reply-rate %v and --reply-burst %d must be positive", c.ReplyRate, c.ReplyBurst))
+	}
+	if c.HandoverDrain < 0 {
+		errs = append(errs, fmt.Errorf("--handover-drain %v must not be negative", c.HandoverDrain))
 	}
 	if c.RestartHold < 0 {
 		errs = append(errs, fmt.Errorf("--restart-hold %v must not be negative", c.RestartHold))

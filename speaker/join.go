@@ -47,17 +47,22 @@ func peerAddrs(nodes []corev1.Node, self, bindAddr string, port int) []string {
 		if n.Name == self {
 			continue
 		}
-		for _, a := range n.Status.Addresses {
-			if a.Type != corev1.NodeInternalIP {
-				continue
-			}
-			ip, err := netip.ParseAddr(a.Address)
-			if err != nil || ip.Is4() != bind.Is4() {
-				continue
-			}
+		if ip, ok := internalIP(&n, bind.Is4()); ok {
 			out = append(out, net.JoinHostPort(ip.String(), strconv.Itoa(port)))
-			break
 		}
 	}
 	return out
+}
+
+// internalIP returns the first InternalIP of n of the family (IPv4 or not).
+func internalIP(n *corev1.Node, v4 bool) (netip.Addr, bool) {
+	for _, a := range n.Status.Addresses {
+		if a.Type != corev1.NodeInternalIP {
+			continue
+		}
+		if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Unmap().Is4() == v4 {
+			return ip.Unmap(), true
+		}
+	}
+	return netip.Addr{}, false
 }

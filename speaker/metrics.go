@@ -23,6 +23,11 @@ type metrics struct {
 	// conflictEventsSuppressed counts address conflict Events not written (eventlimit.go).
 	conflictEventsSuppressed prometheus.Counter
 	tokenBound               prometheus.Gauge
+	// Handovers this node took (speaker/handover).
+	handovers       *prometheus.CounterVec
+	handoversActive prometheus.Gauge
+	handoverFlows   prometheus.Counter
+	handoverSeconds prometheus.Histogram
 }
 
 // newMetrics registers the speaker's metrics, and the collectors its parts own
@@ -74,11 +79,29 @@ func newMetrics(reg prometheus.Registerer, owned ...prometheus.Collector) (*metr
 			Name: "herald_speaker_token_node_bound",
 			Help: "1 when the API server binds this speaker's token to a pod on its own node (the admission policy then holds it to that node's records); 0 when it does not.",
 		}),
+		handovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_handovers_total",
+			Help: "LoadBalancer IPs this node took from a live node, make-before-break, by why the old owner gave them up: cordon, taint (out-of-service, cluster autoscaler), exclude-label, other (a rebalance, a Service that no longer fits it).",
+		}, []string{"reason"}),
+		handoversActive: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "herald_handovers_forwarding",
+			Help: "LoadBalancer IPs whose unknown TCP flows this node forwards to their old owner now (--handover-drain).",
+		}),
+		handoverFlows: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "herald_handover_forwarded_flows_total",
+			Help: "TCP flows this node forwarded to an IP's old owner during handovers that ended.",
+		}),
+		handoverSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "herald_handover_forwarding_seconds",
+			Help:    "How long each handover's forwarding lasted: until --handover-drain, the old owner going, or this node giving the IP up.",
+			Buckets: []float64{1, 5, 15, 30, 60, 120, 300, 600, 1800},
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range append([]prometheus.Collector{m.owner, m.leaderChanges, m.failover, m.elections, m.problems, m.mode, m.expected, m.unreachable, m.peerClaims, m.conflictEventsSuppressed, m.tokenBound}, owned...) {
+	for _, c := range append([]prometheus.Collector{m.owner, m.leaderChanges, m.failover, m.elections, m.problems, m.mode, m.expected, m.unreachable, m.peerClaims, m.conflictEventsSuppressed, m.tokenBound,
+		m.handovers, m.handoversActive, m.handoverFlows, m.handoverSeconds}, owned...) {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {

@@ -100,6 +100,7 @@ func (s *Speaker) runElection(ctx context.Context) {
 	decisions := spareRestarting(view, services, s.elector.Elect(view, services), restarting)
 	s.metrics.elections.Inc()
 	plan := s.tracker.Apply(decisions, take)
+	s.beginHandovers(ctx, plan, in.Nodes)
 	trusted := verdict.Mode == quorum.ModeQuorum || verdict.Mode == quorum.ModeArbitrated
 	if trusted {
 		// Before apply: a takeover's first frames may go out before apply returns.
@@ -110,6 +111,7 @@ func (s *Speaker) runElection(ctx context.Context) {
 		})
 	}
 	s.apply(plan, decisions, in.Members, trusted)
+	s.endHandovers(ctx, func(n string) bool { _, ok := restarting[n]; return ok })
 	s.publishClaims()
 	if returned {
 		// A partition healed: peers that took our IPs over meanwhile made LAN hosts

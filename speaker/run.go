@@ -20,6 +20,7 @@ import (
 	"herald.dev/herald/internal/memberkey"
 	"herald.dev/herald/internal/scheme"
 	"herald.dev/herald/speaker/claims"
+	"herald.dev/herald/speaker/handover"
 	"herald.dev/herald/speaker/layer2"
 	"herald.dev/herald/speaker/members"
 	"herald.dev/herald/speaker/records"
@@ -60,6 +61,11 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	// VIPStatus writes stop with the speaker: the next owner writes its own.
 	go s.vips.Run(ctx, 2)
 
+	// Chains a previous speaker left forward to nodes that may be gone.
+	if err := s.handover.Reset(ctx); err != nil {
+		log.Error(err, "removing the handover forwarding a previous speaker left")
+	}
+	go s.handover.Run(ctx)
 	if err := s.startMembers(ctx, p); err != nil {
 		return err
 	}
@@ -205,6 +211,9 @@ func assemble(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Lo
 	}
 	if s.proxier, err = newProxier(ctx, mgr.GetAPIReader(), mgr.GetCache(), cfg, log.WithName("proxy")); err != nil {
 		return nil, nil, err
+	}
+	if s.handover, err = handover.NewForwarder(cfg.HandoverDrain, log.WithName("handover"), s.handoverEnded); err != nil {
+		log.Info("planned moves will break the connections open through the VIP", "error", err.Error())
 	}
 	return s, p, nil
 }

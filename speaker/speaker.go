@@ -13,6 +13,7 @@ import (
 	"herald.dev/herald/proxy"
 	"herald.dev/herald/speaker/claims"
 	"herald.dev/herald/speaker/election"
+	"herald.dev/herald/speaker/handover"
 	"herald.dev/herald/speaker/quorum"
 	"herald.dev/herald/speaker/vipstatus"
 	"herald.dev/herald/speaker/withhold"
@@ -80,6 +81,8 @@ type Speaker struct {
 	// wire are a split brain, not an address conflict.
 	peers     peerMACs
 	sightings sightings
+	// handover forwards the flows of IPs taken from live peers to them for a while.
+	handover *handover.Forwarder
 }
 
 // pendingTakeover is what the announcement of a takeover needs to report it.
@@ -87,10 +90,10 @@ type pendingTakeover struct {
 	Takeover
 	lostAt   time.Time // when the previous owner left memberlist; zero if it did not
 	restored bool      // the node's own before its speaker restarted: no move
-	// unconfirmed: the IP waits for its previous owner, lost without a goodbye, to stop
-	// answering (layer2.WaitForPeers). It is claimed only once it goes out: the loss
-	// may be a rumour, and a claim would make the owner, alive all along, give the IP
-	// up to this node (publishClaims).
+	// unconfirmed: the IP waits for its previous owner, lost without a goodbye or live
+	// and giving it up (a planned move), to stop answering (layer2.WaitForPeers). It is
+	// claimed only once it goes out: a loss may be a rumour, and a claim would make the
+	// owner, alive all along, give the IP up to this node (publishClaims).
 	unconfirmed bool
 }
 
@@ -110,6 +113,7 @@ func newSpeaker(cfg Config, log logr.Logger, c client.Reader) *Speaker {
 		announcing: announcing{takeovers: map[string]pendingTakeover{}, services: map[netip.Addr][]string{}},
 		sightings:  sightings{loggedAt: map[netip.Addr]time.Time{}, events: newEventLimit(conflictEventEvery)},
 	}
+	s.handover, _ = handover.NewForwarder(0, log, s.handoverEnded) // off; assemble sets the real one
 	s.book = claims.NewBook(cfg.NodeName, cfg.Quorum.JoinWait, func(b []byte) { s.members.Publish(b) }, s.pokeElection, log.WithName("claims"))
 	return s
 }

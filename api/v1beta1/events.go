@@ -32,6 +32,12 @@ const (
 
 	// ReasonAnnouncing (Normal): a node took the IP and answers for it.
 	ReasonAnnouncing = "Announcing"
+	// ReasonHandover (Normal): the node took the IP from a live node on purpose (cordon,
+	// rebalance) and forwards the connections that node carries to it.
+	ReasonHandover = "Handover"
+	// ReasonHandoverEnded (Normal): the forwarding of a handover ended; the note says
+	// why and how many flows it carried.
+	ReasonHandoverEnded = "HandoverEnded"
 	// ReasonInterfaceMissing (Warning): the owner has none of the interfaces the
 	// L2Advertisement names.
 	ReasonInterfaceMissing = "InterfaceMissing"

@@ -57,3 +57,20 @@ func ParseNFTTables(out string) []NFTTable {
 	}
 	return tables
 }
+
+// Apply runs script with `nft -f -`: one transaction, all of it or nothing.
+func (n *NFT) Apply(ctx context.Context, script string) error {
+	if _, err := run(ctx, n.do, []byte(script), n.path, "-f", "-"); err != nil {
+		return fmt.Errorf("nft -f: %w", err)
+	}
+	return nil
+}
+
+// ListJSON runs `nft -j list table FAMILY NAME`.
+func (n *NFT) ListJSON(ctx context.Context, t NFTTable) ([]byte, error) {
+	out, err := run(ctx, n.do, nil, n.path, "-j", "list", "table", t.Family, t.Name)
+	if err != nil {
+		return nil, fmt.Errorf("nft -j list table %s: %w", t, err)
+	}
+	return out, nil
+}

@@ -269,6 +269,9 @@ func (f *fullLab) heal(tb testing.TB) {
 			tb.Fatal(err)
 		}
 	}
+	for _, n := range f.nodes {
+		f.cordon(tb, n, false) // an earlier test may have left it cordoned
+	}
 	f.waitAllInQuorum(tb)
 	// An earlier test's faults left VIPs with the nodes that stood in (no fail-back):
 	// every test starts from the hash's placement.

@@ -224,8 +224,8 @@ func expectNothingBroke(t *testing.T, vips map[string]netip.Addr, res map[string
 		for _, b := range r.breaks {
 			t.Errorf("%s (%s): the keep-alive connection broke at %s: %v", name, vips[name], sinceFault(b.Start, r.start), b.Err)
 		}
-		if r.dials != 1 {
-			t.Errorf("%s: the keep-alive client dialled %d connections, want 1", name, r.dials)
+		if r.dials != r.conns {
+			t.Errorf("%s: the keep-alive clients dialled %d connections, want %d", name, r.dials, r.conns)
 		}
 	}
 }
@@ -237,7 +237,8 @@ type restartResult struct {
 	shortFailed []lab.ProbeFailure
 	keptFailed  []lab.ProbeFailure
 	breaks      []lab.ProbeFailure
-	dials       int
+	// conns keep-alive clients dialled dials connections in all.
+	conns, dials int
 }
 
 // rollingRestart restarts every speaker (SIGTERM, restartDown down, started again,
@@ -265,19 +266,27 @@ func (f *fullLab) rollingRestart(tb testing.TB, vips map[string]netip.Addr) map[
 // keep-alive connection every restartEvery, and returns what it saw, by Service.
 func (f *fullLab) probed(tb testing.TB, vips map[string]netip.Addr, act func()) map[string]restartResult {
 	tb.Helper()
+	return f.probedConns(tb, vips, 1, act)
+}
+
+// probedConns is probed with conns keep-alive connections per VIP.
+func (f *fullLab) probedConns(tb testing.TB, vips map[string]netip.Addr, conns int, act func()) map[string]restartResult {
+	tb.Helper()
 	short := map[string]*lab.HTTPProbe{}
-	kept := map[string]*lab.KeepAliveProbe{}
+	kept := map[string][]*lab.KeepAliveProbe{}
 	for name, vip := range vips {
 		url := "http://" + vip.String() + "/"
 		p := lab.StartHTTPProbe(f.clientNS, url, restartEvery, restartTimeout)
 		defer p.Stop()
 		short[name] = p
-		k, err := lab.StartKeepAliveProbe(f.clientNS, url, restartEvery, restartTimeout)
-		if err != nil {
-			tb.Fatal(err)
+		for range conns {
+			k, err := lab.StartKeepAliveProbe(f.clientNS, url, restartEvery, restartTimeout)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			defer k.Stop()
+			kept[name] = append(kept[name], k)
 		}
-		defer k.Stop()
-		kept[name] = k
 	}
 	time.Sleep(time.Second) // every probe is under way
 	start := time.Now()
@@ -286,10 +295,14 @@ func (f *fullLab) probed(tb testing.TB, vips map[string]netip.Addr, act func()) 
 	time.Sleep(time.Second) // the requests under way at end finish
 	out := map[string]restartResult{}
 	for name := range vips {
-		r := restartResult{start: start}
+		r := restartResult{start: start, conns: conns}
 		r.short, r.shortFailed = short[name].Between(start, end)
-		r.kept, r.keptFailed = kept[name].Between(start, end)
-		r.breaks, r.dials = kept[name].Breaks()
+		for _, k := range kept[name] {
+			n, failed := k.Between(start, end)
+			breaks, dials := k.Breaks()
+			r.kept, r.keptFailed = r.kept+n, append(r.keptFailed, failed...)
+			r.breaks, r.dials = append(r.breaks, breaks...), r.dials+dials
+		}
 		out[name] = r
 	}
 	return out

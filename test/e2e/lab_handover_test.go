@@ -1,0 +1,187 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	heraldv1 "herald.dev/herald/api/v1beta1"
+	"herald.dev/herald/internal/lab"
+	"herald.dev/herald/internal/testkit"
+)
+
+// handoverConns is how many keep-alive connections each planned-move test keeps open
+// through a VIP, each sending a request every restartEvery.
+const handoverConns = 5
+
+// TestLabRebalanceHandsOver moves VIPs that failed over earlier back to the nodes the
+// hash places them on, as `herald rebalance` does, while the client sends each a short
+// request and a request on each of five keep-alive connections every 100 ms. The new
+// owner forwards the connections it does not know to the old owner, which still
+// carries them: no request fails and no connection breaks.
+func TestLabRebalanceHandsOver(t *testing.T) {
+	f := fullLabFor(t)
+	vips := maps.Clone(f.vips)
+	f.expectOwners(t, vips, "before the failovers")
+	owners := f.awayFromHome(t, vips)
+	away := map[string]netip.Addr{}
+	for name, vip := range vips {
+		if owners[name] != f.owner(vip) {
+			away[name] = vip
+		}
+	}
+	res := f.probedConns(t, away, handoverConns, func() {
+		f.rebalance(t, slices.Sorted(maps.Keys(away))...)
+		for _, name := range slices.Sorted(maps.Keys(away)) {
+			f.expectOwner(t, away[name], f.owner(away[name]), name+" after the rebalance")
+		}
+		time.Sleep(2 * time.Second) // the connections go on through the new owners
+		for _, name := range slices.Sorted(maps.Keys(away)) {
+			f.expectForwarding(t, f.owner(away[name]), away[name], owners[name], handoverConns)
+		}
+	})
+	expectNothingBroke(t, away, res)
+}
+
+// TestLabCordonHandsOver cordons the owner of a VIP whose pods all run elsewhere (a
+// drained node), then, 10 s later, stops its speaker and pulls its cable (the node
+// reboots). The VIP moves at the cordon, make-before-break: from the cordon to the
+// end no short request fails, and the keep-alive connections open through the old
+// owner keep working until its cable is pulled; only they break then. A connection
+// opened after the move does not. The uncordon moves nothing back.
+func TestLabCordonHandsOver(t *testing.T) {
+	f := fullLabFor(t)
+	const old = "worker3" // runs no pod: drained
+	vip := f.freeIPFirstFor(t, old)
+	svc := f.createService(t, testkit.LBService("default", "cordoned", webpods,
+		testkit.Annotated(heraldv1.AnnotationLoadBalancerIPs, vip.String())))
+	defer f.deleteService(t, svc.Name)
+	if got := f.waitIP(t, svc.Name); got != vip {
+		t.Fatalf("Service %s asked for %s and got %s", svc.Name, vip, got)
+	}
+	f.expectOwner(t, vip, old, "before the cordon")
+	next := f.owner(vip, without(f.nodes, old)...)
+	url := "http://" + vip.String() + "/"
+	short := lab.StartHTTPProbe(f.clientNS, url, restartEvery, restartTimeout)
+	defer short.Stop()
+	var before []*lab.KeepAliveProbe
+	for range handoverConns {
+		k, err := lab.StartKeepAliveProbe(f.clientNS, url, restartEvery, restartTimeout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer k.Stop()
+		before = append(before, k)
+	}
+	time.Sleep(time.Second) // every probe is under way
+
+	cordoned := time.Now()
+	f.cordon(t, old, true)
+	defer f.cordon(t, old, false)
+	f.expectOwner(t, vip, next, "after the cordon of "+old)
+	after, err := lab.StartKeepAliveProbe(f.clientNS, url, restartEvery, restartTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer after.Stop()
+	time.Sleep(time.Until(cordoned.Add(10 * time.Second)))
+	f.expectForwarding(t, next, vip, old, handoverConns)
+
+	pulled := time.Now()
+	if err := f.s.StopSpeaker(old); err != nil {
+		t.Fatalf("stopping the speaker of %s: %v", old, err)
+	}
+	if err := f.s.LinkDown(t.Context(), old); err != nil {
+		t.Fatalf("pulling %s's cable: %v", old, err)
+	}
+	time.Sleep(3 * time.Second)
+	end := time.Now()
+
+	n, failed := short.Between(cordoned, end)
+	t.Logf("short requests from the cordon to the end: %d, failed %d", n, len(failed))
+	for i, fl := range failed {
+		if i == 5 {
+			t.Errorf("... and %d more", len(failed)-5)
+			break
+		}
+		t.Errorf("a short request failed at %s: %v", sinceFault(fl.Start, cordoned), fl.Err)
+	}
+	brokeAtPull := 0
+	for i, k := range before {
+		n, failed := k.Between(cordoned, pulled)
+		breaks, _ := k.Breaks()
+		t.Logf("connection %d, opened before the cordon: %d requests until the pull, %d failed, %d breaks in all", i, n, len(failed), len(breaks))
+		if n == 0 {
+			t.Errorf("connection %d: no request measured between the cordon and the pull", i)
+		}
+		for _, fl := range failed {
+			t.Errorf("connection %d, opened before the cordon: a request failed at %s, before the cable was pulled: %v", i, sinceFault(fl.Start, cordoned), fl.Err)
+		}
+		for _, b := range breaks {
+			if b.Start.Before(pulled) {
+				t.Errorf("connection %d broke at %s, before the cable was pulled: %v", i, sinceFault(b.Start, cordoned), b.Err)
+			} else {
+				brokeAtPull++
+			}
+		}
+	}
+	t.Logf("%d of %d connections opened through %s broke when its cable was pulled (expected: they lived on its kernel)", brokeAtPull, handoverConns, old)
+	if breaks, dials := after.Breaks(); len(breaks) > 0 || dials != 1 {
+		t.Errorf("the connection opened after the move broke %d times (%d dials): %v", len(breaks), dials, breaks)
+	}
+
+	if err := f.s.LinkUp(t.Context(), old); err != nil {
+		t.Fatalf("plugging %s's cable back in: %v", old, err)
+	}
+	// The node's neighbour entries failed while its cable was out: its first dials
+	// may find no route for a second.
+	if err := testkit.Poll(15*time.Second, time.Second, func() error { return f.s.StartSpeaker(t.Context(), old) }); err != nil {
+		t.Fatalf("starting the speaker of %s again: %v", old, err)
+	}
+	f.waitAllInQuorum(t)
+	f.cordon(t, old, false)
+	time.Sleep(3 * time.Second) // the speakers elect on the uncordon
+	f.expectOwner(t, vip, next, "after the uncordon of "+old+" (no fail-back)")
+}
+
+// cordon sets or clears spec.unschedulable of node, as kubectl cordon and uncordon do.
+func (f *fullLab) cordon(tb testing.TB, node string, on bool) {
+	tb.Helper()
+	patch := fmt.Sprintf(`{"spec":{"unschedulable":%t}}`, on)
+	if _, err := f.Kube.CoreV1().Nodes().Patch(context.Background(), node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		tb.Fatalf("cordon %s = %t: %v", node, on, err)
+	}
+}
+
+// expectForwarding checks, in node's nftables, that node forwards to from the flows of
+// vip it does not know, and that at least flows of them went that way.
+func (f *fullLab) expectForwarding(tb testing.TB, node string, vip netip.Addr, from string, flows int) {
+	tb.Helper()
+	out, err := f.s.Exec(tb.Context(), node, "nft", "list", "table", "ip", "herald-handover")
+	if err != nil {
+		tb.Errorf("listing %s's handover table: %v\n%s", node, err, out)
+		return
+	}
+	host, err := f.s.Worker(from)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	text := string(out)
+	if !strings.Contains(text, "daddr "+vip.String()+" ") || !strings.Contains(text, "dup to "+host.Addr.String()) {
+		tb.Errorf("%s does not forward %s to %s (%s):\n%s", node, vip, from, host.Addr, text)
+		return
+	}
+	if got := strings.Count(text, " . "+vip.String()+" . "); got < flows {
+		tb.Errorf("%s forwarded %d flows of %s to %s, want at least %d:\n%s", node, got, vip, from, flows, text)
+	} else {
+		tb.Logf("%s forwards %d flows of %s to %s", node, got, vip, from)
+	}
+}
