@@ -129,6 +129,56 @@ func TestFailoverDockerPause(t *testing.T) {
 	failover(t, "svc2", "pause")
 }
 
+// TestDrainDockerStop drains the node that owns svc1's VIP (kubectl drain: cordoned,
+// its webpod evicted), as before a kernel upgrade, then stops its container (the
+// reboot). The cordon hands the VIP over make-before-break, so the client, curling
+// every 50 ms, sees no failed request from the drain to the end. Afterwards the node
+// runs again, is uncordoned and gets its webpod back; the VIP stays where it went.
+func TestDrainDockerStop(t *testing.T) {
+	ensureKustomize(t)
+	owners := checkServed(t, 10)
+	vip := serviceIP(t, "svc1")
+	node := owners[vip]
+	p := startProbe(t, vip, 4*time.Minute, 40)
+	restored := false
+	next := ""
+	restore := func() {
+		if restored {
+			return
+		}
+		restored = true
+		restoreNode(t, node, "stop", vip, next)
+		k(t, "uncordon", node)
+		walkthroughObjects(t) // the evicted webpod back
+		if now := arpOwner(t, vip); next != "" && now != next {
+			t.Errorf("after %s was uncordoned, ARP for %s is answered by %s, want %s (no fail-back)", node, vip, now, next)
+		}
+	}
+	defer restore() // not t.Cleanup: t.Context, which the helpers use, ends before cleanups
+
+	t0 := time.Now()
+	k(t, "drain", node, "--ignore-daemonsets", "--force", "--delete-emptydir-data", "--timeout=2m")
+	drained := time.Since(t0)
+	waitUntil(t, 10*time.Second, "another node answering ARP for "+vip+" after the drain of "+node, func() (bool, string) {
+		next = arpOwner(t, vip)
+		return next != "" && next != node, next
+	})
+	time.Sleep(5 * time.Second) // the operator's tooling, then the reboot
+	stopped := time.Now()
+	docker(t, "stop", node)
+	p.faultInPlace()
+	o := summarize(p.wait(), t0)
+	t.Logf("FIGURE drain-stop: kubectl drain %s took %.1fs, docker stop at +%.1fs; %s moved to %s; the client saw: %s",
+		node, drained.Seconds(), stopped.Sub(t0).Seconds(), vip, next, o)
+	if o.failed > 0 {
+		t.Errorf("%d of %d requests to %s failed after kubectl drain %s (the first at +%.2fs, the last at +%.2fs); a drained node's VIPs move before it stops",
+			o.failed, o.attempts, vip, node, o.firstFail.Seconds(), o.lastFail.Seconds())
+	}
+	t.Logf("Events of svc1: %s", cmp(k(t, "get", "events", "--field-selector", "involvedObject.name=svc1",
+		"-o", `jsonpath={range .items[*]}{.reason}: {.note}{.message}{"\n"}{end}`), "none"))
+	restore()
+}
+
 func failover(t *testing.T, svc, fault string) {
 	ensureKustomize(t)
 	owners := checkServed(t, 10)
