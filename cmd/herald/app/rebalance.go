@@ -41,7 +41,8 @@ LoadBalancer Service with --all) to move, once, to the node the hash places them
 which spreads them again. It sets the annotation herald.dev/rebalance to the current
 time; an IP whose owner is already that node does not move.
 
-A move breaks the connections open through the IP at that moment.`,
+The move is make-before-break: the new owner forwards the connections open through
+the IP to the old owner, which still carries them, for the speakers' --handover-drain.`,
 		Example: `  herald rebalance svc1 svc2 -n default
   herald rebalance --all -A`,
 		RunE: func(cmd *cobra.Command, args []string) error {
