@@ -3,6 +3,7 @@ package speaker
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,10 +59,21 @@ func (s *Speaker) endHandovers(ctx context.Context, restarting func(node string)
 	}, "the old owner is gone")
 }
 
+// handoverNotes say, for the VIPStatus of each IP in a handover, what is forwarded.
+func (s *Speaker) handoverNotes() map[netip.Addr]string {
+	out := map[netip.Addr]string{}
+	for _, fw := range s.handover.Active() {
+		out[fw.IP] = fmt.Sprintf("taken from %s (%s) make-before-break; its connections are forwarded to it until %s",
+			fw.From, fw.Why, fw.Until.UTC().Format(time.RFC3339))
+	}
+	return out
+}
+
 // handoverEnded reports a forwarding that ended (the handover's callback).
 func (s *Speaker) handoverEnded(fw handover.Forward, c handover.Count, why string) {
 	took := time.Since(fw.Since)
 	s.metrics.handoversActive.Dec()
+	s.pokeElection() // the VIPStatus says the handover is over
 	s.metrics.handoverFlows.Add(float64(c.Flows))
 	s.metrics.handoverSeconds.Observe(took.Seconds())
 	s.log.Info("handover ended", "ip", fw.IP, "oldOwner", fw.From, "why", why, "flows", c.Flows, "packets", c.Packets, "after", took.Round(time.Millisecond))

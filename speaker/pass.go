@@ -107,7 +107,7 @@ func (s *Speaker) runElection(ctx context.Context) {
 		s.vips.Elected(ctx, vipstatus.Election{
 			Decisions: decisions, Services: in.Services, PoolOf: in.PoolOf, LBClass: s.cfg.LBClass,
 			Reporter: election.IsReporter(in.Members, s.cfg.NodeName), Taken: takenIPs(plan), Healed: returned, Now: time.Now(),
-			Conflicts: s.conflicts(s.tracker.OwnedIPs()),
+			Conflicts: s.conflicts(s.tracker.OwnedIPs()), Handovers: s.handoverNotes(),
 		})
 	}
 	s.apply(plan, decisions, in.Members, trusted)

@@ -12,6 +12,11 @@ import (
 // controller gives such IPs to no new Service.
 const VIPReasonIPConflict = "IPConflict"
 
+// VIPReasonHandover is the reason of an owned VIP taken from a live node on purpose
+// (cordon, rebalance) while the new owner forwards the old owner's connections to it;
+// the message says from where and until when.
+const VIPReasonHandover = "Handover"
+
 // VIPStatusStatus is who announces one LoadBalancer IP at layer 2, as the speakers
 // last published it.
 type VIPStatusStatus struct {
@@ -47,7 +52,9 @@ type VIPStatusStatus struct {
 	LeaderChanges int64 `json:"leaderChanges,omitempty"`
 	// Reason says in one word why no node announces the IP (the election's
 	// reason: NoEndpoints, NoLiveSpeaker, Excluded, NotSelected, ...; or
-	// IPConflict: a device on the network claims it); empty when a node does.
+	// IPConflict: a device on the network claims it), or Handover while the node
+	// that announces it forwards the connections of the node it took it from, on
+	// purpose, to that node; empty otherwise.
 	// +optional
 	Reason string `json:"reason,omitempty"`
 	// Message explains reason in a sentence.

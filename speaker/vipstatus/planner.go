@@ -58,7 +58,8 @@ type Task struct {
 	Announced      bool
 	Interface, MAC string
 	At             time.Time
-	// Reason and Message say why nobody announces IP.
+	// Reason and Message say why nobody announces IP, or that this node, owning it,
+	// forwards its old owner's connections (heraldv1.VIPReasonHandover).
 	Reason, Message string
 	// Assert: write the node field once, whatever the stored one says.
 	Assert bool
@@ -97,6 +98,9 @@ type Election struct {
 	// Conflicts are the IPs this node owns but yielded to a foreign device, with why
 	// (layer2): published with no node and reason IPConflict.
 	Conflicts map[netip.Addr]string
+	// Handovers are the IPs this node owns and forwards the old owner's connections
+	// of, with a sentence saying so.
+	Handovers map[netip.Addr]string
 	Now       time.Time
 }
 
@@ -211,6 +215,9 @@ func (p *Planner) Plan(e Election) []Key {
 				t.Reason, t.Message = string(d.Reason), d.Message
 				// Newly without owner as this node sees it, or newly its reporter.
 				t.Assert = prev == nil || prev.Owned || prev.Assert
+			}
+			if note, ok := e.Handovers[d.IP]; ok && owned {
+				t.Reason, t.Message = heraldv1.VIPReasonHandover, note
 			}
 			if prev != nil && prev.Owned == t.Owned && !t.Assert {
 				t.RetakeAt = prev.RetakeAt

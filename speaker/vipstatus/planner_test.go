@@ -539,3 +539,34 @@ func TestPlanConflict(t *testing.T) {
 		t.Fatalf("conflict over: %s", status(store, key1))
 	}
 }
+
+// An owned IP in a handover says so (reason Handover, with the note) while it lasts,
+// and the next election without it clears the reason; the owner and its leader
+// changes are as for any takeover.
+func TestPlanHandover(t *testing.T) {
+	store := map[Key]*heraldv1.VIPStatus{}
+	w2 := newNode(t, "w2", store)
+	svcs := []*corev1.Service{lbSvc("default", "svc1", vip1.String())}
+	elect := func(handover map[netip.Addr]string, now time.Time) {
+		w2.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w2", "default/svc1")}, Services: svcs,
+			PoolOf: inDefault, Taken: []netip.Addr{vip1}, Handovers: handover, Now: now})
+	}
+	elect(map[netip.Addr]string{vip1: "from w1 (cordoned)"}, t0)
+	w2.p.Announced(announcement1("02:42:ac:12:00:04", t0.Add(100*time.Millisecond)))
+	if a := w2.reconcile(key1, t0.Add(time.Second)); a.Kind != Create {
+		t.Fatalf("after the first frame: %+v, want a create", a)
+	}
+	want := "172.18.255.200 node=w2 if=eth0 mac=02:42:ac:12:00:04 since=12:00:00 changes=1 pool=default svcs=svc1 reason=Handover"
+	if got := status(store, key1); got != want || store[key1].Status.Message != "from w1 (cordoned)" {
+		t.Fatalf("in handover:\n got %s (message %q)\nwant %s", got, store[key1].Status.Message, want)
+	}
+	w2.p.Plan(Election{Decisions: []election.Decision{dec(vip1.String(), "w2", "default/svc1")}, Services: svcs,
+		PoolOf: inDefault, Now: t0.Add(time.Minute)})
+	if a := w2.reconcile(key1, t0.Add(time.Minute)); a.Kind != Update {
+		t.Fatalf("after the handover: %+v, want an update", a)
+	}
+	want = "172.18.255.200 node=w2 if=eth0 mac=02:42:ac:12:00:04 since=12:00:00 changes=1 pool=default svcs=svc1 reason="
+	if got := status(store, key1); got != want || store[key1].Status.Message != "" {
+		t.Errorf("after the handover:\n got %s (message %q)\nwant %s", got, store[key1].Status.Message, want)
+	}
+}

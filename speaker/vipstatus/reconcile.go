@@ -113,7 +113,7 @@ func Reconcile(in Input) Action {
 		st.Services[i] = s.Name
 	}
 	if t.Owned {
-		st.Interface, st.MAC, st.Reason, st.Message = t.Interface, t.MAC, "", ""
+		st.Interface, st.MAC, st.Reason, st.Message = t.Interface, t.MAC, t.Reason, t.Message
 	} else {
 		st.Interface, st.MAC, st.Reason, st.Message = "", "", t.Reason, t.Message
 	}

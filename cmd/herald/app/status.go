@@ -276,7 +276,11 @@ func PrintStatusTable(w io.Writer, rows []VIPRow, now time.Time, wide, namespace
 	}
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for _, r := range rows {
-		cells := []string{r.Service, r.VIP, orNone(r.OwnerNode), orNone(r.MAC), age(r.Since, now),
+		owner := orNone(r.OwnerNode)
+		if r.Reason == heraldv1.VIPReasonHandover {
+			owner += " (handover)"
+		}
+		cells := []string{r.Service, r.VIP, owner, orNone(r.MAC), age(r.Since, now),
 			fmt.Sprint(r.LeaderChanges), orNone(r.Pool)}
 		if namespaces {
 			cells = append([]string{r.Namespace}, cells...)

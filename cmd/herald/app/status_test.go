@@ -291,3 +291,21 @@ func TestStatusAgainstAPIServer(t *testing.T) {
 }
 
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+// A VIP in a handover shows it next to its owner, and its note under -o wide.
+func TestPrintStatusTableHandover(t *testing.T) {
+	rows := []VIPRow{{Namespace: "default", Service: "svc1", VIP: "172.18.255.200", OwnerNode: "worker2", MAC: "02:42:ac:12:00:04",
+		Since: "2026-05-01T11:59:50Z", LeaderChanges: 4, Pool: "default", Published: true,
+		Reason: heraldv1.VIPReasonHandover, Message: "taken from worker3 (cordoned)"}}
+	var b strings.Builder
+	if err := PrintStatusTable(&b, rows, now, true, false); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+SERVICE   VIP              OWNER NODE           MAC                 SINCE   LEADER CHANGES   POOL      INTERFACE   REASON     MESSAGE
+svc1      172.18.255.200   worker2 (handover)   02:42:ac:12:00:04   10s     4                default   <none>      Handover   taken from worker3 (cordoned)
+`
+	if got := "\n" + b.String(); got != want {
+		t.Errorf("got:%s\nwant:%s", got, want)
+	}
+}
