@@ -15,6 +15,7 @@ import (
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/lab"
+	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/internal/testkit"
 )
 
@@ -87,6 +88,10 @@ func TestLabCordonHandsOver(t *testing.T) {
 	f.cordon(t, old, true)
 	defer f.cordon(t, old, false)
 	f.expectOwner(t, vip, next, "after the cordon of "+old)
+	if row := f.expectStatus(t, svc.Name, vip, next, "after the cordon of "+old); row.Reason != heraldv1.VIPReasonHandover ||
+		!strings.Contains(row.Message, "taken from "+old+" (cordoned)") {
+		t.Errorf("herald status after the cordon: reason %q, message %q; want Handover, taken from %s (cordoned)", row.Reason, row.Message, old)
+	}
 	after, err := lab.StartKeepAliveProbe(f.clientNS, url, restartEvery, restartTimeout)
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +155,34 @@ func TestLabCordonHandsOver(t *testing.T) {
 	f.cordon(t, old, false)
 	time.Sleep(3 * time.Second) // the speakers elect on the uncordon
 	f.expectOwner(t, vip, next, "after the uncordon of "+old+" (no fail-back)")
+	// The forwarding ended when the old owner went: the VIPStatus and the Events say so.
+	testkit.Eventually(t, labtest.Wait, labtest.Interval, "herald status without the handover", func() error {
+		if row := f.expectStatus(t, svc.Name, vip, next, "after the handover"); row.Reason != "" {
+			return fmt.Errorf("reason %q, message %q", row.Reason, row.Message)
+		}
+		return nil
+	})
+	f.expectServiceEvent(t, svc.Name, heraldv1.ReasonHandover, "moves from "+old+" (cordoned) to "+next)
+	f.expectServiceEvent(t, svc.Name, heraldv1.ReasonHandoverEnded, "the old owner is gone")
+}
+
+// expectServiceEvent waits for an Event of reason on the Service whose note holds text.
+func (f *fullLab) expectServiceEvent(tb testing.TB, service, reason, text string) {
+	tb.Helper()
+	testkit.Eventually(tb, labtest.Wait, labtest.Interval, "a "+reason+" Event on "+service+" with "+text, func() error {
+		list, err := f.Kube.EventsV1().Events("default").List(tb.Context(), metav1.ListOptions{FieldSelector: "regarding.name=" + service})
+		if err != nil {
+			return err
+		}
+		var seen []string
+		for _, e := range list.Items {
+			if e.Reason == reason && strings.Contains(e.Note, text) {
+				return nil
+			}
+			seen = append(seen, e.Reason+": "+e.Note)
+		}
+		return fmt.Errorf("Events: %q", seen)
+	})
 }
 
 // cordon sets or clears spec.unschedulable of node, as kubectl cordon and uncordon do.
