@@ -110,6 +110,8 @@ func reasonLabel(n *corev1.Node) string {
 	switch {
 	case n.Spec.Unschedulable && leavingReason(n) == "cordoned":
 		return "cordon"
+	case leavingReason(n) == "shutting down":
+		return "shutdown"
 	case leavingReason(n) != "":
 		return "taint"
 	}

@@ -81,7 +81,7 @@ func newMetrics(reg prometheus.Registerer, owned ...prometheus.Collector) (*metr
 		}),
 		handovers: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_handovers_total",
-			Help: "LoadBalancer IPs this node took from a live node, make-before-break, by why the old owner gave them up: cordon, taint (out-of-service, cluster autoscaler), exclude-label, other (a rebalance, a Service that no longer fits it).",
+			Help: "LoadBalancer IPs this node took from a live node, make-before-break, by why the old owner gave them up: cordon, taint (out-of-service, cluster autoscaler), shutdown (graceful node shutdown), exclude-label, other (a rebalance, a Service that no longer fits it).",
 		}, []string{"reason"}),
 		handoversActive: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "herald_handovers_forwarding",

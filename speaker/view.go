@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -103,9 +104,21 @@ const (
 	taintAutoscalerDeletes = "ToBeDeletedByClusterAutoscaler"
 )
 
-// leavingReason says why an operator or the cluster autoscaler is emptying n ("" when
-// nothing says so). Its VIPs move, make-before-break, while it still runs.
+// kubeletShuttingDown is what the kubelet's Ready condition says from the moment its
+// graceful node shutdown begins (systemd's inhibitor lock told it the node goes down):
+// the speaker, a system-node-critical pod, is stopped last, and a restart of the
+// speaker alone never says it.
+const kubeletShuttingDown = "node is shutting down"
+
+// leavingReason says why an operator, the cluster autoscaler or the node itself is
+// emptying n ("" when nothing says so). Its VIPs move, make-before-break, while it
+// still runs.
 func leavingReason(n *corev1.Node) string {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, kubeletShuttingDown) {
+			return "shutting down"
+		}
+	}
 	for _, t := range n.Spec.Taints {
 		switch t.Key {
 		case taintOutOfService:

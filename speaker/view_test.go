@@ -243,4 +243,16 @@ func TestLeavingReason(t *testing.T) {
 			t.Errorf("%+v: Leaving %q, want %q", c.spec, got, c.want)
 		}
 	}
+	ready := func(status corev1.ConditionStatus, msg string) *corev1.Node {
+		return &corev1.Node{Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+			{Type: corev1.NodeReady, Status: status, Reason: "KubeletNotReady", Message: msg}}}}
+	}
+	// The kubelet's Ready condition during a graceful node shutdown; other NotReady
+	// reasons are no shutdown.
+	if got := leavingReason(ready(corev1.ConditionFalse, "[container runtime status check may not have completed yet, node is shutting down]")); got != "shutting down" {
+		t.Errorf("node shutting down: Leaving %q", got)
+	}
+	if got := leavingReason(ready(corev1.ConditionFalse, "container runtime network not ready")); got != "" {
+		t.Errorf("network not ready: Leaving %q, want none", got)
+	}
 }

@@ -62,10 +62,23 @@ func (s *State) FreezeSpeaker(node string) error { return s.signalSpeaker(node, 
 func (s *State) ThawSpeaker(node string) error { return s.signalSpeaker(node, syscall.SIGCONT) }
 
 func (s *State) signalSpeaker(node string, sig syscall.Signal) error {
+	return s.signal(node, "speaker", sig)
+}
+
+// BeginNodeShutdown makes node's agent report a graceful node shutdown (Ready=False,
+// "node is shutting down"), as a kubelet does when systemd says the node goes down;
+// CancelNodeShutdown ends it. The node's processes keep running.
+func (s *State) BeginNodeShutdown(node string) error { return s.signal(node, "agent", syscall.SIGUSR1) }
+
+// CancelNodeShutdown undoes BeginNodeShutdown.
+func (s *State) CancelNodeShutdown(node string) error { return s.signal(node, "agent", syscall.SIGUSR2) }
+
+// signal sends sig to the process of component (speaker, agent) on node.
+func (s *State) signal(node, component string, sig syscall.Signal) error {
 	if _, err := s.Worker(node); err != nil {
 		return err
 	}
-	p, err := s.proc(node, "speaker")
+	p, err := s.proc(node, component)
 	if err != nil {
 		return err
 	}

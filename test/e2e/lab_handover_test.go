@@ -60,15 +60,58 @@ func TestLabRebalanceHandsOver(t *testing.T) {
 // opened after the move does not. The uncordon moves nothing back.
 func TestLabCordonHandsOver(t *testing.T) {
 	f := fullLabFor(t)
+	f.plannedMoveThenPowerOff(t, plannedMove{
+		name: "cordon", why: "cordoned",
+		begin: func(node string) { f.cordon(t, node, true) },
+		undo:  func(node string) { f.cordon(t, node, false) },
+	})
+}
+
+// TestLabGracefulShutdownHandsOver is TestLabCordonHandsOver for a node that shuts down
+// without a drain: its kubelet (the lab's agent) reports the graceful node shutdown
+// systemd told it of (Ready=False, "node is shutting down") while the node's speaker,
+// a system-node-critical pod, still runs. The VIP moves then, make-before-break, not
+// when the speaker stops (which would look like a restart).
+func TestLabGracefulShutdownHandsOver(t *testing.T) {
+	f := fullLabFor(t)
+	f.plannedMoveThenPowerOff(t, plannedMove{
+		name: "graceful node shutdown", why: "shutting down",
+		begin: func(node string) {
+			if err := f.s.BeginNodeShutdown(node); err != nil {
+				t.Fatalf("beginning the shutdown of %s: %v", node, err)
+			}
+		},
+		undo: func(node string) {
+			if err := f.s.CancelNodeShutdown(node); err != nil {
+				t.Errorf("cancelling the shutdown of %s: %v", node, err)
+			}
+		},
+	})
+}
+
+// plannedMove is what starts a planned move of a node's VIPs, and what undoes it.
+type plannedMove struct {
+	name, why   string // what it is; how the Events and VIPStatus name it
+	begin, undo func(node string)
+}
+
+// plannedMoveThenPowerOff starts m on the owner of a VIP whose pods all run elsewhere
+// (a drained node), then, 10 s later, stops its speaker and pulls its cable (the node
+// reboots). The VIP moves at the start, make-before-break: from then to the end no
+// short request fails, and the keep-alive connections open through the old owner keep
+// working until its cable is pulled; only they break then. A connection opened after
+// the move does not. Undoing m moves nothing back.
+func (f *fullLab) plannedMoveThenPowerOff(t *testing.T, m plannedMove) {
+	t.Helper()
 	const old = "worker3" // runs no pod: drained
 	vip := f.freeIPFirstFor(t, old)
-	svc := f.createService(t, testkit.LBService("default", "cordoned", webpods,
+	svc := f.createService(t, testkit.LBService("default", "planned", webpods,
 		testkit.Annotated(heraldv1.AnnotationLoadBalancerIPs, vip.String())))
 	defer f.deleteService(t, svc.Name)
 	if got := f.waitIP(t, svc.Name); got != vip {
 		t.Fatalf("Service %s asked for %s and got %s", svc.Name, vip, got)
 	}
-	f.expectOwner(t, vip, old, "before the cordon")
+	f.expectOwner(t, vip, old, "before the "+m.name)
 	next := f.owner(vip, without(f.nodes, old)...)
 	url := "http://" + vip.String() + "/"
 	short := lab.StartHTTPProbe(f.clientNS, url, restartEvery, restartTimeout)
@@ -84,20 +127,25 @@ func TestLabCordonHandsOver(t *testing.T) {
 	}
 	time.Sleep(time.Second) // every probe is under way
 
-	cordoned := time.Now()
-	f.cordon(t, old, true)
-	defer f.cordon(t, old, false)
-	f.expectOwner(t, vip, next, "after the cordon of "+old)
-	if row := f.expectStatus(t, svc.Name, vip, next, "after the cordon of "+old); row.Reason != heraldv1.VIPReasonHandover ||
-		!strings.Contains(row.Message, "taken from "+old+" (cordoned)") {
-		t.Errorf("herald status after the cordon: reason %q, message %q; want Handover, taken from %s (cordoned)", row.Reason, row.Message, old)
+	began := time.Now()
+	m.begin(old)
+	undone := false
+	defer func() {
+		if !undone {
+			m.undo(old)
+		}
+	}()
+	f.expectOwner(t, vip, next, "after the "+m.name+" of "+old)
+	if row := f.expectStatus(t, svc.Name, vip, next, "after the "+m.name+" of "+old); row.Reason != heraldv1.VIPReasonHandover ||
+		!strings.Contains(row.Message, "taken from "+old+" ("+m.why+")") {
+		t.Errorf("herald status after the %s: reason %q, message %q; want Handover, taken from %s (%s)", m.name, row.Reason, row.Message, old, m.why)
 	}
 	after, err := lab.StartKeepAliveProbe(f.clientNS, url, restartEvery, restartTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer after.Stop()
-	time.Sleep(time.Until(cordoned.Add(10 * time.Second)))
+	time.Sleep(time.Until(began.Add(10 * time.Second)))
 	f.expectForwarding(t, next, vip, old, handoverConns)
 
 	pulled := time.Now()
@@ -110,29 +158,29 @@ func TestLabCordonHandsOver(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	end := time.Now()
 
-	n, failed := short.Between(cordoned, end)
-	t.Logf("short requests from the cordon to the end: %d, failed %d", n, len(failed))
+	n, failed := short.Between(began, end)
+	t.Logf("short requests from the %s to the end: %d, failed %d", m.name, n, len(failed))
 	for i, fl := range failed {
 		if i == 5 {
 			t.Errorf("... and %d more", len(failed)-5)
 			break
 		}
-		t.Errorf("a short request failed at %s: %v", sinceFault(fl.Start, cordoned), fl.Err)
+		t.Errorf("a short request failed at %s: %v", sinceFault(fl.Start, began), fl.Err)
 	}
 	brokeAtPull := 0
 	for i, k := range before {
-		n, failed := k.Between(cordoned, pulled)
+		n, failed := k.Between(began, pulled)
 		breaks, _ := k.Breaks()
-		t.Logf("connection %d, opened before the cordon: %d requests until the pull, %d failed, %d breaks in all", i, n, len(failed), len(breaks))
+		t.Logf("connection %d, opened before the %s: %d requests until the pull, %d failed, %d breaks in all", i, m.name, n, len(failed), len(breaks))
 		if n == 0 {
-			t.Errorf("connection %d: no request measured between the cordon and the pull", i)
+			t.Errorf("connection %d: no request measured between the %s and the pull", i, m.name)
 		}
 		for _, fl := range failed {
-			t.Errorf("connection %d, opened before the cordon: a request failed at %s, before the cable was pulled: %v", i, sinceFault(fl.Start, cordoned), fl.Err)
+			t.Errorf("connection %d, opened before the %s: a request failed at %s, before the cable was pulled: %v", i, m.name, sinceFault(fl.Start, began), fl.Err)
 		}
 		for _, b := range breaks {
 			if b.Start.Before(pulled) {
-				t.Errorf("connection %d broke at %s, before the cable was pulled: %v", i, sinceFault(b.Start, cordoned), b.Err)
+				t.Errorf("connection %d broke at %s, before the cable was pulled: %v", i, sinceFault(b.Start, began), b.Err)
 			} else {
 				brokeAtPull++
 			}
@@ -152,9 +200,10 @@ func TestLabCordonHandsOver(t *testing.T) {
 		t.Fatalf("starting the speaker of %s again: %v", old, err)
 	}
 	f.waitAllInQuorum(t)
-	f.cordon(t, old, false)
-	time.Sleep(3 * time.Second) // the speakers elect on the uncordon
-	f.expectOwner(t, vip, next, "after the uncordon of "+old+" (no fail-back)")
+	m.undo(old)
+	undone = true
+	time.Sleep(3 * time.Second) // the speakers elect on the undo
+	f.expectOwner(t, vip, next, "after the "+m.name+" of "+old+" was undone (no fail-back)")
 	// The forwarding ended when the old owner went: the VIPStatus and the Events say so.
 	testkit.Eventually(t, labtest.Wait, labtest.Interval, "herald status without the handover", func() error {
 		if row := f.expectStatus(t, svc.Name, vip, next, "after the handover"); row.Reason != "" {
@@ -162,7 +211,7 @@ func TestLabCordonHandsOver(t *testing.T) {
 		}
 		return nil
 	})
-	f.expectServiceEvent(t, svc.Name, heraldv1.ReasonHandover, "moves from "+old+" (cordoned) to "+next)
+	f.expectServiceEvent(t, svc.Name, heraldv1.ReasonHandover, "moves from "+old+" ("+m.why+") to "+next)
 	f.expectServiceEvent(t, svc.Name, heraldv1.ReasonHandoverEnded, "the old owner is gone")
 }
 

@@ -128,10 +128,11 @@ func walkthroughObjects(t testing.TB) {
 		m = strings.ReplaceAll(m, "nodeName: "+w+"\n", "nodeName: "+e.cluster+"-"+w+"\n")
 	}
 	// A pod that stops serving the moment it is told to go fails the requests already
-	// proxied to it; a well-behaved one leaves its endpoints first. The preStop sleep
-	// does that when a drain gives it time (TestDrainDockerStop: --grace-period); the
-	// walkthrough's grace period of 0 skips it everywhere else.
+	// proxied to it; a well-behaved one leaves its endpoints first, as the preStop
+	// sleep makes whoami do (TestDrainDockerStop evicts one). The lab's agents kill
+	// pods at once whatever they say.
 	m = strings.ReplaceAll(m, "    image: traefik/whoami", "    image: "+e.whoami+"\n    lifecycle: {preStop: {sleep: {seconds: 2}}}")
+	m = strings.ReplaceAll(m, "terminationGracePeriodSeconds: 0", "terminationGracePeriodSeconds: 5")
 	// A webpod from an earlier run may run an older image; pods' images are immutable.
 	k(t, "delete", "pod", "-l", "app=webpod", "--ignore-not-found", "--wait")
 	kApply(t, m)

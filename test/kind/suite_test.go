@@ -157,9 +157,7 @@ func TestDrainDockerStop(t *testing.T) {
 	defer restore() // not t.Cleanup: t.Context, which the helpers use, ends before cleanups
 
 	t0 := time.Now()
-	// --grace-period: the webpods' own is 0, which no workload that cares about its
-	// clients has; their preStop sleep leaves them serving until their endpoint is gone.
-	k(t, "drain", node, "--ignore-daemonsets", "--force", "--delete-emptydir-data", "--grace-period=10", "--timeout=2m")
+	k(t, "drain", node, "--ignore-daemonsets", "--force", "--delete-emptydir-data", "--timeout=2m")
 	drained := time.Since(t0)
 	waitUntil(t, 10*time.Second, "another node answering ARP for "+vip+" after the drain of "+node, func() (bool, string) {
 		next = arpOwner(t, vip)

@@ -26,6 +26,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -113,6 +114,10 @@ type Agent struct {
 	// ipam6 hands out the pods' IPv6 addresses on a dual-stack node, else it is nil.
 	ipam6 *ipam
 	pods  map[string]*podNet // by namespace/name; touched only by the sync worker
+	// shuttingDown: a graceful node shutdown began (SIGUSR1, as systemd's
+	// PrepareForShutdown tells a kubelet; SIGUSR2 cancels it). The node reports
+	// Ready=False "node is shutting down", as a kubelet does.
+	shuttingDown atomic.Bool
 	// statusPosted is when the node's status was last posted; touched by registration,
 	// then only by the heartbeat.
 	statusPosted time.Time
@@ -158,6 +163,7 @@ func Run(ctx context.Context, cfg Config) error {
 	a.log.Printf("node %s registered (InternalIPs %v, pod CIDRs %v)", cfg.Node, cfg.nodeIPs(), cfg.podCIDRs())
 	go a.renewLeases(ctx)
 	go a.heartbeat(ctx, cfg.Heartbeat)
+	go a.followShutdown(ctx)
 	for _, v := range cfg.Secrets {
 		go a.mountSecret(ctx, v, time.Second)
 	}

@@ -3,6 +3,8 @@ package agent
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/signal"
 	"runtime"
 	"time"
 
@@ -118,8 +120,12 @@ func (a *Agent) nodeStatus(st *corev1.NodeStatus) {
 		st.Addresses = append(st.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip})
 	}
 	st.Addresses = append(st.Addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: a.cfg.Node})
+	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "lab agent is posting ready status"}
+	if a.shuttingDown.Load() {
+		ready = corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady", Message: "node is shutting down"}
+	}
 	conds := []corev1.NodeCondition{
-		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "lab agent is posting ready status"},
+		ready,
 		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory"},
 		{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasNoDiskPressure"},
 		{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID"},
@@ -184,4 +190,26 @@ func kernelVersion() string {
 		return ""
 	}
 	return unix.ByteSliceToString(u.Release[:])
+}
+
+// followShutdown is the agent's graceful node shutdown: SIGUSR1 begins one and SIGUSR2
+// cancels it, each posting the node's status at once, as a kubelet does on systemd's
+// PrepareForShutdown signal. Pods are left running: the test stops the node's
+// processes itself.
+func (a *Agent) followShutdown(ctx context.Context) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, unix.SIGUSR1, unix.SIGUSR2)
+	defer signal.Stop(sigs)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case sig := <-sigs:
+			a.shuttingDown.Store(sig == unix.SIGUSR1)
+			a.log.Printf("graceful node shutdown: %v (shutting down: %t)", sig, a.shuttingDown.Load())
+			if err := a.postStatus(ctx); err != nil {
+				a.log.Printf("posting the node's status: %v", err)
+			}
+		}
+	}
 }
