@@ -131,7 +131,7 @@ func TestLabNodeExclusionLabel(t *testing.T) {
 }
 
 // setNodeLabel sets a label on a Node, or removes it when value is nil.
-func (f *fullLab) setNodeLabel(t *testing.T, node, label string, value *string) {
+func (f *fullLab) setNodeLabel(t testing.TB, node, label string, value *string) {
 	t.Helper()
 	v := "null"
 	if value != nil {

@@ -1,0 +1,82 @@
+package e2e
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	"herald.dev/herald/internal/testkit"
+	"herald.dev/herald/speaker/election"
+)
+
+// BenchmarkPlannedMove measures what the client sees of a planned move: the owner of
+// svc1's VIP labelled node.kubernetes.io/exclude-from-external-load-balancers (a
+// trigger herald has always obeyed, so the same benchmark runs on older trees) while
+// the client sends a short request and a request on each of five keep-alive
+// connections every 100 ms. Per trial: failed requests (short and keep-alive), broken
+// keep-alive connections, and the flows the new owner forwarded to the old one (its
+// handover table, 0 without one). The label is removed after each trial and the VIP
+// rebalanced home. Two series in one sitting: "herald" as installed, and
+// "handover-drain-0", every speaker run with --handover-drain=0 (no forwarding).
+// Trials: HERALD_MOVE_TRIALS (default 10). -benchtime=1x.
+//
+//	go test -count=1 -run '^$' -bench BenchmarkPlannedMove -benchtime=1x -timeout 60m ./test/e2e/
+func BenchmarkPlannedMove(b *testing.B) {
+	trials := envInt("HERALD_MOVE_TRIALS", 10)
+	f := fullLabFor(b)
+	series := func(b *testing.B, name string) {
+		var failed, broken, flows []float64
+		for i := range trials {
+			f.rebalanceAll(b)
+			vip := f.vips["svc1"]
+			old := f.owner(vip)
+			next := f.owner(vip, without(f.nodes, old)...)
+			f.expectOwner(b, vip, old, "svc1 before the trial")
+			one := map[string]netip.Addr{"svc1": vip}
+			var forwarded int
+			res := f.probedConns(b, one, handoverConns, func() {
+				f.setNodeLabel(b, old, election.ExcludeLabel, ptrTo(""))
+				f.expectOwner(b, vip, next, "svc1 with "+old+" excluded")
+				forwarded = f.forwardedFlows(b, next, vip)
+			})
+			f.setNodeLabel(b, old, election.ExcludeLabel, nil)
+			r := res["svc1"]
+			fl, br := len(r.shortFailed)+len(r.keptFailed), r.dials-r.conns
+			b.Logf("%s trial %d: %s to %s: %d requests failed, %d of %d keep-alive connections broke, %d flows forwarded",
+				name, i+1, old, next, fl, br, r.conns, forwarded)
+			failed, broken, flows = append(failed, float64(fl)), append(broken, float64(br)), append(flows, float64(forwarded))
+		}
+		for _, m := range []struct {
+			what string
+			vs   []float64
+		}{{"failed", failed}, {"broken", broken}, {"flows", flows}} {
+			b.ReportMetric(testkit.Quantile(m.vs, 0.5), m.what+"-median")
+			b.ReportMetric(testkit.Quantile(m.vs, 0.95), m.what+"-p95")
+			b.Logf("%s: %s median %.3g p95 %.3g max %.3g (trials %d)", name, m.what,
+				testkit.Quantile(m.vs, 0.5), testkit.Quantile(m.vs, 0.95), slices.Max(m.vs), len(m.vs))
+		}
+	}
+	b.Run("herald", func(b *testing.B) {
+		for b.Loop() {
+			series(b, "herald")
+		}
+	})
+	b.Run("handover-drain-0", func(b *testing.B) {
+		args := f.s.SpeakerArgs
+		f.restartSpeakers(b, append(slices.Clone(args), "--handover-drain=0"))
+		defer f.restartSpeakers(b, args)
+		for b.Loop() {
+			series(b, "handover-drain-0")
+		}
+	})
+}
+
+// forwardedFlows counts the flows of vip in node's handover table (0 without one).
+func (f *fullLab) forwardedFlows(tb testing.TB, node string, vip netip.Addr) int {
+	out, err := f.s.Exec(tb.Context(), node, "nft", "list", "table", "ip", "herald-handover")
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(out), " . "+vip.String()+" . ")
+}
