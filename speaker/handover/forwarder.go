@@ -29,15 +29,15 @@ type Forwarder struct {
 }
 
 // NewForwarder returns the forwarder of a node whose handovers forward for up to drain
-// (0: never). Without the nft binary it returns a forwarder that forwards nothing and
-// the error saying so.
+// (0: never). Without the nft binary it returns a forwarder that forwards nothing and,
+// unless drain is 0, the error saying so.
 func NewForwarder(drain time.Duration, log logr.Logger, ended func(Forward, Count, string)) (*Forwarder, error) {
 	f := &Forwarder{drain: drain, log: log, now: time.Now, ended: ended, active: map[netip.Addr]Forward{}}
-	if drain <= 0 {
-		return f, nil
-	}
 	nft, err := runner.NewNFT(nil)
 	if err != nil {
+		if drain <= 0 {
+			return f, nil
+		}
 		return f, fmt.Errorf("handover forwarding is off: %w", err)
 	}
 	f.nft = nft
@@ -45,10 +45,10 @@ func NewForwarder(drain time.Duration, log logr.Logger, ended func(Forward, Coun
 }
 
 // On says whether this forwarder forwards anything.
-func (f *Forwarder) On() bool { return f.nft != nil }
+func (f *Forwarder) On() bool { return f.nft != nil && f.drain > 0 }
 
-// Reset removes every handover chain on the node: one left by a previous speaker
-// forwards to a node that may have gone since.
+// Reset removes every handover chain on the node, forwarding or not: one left by a
+// previous speaker forwards to a node that may have gone since.
 func (f *Forwarder) Reset(ctx context.Context) error {
 	if f.nft == nil {
 		return nil
@@ -59,7 +59,7 @@ func (f *Forwarder) Reset(ctx context.Context) error {
 // Start begins forwarding fw.IP's unknown TCP segments to fw.To for the drain period.
 // It returns once the chain is in place: the caller may then announce the VIP.
 func (f *Forwarder) Start(ctx context.Context, fw Forward) error {
-	if f.nft == nil {
+	if !f.On() {
 		return nil
 	}
 	fw.Since = f.now()
@@ -125,7 +125,7 @@ func (f *Forwarder) count(ctx context.Context, ip netip.Addr) (Count, error) {
 // Run ends each forwarding when its drain period is over, until ctx ends. The chains
 // in place then stay: the next speaker of the node removes them (Reset).
 func (f *Forwarder) Run(ctx context.Context) {
-	if f.nft == nil {
+	if !f.On() {
 		return
 	}
 	tick := time.NewTicker(time.Second)

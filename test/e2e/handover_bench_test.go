@@ -5,7 +5,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"herald.dev/herald/internal/lab/labtest"
 	"herald.dev/herald/internal/testkit"
 	"herald.dev/herald/speaker/election"
 )
@@ -16,7 +18,9 @@ import (
 // the client sends a short request and a request on each of five keep-alive
 // connections every 100 ms. Per trial: failed requests (short and keep-alive), broken
 // keep-alive connections, and the flows the new owner forwarded to the old one (its
-// handover table, 0 without one). The label is removed after each trial and the VIP
+// handover table, 0 without one), and, from the client's ARP requests every 10 ms,
+// when the new owner first answered and how long after the old owner's last answer
+// (negative: both answered). The label is removed after each trial and the VIP
 // rebalanced home. Two series in one sitting: "herald" as installed, and
 // "handover-drain-0", every speaker run with --handover-drain=0 (no forwarding).
 // Trials: HERALD_MOVE_TRIALS (default 10). -benchtime=1x.
@@ -26,7 +30,7 @@ func BenchmarkPlannedMove(b *testing.B) {
 	trials := envInt("HERALD_MOVE_TRIALS", 10)
 	f := fullLabFor(b)
 	series := func(b *testing.B, name string) {
-		var failed, broken, flows []float64
+		var failed, broken, flows, moved, silent []float64
 		for i := range trials {
 			f.rebalanceAll(b)
 			vip := f.vips["svc1"]
@@ -35,22 +39,38 @@ func BenchmarkPlannedMove(b *testing.B) {
 			f.expectOwner(b, vip, old, "svc1 before the trial")
 			one := map[string]netip.Addr{"svc1": vip}
 			var forwarded int
+			var t0 time.Time
+			arp := labtest.WatchARP(b, f.clientNS, vip, 10*time.Millisecond)
 			res := f.probedConns(b, one, handoverConns, func() {
+				t0 = time.Now()
 				f.setNodeLabel(b, old, election.ExcludeLabel, ptrTo(""))
 				f.expectOwner(b, vip, next, "svc1 with "+old+" excluded")
 				forwarded = f.forwardedFlows(b, next, vip)
 			})
+			arp.Close()
 			f.setNodeLabel(b, old, election.ExcludeLabel, nil)
+			// The move as the client's ARP requests, every 10 ms, saw it: the new owner's
+			// first answer, and the silence since the old owner's last (negative: both
+			// answered for a while).
+			first, ok := arp.FirstFrom(f.macs[next], t0)
+			last, answered := arp.LastFrom(f.macs[old], t0)
+			if !answered {
+				last = t0
+			}
+			if !ok {
+				b.Fatalf("trial %d: %s never answered ARP for %s", i+1, next, vip)
+			}
 			r := res["svc1"]
 			fl, br := len(r.shortFailed)+len(r.keptFailed), r.dials-r.conns
-			b.Logf("%s trial %d: %s to %s: %d requests failed, %d of %d keep-alive connections broke, %d flows forwarded",
-				name, i+1, old, next, fl, br, r.conns, forwarded)
+			b.Logf("%s trial %d: %s to %s: new owner answering ARP %.0f ms after the label (%.0f ms after the old owner's last answer); %d requests failed, %d of %d keep-alive connections broke, %d flows forwarded",
+				name, i+1, old, next, ms(first.Sub(t0)), ms(first.Sub(last)), fl, br, r.conns, forwarded)
 			failed, broken, flows = append(failed, float64(fl)), append(broken, float64(br)), append(flows, float64(forwarded))
+			moved, silent = append(moved, ms(first.Sub(t0))), append(silent, ms(first.Sub(last)))
 		}
 		for _, m := range []struct {
 			what string
 			vs   []float64
-		}{{"failed", failed}, {"broken", broken}, {"flows", flows}} {
+		}{{"failed", failed}, {"broken", broken}, {"flows", flows}, {"move-ms", moved}, {"silence-ms", silent}} {
 			b.ReportMetric(testkit.Quantile(m.vs, 0.5), m.what+"-median")
 			b.ReportMetric(testkit.Quantile(m.vs, 0.95), m.what+"-p95")
 			b.Logf("%s: %s median %.3g p95 %.3g max %.3g (trials %d)", name, m.what,
@@ -71,6 +91,8 @@ func BenchmarkPlannedMove(b *testing.B) {
 		}
 	})
 }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // forwardedFlows counts the flows of vip in node's handover table (0 without one).
 func (f *fullLab) forwardedFlows(tb testing.TB, node string, vip netip.Addr) int {
