@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 
 	"herald.dev/herald/internal/lab"
 	"herald.dev/herald/internal/testkit"
+	"herald.dev/herald/speaker/election"
 )
 
 const nftablesPrefix = "hn-"
@@ -16,8 +18,9 @@ const nftablesPrefix = "hn-"
 // TestLabNFTables runs the walkthrough on a lab whose speakers proxy in nftables mode
 // (--proxy=nftables): every VIP answers 100 curls from the client through both pods,
 // the nodes hold table ip herald and no KUBE-SVC- iptables chain, externalTrafficPolicy
-// Local keeps the client's address, and after the owner of svc1 loses its cable the
-// new owner serves the VIP.
+// Local keeps the client's address, a planned move (svc2's owner excluded by label)
+// breaks none of five keep-alive connections, and after the owner of svc1 loses its
+// cable the new owner serves the VIP.
 func TestLabNFTables(t *testing.T) {
 	f := ownLab(t, nftablesPrefix, "nftables", lab.Config{Workers: 3, Proxy: "nftables"}, true)
 
@@ -53,8 +56,25 @@ func TestLabNFTables(t *testing.T) {
 	f.expectOwner(t, vip, "worker3", "the only pod on worker3")
 	f.expectLocalAnswers(t, vip, "localnft")
 
+	// A planned move in nftables mode: svc2's owner excluded by label while five
+	// keep-alive connections run through it; the new owner forwards them.
+	vip2 := f.vips["svc2"]
+	from := f.owner(vip2)
+	to := f.owner(vip2, without(f.nodes, from)...)
+	moved := map[string]netip.Addr{"svc2": vip2}
+	res := f.probedConns(t, moved, handoverConns, func() {
+		f.setNodeLabel(t, from, election.ExcludeLabel, ptrTo(""))
+		f.expectOwner(t, vip2, to, "svc2 with "+from+" excluded")
+		time.Sleep(time.Second)
+		f.expectForwarding(t, to, vip2, from, handoverConns)
+	})
+	f.setNodeLabel(t, from, election.ExcludeLabel, nil)
+	expectNothingBroke(t, moved, res)
+	f.rebalanceAll(t)
+
 	vip = f.vips["svc1"]
 	owner := f.owner(vip)
+	f.expectOwner(t, vip, owner, "svc1 after the rebalance")
 	if err := f.s.LinkDown(t.Context(), owner); err != nil {
 		t.Fatal(err)
 	}
