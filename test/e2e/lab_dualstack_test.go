@@ -279,6 +279,22 @@ func testDualStackFailover(t *testing.T, f *fullLab) {
 		})
 		backHome(t, c.fault)
 	}
+	// A planned move of both VIPs (worker3 excluded by label) with five keep-alive
+	// connections over each family: the new owner forwards them, over IPv4 and IPv6.
+	t.Run("planned-move", func(t *testing.T) {
+		both := map[string]netip.Addr{"ipv4": vips[0], "ipv6": vips[1]}
+		res := f.probedConns(t, both, handoverConns, func() {
+			f.setNodeLabel(t, "worker3", election.ExcludeLabel, ptrTo(""))
+			expectOwners(t, next, "with worker3 excluded")
+			time.Sleep(time.Second)
+			for _, vip := range vips {
+				f.expectForwarding(t, next, vip, "worker3", handoverConns)
+			}
+		})
+		f.setNodeLabel(t, "worker3", election.ExcludeLabel, nil)
+		expectNothingBroke(t, both, res)
+		backHome(t, "the exclusion")
+	})
 }
 
 // freeDualStackFirstFor picks free addresses of TestLabDualStack's pool, one per

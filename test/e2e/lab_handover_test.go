@@ -39,7 +39,13 @@ func TestLabRebalanceHandsOver(t *testing.T) {
 			away[name] = vip
 		}
 	}
+	watches := map[string]*lab.ARPWatch{}
+	for name, vip := range away {
+		watches[name] = labtest.WatchARP(t, f.clientNS, vip, 10*time.Millisecond)
+	}
+	var rebalanced time.Time
 	res := f.probedConns(t, away, handoverConns, func() {
+		rebalanced = time.Now()
 		f.rebalance(t, slices.Sorted(maps.Keys(away))...)
 		for _, name := range slices.Sorted(maps.Keys(away)) {
 			f.expectOwner(t, away[name], f.owner(away[name]), name+" after the rebalance")
@@ -50,6 +56,25 @@ func TestLabRebalanceHandsOver(t *testing.T) {
 		}
 	})
 	expectNothingBroke(t, away, res)
+	// Never two answers: the old owner's last ARP answer came before the new owner's
+	// first, as the client asked every 10 ms.
+	for _, name := range slices.Sorted(maps.Keys(away)) {
+		w := watches[name]
+		w.Close()
+		from, to := f.macs[owners[name]], f.macs[f.owner(away[name])]
+		first, ok := w.FirstFrom(to, rebalanced)
+		last, _ := w.LastFrom(from, rebalanced)
+		switch {
+		case !ok:
+			t.Errorf("%s: %s never answered ARP after the rebalance", name, f.owner(away[name]))
+		case last.After(first):
+			t.Errorf("%s: %s answered ARP until %s, after %s's first answer at %s: two answers at once",
+				name, owners[name], sinceFault(last, rebalanced), f.owner(away[name]), sinceFault(first, rebalanced))
+		default:
+			t.Logf("%s: %s answered %s after the rebalance, %s after %s's last answer", name, f.owner(away[name]),
+				sinceFault(first, rebalanced), first.Sub(last).Round(time.Millisecond), owners[name])
+		}
+	}
 }
 
 // TestLabCordonHandsOver cordons the owner of a VIP whose pods all run elsewhere (a
@@ -247,18 +272,23 @@ func (f *fullLab) cordon(tb testing.TB, node string, on bool) {
 // vip it does not know, and that at least flows of them went that way.
 func (f *fullLab) expectForwarding(tb testing.TB, node string, vip netip.Addr, from string, flows int) {
 	tb.Helper()
-	out, err := f.s.Exec(tb.Context(), node, "nft", "list", "table", "ip", "herald-handover")
-	if err != nil {
-		tb.Errorf("listing %s's handover table: %v\n%s", node, err, out)
-		return
-	}
+	family, daddr := "ip", "ip daddr "
 	host, err := f.s.Worker(from)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	to := host.Addr
+	if vip.Is6() {
+		family, daddr, to = "ip6", "ip6 daddr ", host.Addr6
+	}
+	out, err := f.s.Exec(tb.Context(), node, "nft", "list", "table", family, "herald-handover")
+	if err != nil {
+		tb.Errorf("listing %s's handover table: %v\n%s", node, err, out)
+		return
+	}
 	text := string(out)
-	if !strings.Contains(text, "daddr "+vip.String()+" ") || !strings.Contains(text, "dup to "+host.Addr.String()) {
-		tb.Errorf("%s does not forward %s to %s (%s):\n%s", node, vip, from, host.Addr, text)
+	if !strings.Contains(text, daddr+vip.String()+" ") || !strings.Contains(text, "dup to "+to.String()) {
+		tb.Errorf("%s does not forward %s to %s (%s):\n%s", node, vip, from, to, text)
 		return
 	}
 	if got := strings.Count(text, " . "+vip.String()+" . "); got < flows {

@@ -275,7 +275,7 @@ func (f *fullLab) probedConns(tb testing.TB, vips map[string]netip.Addr, conns i
 	short := map[string]*lab.HTTPProbe{}
 	kept := map[string][]*lab.KeepAliveProbe{}
 	for name, vip := range vips {
-		url := "http://" + vip.String() + "/"
+		url := lab.VIPURL(vip)
 		p := lab.StartHTTPProbe(f.clientNS, url, restartEvery, restartTimeout)
 		defer p.Stop()
 		short[name] = p
