@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"herald.dev/herald/internal/lab/labtest"
-	"herald.dev/herald/internal/testkit"
 	"herald.dev/herald/speaker/election"
 )
 
@@ -67,15 +66,11 @@ func BenchmarkPlannedMove(b *testing.B) {
 			failed, broken, flows = append(failed, float64(fl)), append(broken, float64(br)), append(flows, float64(forwarded))
 			moved, silent = append(moved, ms(first.Sub(t0))), append(silent, ms(first.Sub(last)))
 		}
-		for _, m := range []struct {
-			what string
-			vs   []float64
-		}{{"failed", failed}, {"broken", broken}, {"flows", flows}, {"move-ms", moved}, {"silence-ms", silent}} {
-			b.ReportMetric(testkit.Quantile(m.vs, 0.5), m.what+"-median")
-			b.ReportMetric(testkit.Quantile(m.vs, 0.95), m.what+"-p95")
-			b.Logf("%s: %s median %.3g p95 %.3g max %.3g (trials %d)", name, m.what,
-				testkit.Quantile(m.vs, 0.5), testkit.Quantile(m.vs, 0.95), slices.Max(m.vs), len(m.vs))
-		}
+		reportTrials(b, name, "failed", failed)
+		reportTrials(b, name, "broken", broken)
+		reportTrials(b, name, "flows", flows)
+		reportTrials(b, name, "move-ms", moved)
+		reportTrials(b, name, "silence-ms", silent)
 	}
 	b.Run("herald", func(b *testing.B) {
 		for b.Loop() {

@@ -68,14 +68,9 @@ func BenchmarkRollingRestart(b *testing.B) {
 			b.Logf("%s trial %d: %d requests failed, %d keep-alive connections broke, %d VIP moves", name, i+1, fl, br, mv)
 			failed, broken, moved = append(failed, float64(fl)), append(broken, float64(br)), append(moved, float64(mv))
 		}
-		report := func(what string, vs []float64) {
-			b.ReportMetric(testkit.Quantile(vs, 0.5), what+"-median")
-			b.ReportMetric(testkit.Quantile(vs, 0.95), what+"-p95")
-			b.Logf("%s: %s median %.3g p95 %.3g max %.3g (trials %d)", name, what, testkit.Quantile(vs, 0.5), testkit.Quantile(vs, 0.95), slices.Max(vs), len(vs))
-		}
-		report("failed", failed)
-		report("broken", broken)
-		report("moves", moved)
+		reportTrials(b, name, "failed", failed)
+		reportTrials(b, name, "broken", broken)
+		reportTrials(b, name, "moves", moved)
 	}
 	b.Run("herald", func(b *testing.B) {
 		for b.Loop() {
@@ -133,4 +128,13 @@ func BenchmarkRollingRestart(b *testing.B) {
 			b.Logf("cable-back: failed max %.0f, broken max %.0f, moves max %.0f (trials %d)", slices.Max(failed), slices.Max(broken), slices.Max(moved), len(failed))
 		}
 	})
+}
+
+// reportTrials reports the median and 95th percentile of one figure of a series of
+// trials as benchmark metrics, and logs them with the maximum.
+func reportTrials(b *testing.B, series, what string, vs []float64) {
+	b.ReportMetric(testkit.Quantile(vs, 0.5), what+"-median")
+	b.ReportMetric(testkit.Quantile(vs, 0.95), what+"-p95")
+	b.Logf("%s: %s median %.3g p95 %.3g max %.3g (trials %d)", series, what,
+		testkit.Quantile(vs, 0.5), testkit.Quantile(vs, 0.95), slices.Max(vs), len(vs))
 }
