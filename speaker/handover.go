@@ -52,11 +52,16 @@ func (s *Speaker) beginHandovers(ctx context.Context, p Plan, nodes []*corev1.No
 
 // endHandovers ends the forwarding to the peers that are gone: neither live nor
 // restarting (their host may have stopped answering). Their flows then fail as in any
-// failover. Loop goroutine only.
+// failover. It also ends the forwarding of IPs this node does not announce (a previous
+// speaker's, Forwarder.Reset). Loop goroutine only.
 func (s *Speaker) endHandovers(ctx context.Context, restarting func(node string) bool) {
 	s.handover.EndWhere(ctx, func(fw handover.Forward) bool {
 		return !s.liveness.live[fw.From] && !restarting(fw.From)
 	}, "the old owner is gone")
+	s.handover.EndWhere(ctx, func(fw handover.Forward) bool {
+		_, owned := s.tracker.Owned(fw.IP)
+		return !owned
+	}, "this node does not announce the IP")
 }
 
 // handoverNotes say, for the VIPStatus of each IP in a handover, what is forwarded.

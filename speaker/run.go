@@ -61,9 +61,12 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	// VIPStatus writes stop with the speaker: the next owner writes its own.
 	go s.vips.Run(ctx, 2)
 
-	// Chains a previous speaker left forward to nodes that may be gone.
-	if err := s.handover.Reset(ctx); err != nil {
+	// The previous speaker's forwardings go on; other chains it left go.
+	if kept, err := s.handover.Reset(ctx); err != nil {
 		log.Error(err, "removing the handover forwarding a previous speaker left")
+	} else if len(kept) > 0 {
+		s.metrics.handoversActive.Add(float64(len(kept)))
+		log.Info("forwarding the flows of the handovers the previous speaker began", "ips", len(kept))
 	}
 	go s.handover.Run(ctx)
 	if err := s.startMembers(ctx, p); err != nil {
@@ -212,7 +215,11 @@ func assemble(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Lo
 	if s.proxier, err = newProxier(ctx, mgr.GetAPIReader(), mgr.GetCache(), cfg, log.WithName("proxy")); err != nil {
 		return nil, nil, err
 	}
-	if s.handover, err = handover.NewForwarder(cfg.HandoverDrain, log.WithName("handover"), s.handoverEnded); err != nil {
+	hc := handover.Config{Node: cfg.NodeName, Drain: cfg.HandoverDrain}
+	if cfg.RestartHold > 0 {
+		hc.StateDir = cfg.StateDir // the next speaker keeps the VIPs, and their forwarding
+	}
+	if s.handover, err = handover.NewForwarder(hc, log.WithName("handover"), s.handoverEnded); err != nil {
 		log.Info("planned moves will break the connections open through the VIP", "error", err.Error())
 	}
 	return s, p, nil

@@ -113,7 +113,7 @@ func newSpeaker(cfg Config, log logr.Logger, c client.Reader) *Speaker {
 		announcing: announcing{takeovers: map[string]pendingTakeover{}, services: map[netip.Addr][]string{}},
 		sightings:  sightings{loggedAt: map[netip.Addr]time.Time{}, events: newEventLimit(conflictEventEvery)},
 	}
-	s.handover, _ = handover.NewForwarder(0, log, s.handoverEnded) // off; assemble sets the real one
+	s.handover, _ = handover.NewForwarder(handover.Config{Node: cfg.NodeName}, log, s.handoverEnded) // off; assemble sets the real one
 	s.book = claims.NewBook(cfg.NodeName, cfg.Quorum.JoinWait, func(b []byte) { s.members.Publish(b) }, s.pokeElection, log.WithName("claims"))
 	return s
 }

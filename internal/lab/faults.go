@@ -71,7 +71,9 @@ func (s *State) signalSpeaker(node string, sig syscall.Signal) error {
 func (s *State) BeginNodeShutdown(node string) error { return s.signal(node, "agent", syscall.SIGUSR1) }
 
 // CancelNodeShutdown undoes BeginNodeShutdown.
-func (s *State) CancelNodeShutdown(node string) error { return s.signal(node, "agent", syscall.SIGUSR2) }
+func (s *State) CancelNodeShutdown(node string) error {
+	return s.signal(node, "agent", syscall.SIGUSR2)
+}
 
 // signal sends sig to the process of component (speaker, agent) on node.
 func (s *State) signal(node, component string, sig syscall.Signal) error {

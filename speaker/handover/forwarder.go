@@ -16,10 +16,10 @@ import (
 
 // Forwarder begins and ends this node's handover forwarding. Safe for concurrent use.
 type Forwarder struct {
-	nft   *runner.NFT // nil: nft is missing, nothing is forwarded
-	drain time.Duration
-	log   logr.Logger
-	now   func() time.Time
+	nft *runner.NFT // nil: nft is missing, nothing is forwarded
+	cfg Config
+	log logr.Logger
+	now func() time.Time
 	// ended is told of each forwarding that ended, with what it carried and why it
 	// ended.
 	ended func(Forward, Count, string)
@@ -28,14 +28,23 @@ type Forwarder struct {
 	active map[netip.Addr]Forward
 }
 
-// NewForwarder returns the forwarder of a node whose handovers forward for up to drain
-// (0: never). Without the nft binary it returns a forwarder that forwards nothing and,
-// unless drain is 0, the error saying so.
-func NewForwarder(drain time.Duration, log logr.Logger, ended func(Forward, Count, string)) (*Forwarder, error) {
-	f := &Forwarder{drain: drain, log: log, now: time.Now, ended: ended, active: map[netip.Addr]Forward{}}
+// Config is a node's forwarder's.
+type Config struct {
+	// Node names this node; Drain is how long a handover forwards (0: none).
+	Node  string
+	Drain time.Duration
+	// StateDir keeps the forwardings in effect for the next speaker of the node ("":
+	// nowhere).
+	StateDir string
+}
+
+// NewForwarder returns the forwarder of a node. Without the nft binary it returns a
+// forwarder that forwards nothing and, unless cfg.Drain is 0, the error saying so.
+func NewForwarder(cfg Config, log logr.Logger, ended func(Forward, Count, string)) (*Forwarder, error) {
+	f := &Forwarder{cfg: cfg, log: log, now: time.Now, ended: ended, active: map[netip.Addr]Forward{}}
 	nft, err := runner.NewNFT(nil)
 	if err != nil {
-		if drain <= 0 {
+		if cfg.Drain <= 0 {
 			return f, nil
 		}
 		return f, fmt.Errorf("handover forwarding is off: %w", err)
@@ -45,15 +54,44 @@ func NewForwarder(drain time.Duration, log logr.Logger, ended func(Forward, Coun
 }
 
 // On says whether this forwarder forwards anything.
-func (f *Forwarder) On() bool { return f.nft != nil && f.drain > 0 }
+func (f *Forwarder) On() bool { return f.nft != nil && f.cfg.Drain > 0 }
 
-// Reset removes every handover chain on the node, forwarding or not: one left by a
-// previous speaker forwards to a node that may have gone since.
-func (f *Forwarder) Reset(ctx context.Context) error {
+// Reset replaces the handover chains on the node, in one transaction, with those of
+// the forwardings the previous speaker of the node saved whose drain period has not
+// ended, and returns them: a speaker restart breaks no forwarded flow. It removes every
+// other chain, forwarding or not: their old owners may have gone since. The caller ends
+// those it no longer wants (the old owner gone, the VIP elsewhere).
+func (f *Forwarder) Reset(ctx context.Context) ([]Forward, error) {
 	if f.nft == nil {
-		return nil
+		return nil, nil
 	}
-	return f.nft.Apply(ctx, resetScript())
+	var kept []Forward
+	if f.On() {
+		var err error
+		if kept, err = loadForwards(f.cfg.StateDir, f.cfg.Node, f.now()); err != nil {
+			f.log.Error(err, "the flows of earlier handovers are no longer forwarded")
+		}
+	}
+	script := resetScript()
+	for _, fw := range kept {
+		script += startScript(fw)
+	}
+	if err := f.nft.Apply(ctx, script); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	for _, fw := range kept {
+		f.active[fw.IP] = fw
+	}
+	f.mu.Unlock()
+	return kept, nil
+}
+
+// save keeps the forwardings in effect for the next speaker of the node.
+func (f *Forwarder) save() {
+	if err := saveForwards(f.cfg.StateDir, f.cfg.Node, f.Active()); err != nil {
+		f.log.Error(err, "keeping the handovers for the next speaker")
+	}
 }
 
 // Start begins forwarding fw.IP's unknown TCP segments to fw.To for the drain period.
@@ -63,13 +101,14 @@ func (f *Forwarder) Start(ctx context.Context, fw Forward) error {
 		return nil
 	}
 	fw.Since = f.now()
-	fw.Until = fw.Since.Add(f.drain)
+	fw.Until = fw.Since.Add(f.cfg.Drain)
 	if err := f.nft.Apply(ctx, startScript(fw)); err != nil {
 		return fmt.Errorf("forwarding %s to %s (%s): %w", fw.IP, fw.From, fw.To, err)
 	}
 	f.mu.Lock()
 	f.active[fw.IP] = fw
 	f.mu.Unlock()
+	f.save()
 	return nil
 }
 
@@ -89,6 +128,7 @@ func (f *Forwarder) End(ctx context.Context, ip netip.Addr, why string) {
 	if err := f.nft.Apply(ctx, endScript(ip)); err != nil {
 		f.log.Error(err, "ending a handover's forwarding", "ip", ip, "oldOwner", fw.From)
 	}
+	f.save()
 	f.ended(fw, count, why)
 }
 

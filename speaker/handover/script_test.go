@@ -3,8 +3,10 @@ package handover
 import (
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestStartScript(t *testing.T) {
@@ -42,5 +44,34 @@ func TestParseCounts(t *testing.T) {
 	}
 	if _, _, err := parseCounts([]byte("{")); err == nil {
 		t.Error("truncated JSON read without error")
+	}
+}
+
+// The forwardings a speaker saves come back for the next one until their drain period
+// ends; a file from another node or an unreadable one gives none.
+func TestForwardsSurviveARestart(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	fw := Forward{IP: netip.MustParseAddr("10.77.0.100"), From: "w1", To: netip.MustParseAddr("10.77.0.2"),
+		Why: "cordoned", Since: now, Until: now.Add(5 * time.Minute)}
+	bad := Forward{IP: netip.MustParseAddr("fd00::1"), From: "w1", To: netip.MustParseAddr("10.77.0.2"), Until: now.Add(time.Hour)}
+	if err := saveForwards(dir, "w2", []Forward{fw, bad}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := loadForwards(dir, "w2", now.Add(time.Minute))
+	if err != nil || len(got) != 1 || got[0].IP != fw.IP || got[0].To != fw.To || !got[0].Until.Equal(fw.Until) || got[0].Why != "cordoned" {
+		t.Fatalf("loaded %+v, %v; want %+v alone (the family mismatch dropped)", got, err, fw)
+	}
+	if got, _ := loadForwards(dir, "w2", now.Add(6*time.Minute)); len(got) != 0 {
+		t.Errorf("after the drain period: %+v, want none", got)
+	}
+	if got, _ := loadForwards(dir, "w3", now); len(got) != 0 {
+		t.Errorf("another node's: %+v, want none", got)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "handovers-w4"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := loadForwards(dir, "w4", now); err == nil || len(got) != 0 {
+		t.Errorf("an unreadable file: %+v, %v; want an error and none", got, err)
 	}
 }

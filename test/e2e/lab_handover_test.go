@@ -27,7 +27,8 @@ const handoverConns = 5
 // hash places them on, as `herald rebalance` does, while the client sends each a short
 // request and a request on each of five keep-alive connections every 100 ms. The new
 // owner forwards the connections it does not know to the old owner, which still
-// carries them: no request fails and no connection breaks.
+// carries them: no request fails and no connection breaks, not even when a new
+// owner's speaker restarts during the drain period.
 func TestLabRebalanceHandsOver(t *testing.T) {
 	f := fullLabFor(t)
 	vips := maps.Clone(f.vips)
@@ -51,6 +52,20 @@ func TestLabRebalanceHandsOver(t *testing.T) {
 			f.expectOwner(t, away[name], f.owner(away[name]), name+" after the rebalance")
 		}
 		time.Sleep(2 * time.Second) // the connections go on through the new owners
+		for _, name := range slices.Sorted(maps.Keys(away)) {
+			f.expectForwarding(t, f.owner(away[name]), away[name], owners[name], handoverConns)
+		}
+		// A new owner's speaker restarts during the drain period (a rolling update):
+		// the next speaker keeps the VIP and its forwarding.
+		restarted := f.owner(away[slices.Sorted(maps.Keys(away))[0]])
+		if err := f.s.StopSpeaker(restarted); err != nil {
+			t.Fatalf("stopping the speaker of %s: %v", restarted, err)
+		}
+		time.Sleep(restartDown)
+		if err := f.s.StartSpeaker(t.Context(), restarted); err != nil {
+			t.Fatalf("starting the speaker of %s again: %v", restarted, err)
+		}
+		time.Sleep(2 * time.Second)
 		for _, name := range slices.Sorted(maps.Keys(away)) {
 			f.expectForwarding(t, f.owner(away[name]), away[name], owners[name], handoverConns)
 		}
