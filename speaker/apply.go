@@ -16,6 +16,8 @@ const holder = "election"
 // is the cluster's (trusted), reports what users should see.
 func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string, trusted bool) {
 	for _, r := range p.Release {
+		// Before the IP's Services are forgotten: the HandoverEnded Event names them.
+		s.handover.End(context.Background(), r.IP, "this node gave the IP up")
 		s.l2.Withdraw(holder, r.IP)
 		s.metrics.owner.DeletePartialMatch(prometheus.Labels{"ip": r.IP.String()})
 		s.announcing.mu.Lock()
@@ -23,7 +25,6 @@ func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string, tr
 		delete(s.announcing.services, r.IP)
 		s.announcing.mu.Unlock()
 		s.book.Release(r.IP)
-		s.handover.End(context.Background(), r.IP, "this node gave the IP up")
 		s.metrics.peerClaims.DeleteLabelValues(r.IP.String())
 		s.log.Info("stopped announcing", "ip", r.IP, "services", r.Services, "newOwner", r.Next)
 	}

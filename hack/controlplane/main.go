@@ -13,7 +13,6 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"net/netip"
@@ -22,6 +21,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -134,8 +134,11 @@ func run(dir, assets, serviceCIDRs string, opts ...testenv.Option) error {
 	}
 	fmt.Printf("control plane up: export KUBECONFIG=%s\n", path)
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	<-ctx.Done()
+	// The log says which signal ended it and when: a lab whose control plane stops
+	// before its teardown needs that to be explained.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	sig := <-sigs
+	fmt.Printf("control plane stopping on %v at %s (parent pid %d)\n", sig, time.Now().Format(time.RFC3339Nano), os.Getppid())
 	return nil
 }
