@@ -26,6 +26,7 @@ type Forwarder struct {
 
 	mu     sync.Mutex
 	active map[netip.Addr]Forward
+	saving sync.Mutex // held while the state file is written
 }
 
 // Config is a node's forwarder's.
@@ -87,8 +88,11 @@ func (f *Forwarder) Reset(ctx context.Context) ([]Forward, error) {
 	return kept, nil
 }
 
-// save keeps the forwardings in effect for the next speaker of the node.
+// save keeps the forwardings in effect for the next speaker of the node. The loop
+// (Start, End) and Run (End) both save: one at a time, each what is in effect then.
 func (f *Forwarder) save() {
+	f.saving.Lock()
+	defer f.saving.Unlock()
 	if err := saveForwards(f.cfg.StateDir, f.cfg.Node, f.Active()); err != nil {
 		f.log.Error(err, "keeping the handovers for the next speaker")
 	}
@@ -148,7 +152,7 @@ func (f *Forwarder) Active() []Forward {
 	return slices.SortedFunc(maps.Values(f.active), func(a, b Forward) int { return a.IP.Compare(b.IP) })
 }
 
-// Count reads what the forwarding of ip carried so far.
+// count reads what the forwarding of ip carried so far.
 func (f *Forwarder) count(ctx context.Context, ip netip.Addr) (Count, error) {
 	out, err := f.nft.ListJSON(ctx, runner.NFTTable{Family: family(ip), Name: Table})
 	if err != nil {
@@ -163,7 +167,8 @@ func (f *Forwarder) count(ctx context.Context, ip netip.Addr) (Count, error) {
 }
 
 // Run ends each forwarding when its drain period is over, until ctx ends. The chains
-// in place then stay: the next speaker of the node removes them (Reset).
+// in place then stay: the next speaker of the node takes them over or removes them
+// (Reset).
 func (f *Forwarder) Run(ctx context.Context) {
 	if !f.On() {
 		return
