@@ -36,9 +36,11 @@ func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string, tr
 		}
 		// An IP new to this speaker (a new Service, or a speaker just started) is
 		// probed for a foreign device first. An IP whose owner was lost without
-		// leaving (dead, or cut off from memberlist but alive), or is unknown, is
-		// taken only once no speaker answers for it, so it never has two MACs; a
-		// speaker that left gracefully answers until its peers took over, by design.
+		// leaving (dead, or cut off from memberlist but alive), is unknown, or is live
+		// and gives it up (a planned move: cordon, rebalance; its flows are forwarded
+		// to it meanwhile, beginHandovers) is taken only once no speaker answers for it,
+		// so it never has two MACs; a speaker that left gracefully answers until its
+		// peers took over, by design.
 		var opts []layer2.SetOption
 		switch {
 		case restored:
@@ -46,13 +48,7 @@ func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string, tr
 			// held the IP for it.
 		case !t.Known:
 			opts = append(opts, layer2.Probe())
-		case t.Previous != "" && s.liveness.live[t.Previous]:
-			// A planned move (cordon, rebalance): the live owner stops answering when its
-			// own election says so, and the IP stays quiet until then, so that it never
-			// has two MACs. Its flows are forwarded to it meanwhile (beginHandovers).
-			opts = append(opts, layer2.WaitForPeers())
-			pt.unconfirmed = true
-		case t.Previous == "" || (!s.liveness.live[t.Previous] && !s.members.LeftGracefully(t.Previous)):
+		case t.Previous == "" || s.liveness.live[t.Previous] || !s.members.LeftGracefully(t.Previous):
 			opts = append(opts, layer2.WaitForPeers())
 			pt.unconfirmed = true
 		}

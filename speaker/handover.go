@@ -35,14 +35,13 @@ func (s *Speaker) beginHandovers(ctx context.Context, p Plan, nodes []*corev1.No
 				"ip", t.IP, "oldOwner", t.Previous)
 			continue
 		}
-		why := moveReason(prev)
+		why, label := moveReason(prev)
 		fw := handover.Forward{IP: t.IP, From: t.Previous, To: to, Why: why}
 		if err := s.handover.Start(ctx, fw); err != nil {
 			s.log.Error(err, "starting a handover; the connections open through the old owner break", "ip", t.IP)
 			continue
 		}
-		s.metrics.handovers.WithLabelValues(reasonLabel(prev)).Inc()
-		s.metrics.handoversActive.Inc()
+		s.metrics.handovers.WithLabelValues(label).Inc()
 		s.log.Info("handover: forwarding the old owner's flows", "ip", t.IP, "oldOwner", t.Previous, "to", to, "why", why)
 		s.reports.event(t.Services, corev1.EventTypeNormal, heraldv1.ReasonHandover, fmt.Sprintf(
 			"%s moves from %s (%s) to %s make-before-break: the connections open through %s are forwarded to it for up to %s",
@@ -77,7 +76,6 @@ func (s *Speaker) handoverNotes() map[netip.Addr]string {
 // handoverEnded reports a forwarding that ended (the handover's callback).
 func (s *Speaker) handoverEnded(fw handover.Forward, c handover.Count, why string) {
 	took := time.Since(fw.Since)
-	s.metrics.handoversActive.Dec()
 	s.pokeElection() // the VIPStatus says the handover is over
 	s.metrics.handoverFlows.Add(float64(c.Flows))
 	s.metrics.handoverSeconds.Observe(took.Seconds())
@@ -99,29 +97,20 @@ func nodeNamed(nodes []*corev1.Node, name string) *corev1.Node {
 	return nil
 }
 
-// moveReason says why a live node gave an IP up, as far as its Node shows.
-func moveReason(n *corev1.Node) string {
-	if r := leavingReason(n); r != "" {
-		return r
+// moveReason says why a live node gave an IP up, as far as its Node shows, and the
+// value of herald_handovers_total{reason} for it.
+func moveReason(n *corev1.Node) (why, label string) {
+	switch why = leavingReason(n); why {
+	case "":
+	case "cordoned":
+		return why, "cordon"
+	case "shutting down":
+		return why, "shutdown"
+	default:
+		return why, "taint"
 	}
 	if _, ok := n.Labels[election.ExcludeLabel]; ok {
-		return "labelled " + election.ExcludeLabel
+		return "labelled " + election.ExcludeLabel, "exclude-label"
 	}
-	return "rebalanced or no longer fitting"
-}
-
-// reasonLabel is moveReason's value of herald_handovers_total{reason}.
-func reasonLabel(n *corev1.Node) string {
-	switch {
-	case n.Spec.Unschedulable && leavingReason(n) == "cordoned":
-		return "cordon"
-	case leavingReason(n) == "shutting down":
-		return "shutdown"
-	case leavingReason(n) != "":
-		return "taint"
-	}
-	if _, ok := n.Labels[election.ExcludeLabel]; ok {
-		return "exclude-label"
-	}
-	return "other"
+	return "rebalanced or no longer fitting", "other"
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"herald.dev/herald/speaker/handover"
 )
 
 // metrics are the speaker's ownership metrics. Only the owner exports an IP's series,
@@ -24,8 +26,8 @@ type metrics struct {
 	conflictEventsSuppressed prometheus.Counter
 	tokenBound               prometheus.Gauge
 	// Handovers this node took (speaker/handover).
+	// (herald_handovers_forwarding is forwardingGauge, read from the forwarder.)
 	handovers       *prometheus.CounterVec
-	handoversActive prometheus.Gauge
 	handoverFlows   prometheus.Counter
 	handoverSeconds prometheus.Histogram
 }
@@ -83,10 +85,6 @@ func newMetrics(reg prometheus.Registerer, owned ...prometheus.Collector) (*metr
 			Name: "herald_handovers_total",
 			Help: "LoadBalancer IPs this node took from a live node, make-before-break, by why the old owner gave them up: cordon, taint (out-of-service, cluster autoscaler), shutdown (graceful node shutdown), exclude-label, other (a rebalance, a Service that no longer fits it).",
 		}, []string{"reason"}),
-		handoversActive: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "herald_handovers_forwarding",
-			Help: "LoadBalancer IPs whose unknown TCP flows this node forwards to their old owner now (--handover-drain).",
-		}),
 		handoverFlows: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "herald_handover_forwarded_flows_total",
 			Help: "TCP flows this node forwarded to an IP's old owner during handovers that ended.",
@@ -101,7 +99,7 @@ func newMetrics(reg prometheus.Registerer, owned ...prometheus.Collector) (*metr
 		return m, nil
 	}
 	for _, c := range append([]prometheus.Collector{m.owner, m.leaderChanges, m.failover, m.elections, m.problems, m.mode, m.expected, m.unreachable, m.peerClaims, m.conflictEventsSuppressed, m.tokenBound,
-		m.handovers, m.handoversActive, m.handoverFlows, m.handoverSeconds}, owned...) {
+		m.handovers, m.handoverFlows, m.handoverSeconds}, owned...) {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {
@@ -111,4 +109,13 @@ func newMetrics(reg prometheus.Registerer, owned ...prometheus.Collector) (*metr
 		}
 	}
 	return m, nil
+}
+
+// forwardingGauge is herald_handovers_forwarding, read from f at each scrape: the
+// forwardings in effect, including those a previous speaker began (Forwarder.Reset).
+func forwardingGauge(f *handover.Forwarder) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "herald_handovers_forwarding",
+		Help: "LoadBalancer IPs whose unknown TCP flows this node forwards to their old owner now (--handover-drain).",
+	}, func() float64 { return float64(len(f.Active())) })
 }

@@ -65,7 +65,6 @@ func Run(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Logger)
 	if kept, err := s.handover.Reset(ctx); err != nil {
 		log.Error(err, "removing the handover forwarding a previous speaker left")
 	} else if len(kept) > 0 {
-		s.metrics.handoversActive.Add(float64(len(kept)))
 		log.Info("forwarding the flows of the handovers the previous speaker began", "ips", len(kept))
 	}
 	go s.handover.Run(ctx)
@@ -172,7 +171,14 @@ func assemble(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Lo
 		Log:        log.WithName("records"),
 	})
 	s.records = p.keeper
-	if s.metrics, err = newMetrics(crmetrics.Registry, p.keeper.Collectors()...); err != nil {
+	hc := handover.Config{Node: cfg.NodeName, Drain: cfg.HandoverDrain}
+	if cfg.RestartHold > 0 {
+		hc.StateDir = cfg.StateDir // the next speaker keeps the VIPs, and their forwarding
+	}
+	if s.handover, err = handover.NewForwarder(hc, log.WithName("handover"), s.handoverEnded); err != nil {
+		log.Info("planned moves will break the connections open through the VIP", "error", err.Error())
+	}
+	if s.metrics, err = newMetrics(crmetrics.Registry, append(p.keeper.Collectors(), forwardingGauge(s.handover))...); err != nil {
 		return nil, nil, err
 	}
 	if err := checkTokenBinding(ctx, restCfg, cfg.NodeName, s.metrics.tokenBound, log); err != nil {
@@ -214,13 +220,6 @@ func assemble(ctx context.Context, restCfg *rest.Config, cfg Config, log logr.Lo
 	}
 	if s.proxier, err = newProxier(ctx, mgr.GetAPIReader(), mgr.GetCache(), cfg, log.WithName("proxy")); err != nil {
 		return nil, nil, err
-	}
-	hc := handover.Config{Node: cfg.NodeName, Drain: cfg.HandoverDrain}
-	if cfg.RestartHold > 0 {
-		hc.StateDir = cfg.StateDir // the next speaker keeps the VIPs, and their forwarding
-	}
-	if s.handover, err = handover.NewForwarder(hc, log.WithName("handover"), s.handoverEnded); err != nil {
-		log.Info("planned moves will break the connections open through the VIP", "error", err.Error())
 	}
 	return s, p, nil
 }

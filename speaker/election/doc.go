@@ -32,8 +32,8 @@
 //
 // Candidates are the eligible nodes that fit at least one active Service, ranked by
 //  0. leaving last: a node being emptied (Node.Leaving: cordoned, tainted out-of-service
-//     or for deletion by the cluster autoscaler) comes after every node that is not, so
-//     its IPs move away, yet it still serves them when no other node can;
+//     or for deletion by the cluster autoscaler, shutting down) comes after every node
+//     that is not, so its IPs move away, yet it still serves them when no other node can;
 //  1. how many active Services they fit (partly or fully), more first;
 //  2. how many they fit fully, more first (a node with a ready pod beats one whose pod is
 //     terminating, so a rolling update moves the IP before the old pod is gone);

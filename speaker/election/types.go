@@ -17,8 +17,8 @@ type Node struct {
 	// (a node rebooting or whose CNI is not up yet must not take IPs; https://github.com/metallb/metallb/issues/1710).
 	NetworkUnavailable bool
 	// Leaving says why the node is being emptied for maintenance or removal ("" when it
-	// is not): cordoned, or tainted out-of-service or for deletion by the cluster
-	// autoscaler. A leaving node stays eligible but ranks after every node that is not
+	// is not): cordoned, tainted out-of-service or for deletion by the cluster
+	// autoscaler, or shutting down (the kubelet's graceful node shutdown). A leaving node stays eligible but ranks after every node that is not
 	// leaving, so its IPs move away and it takes none while another node can serve them.
 	Leaving string
 }

@@ -112,10 +112,9 @@ func Reconcile(in Input) Action {
 	for i, s := range t.Services {
 		st.Services[i] = s.Name
 	}
+	st.Interface, st.MAC, st.Reason, st.Message = "", "", t.Reason, t.Message
 	if t.Owned {
-		st.Interface, st.MAC, st.Reason, st.Message = t.Interface, t.MAC, t.Reason, t.Message
-	} else {
-		st.Interface, st.MAC, st.Reason, st.Message = "", "", t.Reason, t.Message
+		st.Interface, st.MAC = t.Interface, t.MAC
 	}
 	refs := ownerRefs(t.Services)
 	if stored != nil && sameStatus(stored.Status, st) && equalRefs(stored.OwnerReferences, refs) {
