@@ -6,9 +6,10 @@
 set -euo pipefail
 
 # gcc and libc6-dev for `go test -race`; iproute2, iptables, arping and conntrack for the
-# network-namespace lab; nftables (nft) for the proxier's test beside kube-proxy's
-# nftables mode; prometheus for promtool (the dashboard and alert queries) and the
-# lab's Prometheus; git and make for the build itself.
+# network-namespace lab; nftables (nft) for the speakers' handover forwarding and the
+# proxier's test beside kube-proxy's nftables mode; prometheus for promtool (the
+# dashboard and alert queries) and the lab's Prometheus; git and make for the build
+# itself.
 packages=(make git gcc libc6-dev ca-certificates iproute2 iptables nftables arping conntrack prometheus)
 # The command each package brings, for machines without dpkg.
 commands=(make git gcc "" "" ip iptables-restore nft arping conntrack promtool)

@@ -91,9 +91,25 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // forwardedFlows counts the flows of vip in node's handover table (0 without one).
 func (f *fullLab) forwardedFlows(tb testing.TB, node string, vip netip.Addr) int {
-	out, err := f.s.Exec(tb.Context(), node, "nft", "list", "table", "ip", "herald-handover")
+	table, err := f.handoverTable(tb, node, vip)
 	if err != nil {
 		return 0
 	}
-	return strings.Count(string(out), " . "+vip.String()+" . ")
+	return flowsOf(table, vip)
+}
+
+// handoverTable lists node's handover table of vip's family (nft's text).
+func (f *fullLab) handoverTable(tb testing.TB, node string, vip netip.Addr) (string, error) {
+	family := "ip"
+	if vip.Is6() {
+		family = "ip6"
+	}
+	out, err := f.s.Exec(tb.Context(), node, "nft", "list", "table", family, "herald-handover")
+	return string(out), err
+}
+
+// flowsOf counts the flows to vip in a listing of a handover table: the elements of
+// its set, source . port . vip . port.
+func flowsOf(table string, vip netip.Addr) int {
+	return strings.Count(table, " . "+vip.String()+" . ")
 }

@@ -284,29 +284,34 @@ func (f *fullLab) cordon(tb testing.TB, node string, on bool) {
 }
 
 // expectForwarding checks, in node's nftables, that node forwards to from the flows of
-// vip it does not know, and that at least flows of them went that way.
+// vip it does not know, that at least flows of them went that way, and that node's
+// herald_handovers_forwarding counts it.
 func (f *fullLab) expectForwarding(tb testing.TB, node string, vip netip.Addr, from string, flows int) {
 	tb.Helper()
-	family, daddr := "ip", "ip daddr "
+	daddr := "ip daddr "
 	host, err := f.s.Worker(from)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	to := host.Addr
 	if vip.Is6() {
-		family, daddr, to = "ip6", "ip6 daddr ", host.Addr6
+		daddr, to = "ip6 daddr ", host.Addr6
 	}
-	out, err := f.s.Exec(tb.Context(), node, "nft", "list", "table", family, "herald-handover")
+	text, err := f.handoverTable(tb, node, vip)
 	if err != nil {
-		tb.Errorf("listing %s's handover table: %v\n%s", node, err, out)
+		tb.Errorf("listing %s's handover table: %v\n%s", node, err, text)
 		return
 	}
-	text := string(out)
 	if !strings.Contains(text, daddr+vip.String()+" ") || !strings.Contains(text, "dup to "+to.String()) {
 		tb.Errorf("%s does not forward %s to %s (%s):\n%s", node, vip, from, to, text)
 		return
 	}
-	if got := strings.Count(text, " . "+vip.String()+" . "); got < flows {
+	if metrics, err := f.s.Scrape(tb.Context(), node); err != nil {
+		tb.Errorf("scraping %s: %v", node, err)
+	} else if v, _ := sampleValue(metrics, "herald_handovers_forwarding"); v < 1 {
+		tb.Errorf("%s: herald_handovers_forwarding = %v while it forwards %s, want at least 1", node, v, vip)
+	}
+	if got := flowsOf(text, vip); got < flows {
 		tb.Errorf("%s forwarded %d flows of %s to %s, want at least %d:\n%s", node, got, vip, from, flows, text)
 	} else {
 		tb.Logf("%s forwards %d flows of %s to %s", node, got, vip, from)
