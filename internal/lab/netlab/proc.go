@@ -3,6 +3,7 @@ package netlab
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -40,7 +41,7 @@ func (p Proc) Alive() bool {
 	if !ok || st.zombie {
 		return false
 	}
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.Pid))
+	raw, err := readCmdline(p.Pid)
 	if err != nil {
 		return false
 	}
@@ -51,6 +52,30 @@ func (p Proc) Alive() bool {
 	}
 	got := strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00")
 	return len(got) >= len(p.Cmd) && slices.Equal(got[len(got)-len(p.Cmd):], p.Cmd)
+}
+
+// cmdlineMax bounds the command lines readCmdline reads whole; the lab's are far shorter.
+const cmdlineMax = 64 << 10
+
+// readCmdline reads /proc/PID/cmdline in a single read(2). The kernel answers one read
+// from one address space, but a process that execs between two reads (`ip netns exec`
+// becoming its command) would give a torn line of both, which matches neither: a
+// running process read as a stranger.
+func readCmdline(pid int) ([]byte, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, cmdlineMax)
+	n, err := f.Read(buf)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	if n == len(buf) {
+		return nil, fmt.Errorf("netlab: the command line of pid %d is longer than %d bytes", pid, cmdlineMax)
+	}
+	return buf[:n], nil
 }
 
 type procStat struct {

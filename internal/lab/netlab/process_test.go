@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -85,6 +86,38 @@ func TestProcessStopSendsSIGTERM(t *testing.T) {
 	}
 	if log, _ := os.ReadFile(p.Log); !strings.Contains(string(log), "got TERM") {
 		t.Fatalf("log:\n%s", log)
+	}
+}
+
+// TestAliveWhileExecing polls Alive from the moment a process is spawned, through
+// `ip netns exec` becoming its command: a command line longer than one page of
+// os.ReadFile's first read could be read half from ip and half from the command, and
+// a lab then took its just-started speaker for dead.
+func TestAliveWhileExecing(t *testing.T) {
+	l := newLab(t, "nl-a-")
+	h := addHost(t, l, "w1", "172.18.0.3")
+	// sleep sums its arguments: 5 s, and a command line of over 512 bytes.
+	cmd := append([]string{"sleep", "5"}, slices.Repeat([]string{"0"}, 300)...)
+	const trials = 200
+	var dead []string
+	for i := range trials {
+		p, err := h.Start("sleeper", cmd...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for start := time.Now(); time.Since(start) < 20*time.Millisecond; {
+			if !p.Proc.Alive() {
+				dead = append(dead, fmt.Sprintf("trial %d: at %v", i, time.Since(start).Round(10*time.Microsecond)))
+				break
+			}
+		}
+		if err := p.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		_ = p.Wait()
+	}
+	if len(dead) > 0 {
+		t.Fatalf("a running process read as not alive in %d of %d starts:\n%s", len(dead), trials, strings.Join(dead, "\n"))
 	}
 }
 
