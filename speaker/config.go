@@ -168,7 +168,7 @@ func (c *Config) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.Records.DigestFrom, "records-digest-from", c.Records.DigestFrom, "out of Quorum, read the controller's records digest (one ConfigMap) instead of every speaker's record once it lists this many records (0: never)")
 	fs.IntVar(&c.Records.SummaryFrom, "heartbeat-summary-from", c.Records.SummaryFrom, "read the controller's heartbeat summary (one Lease) instead of the peers' heartbeats once this many peers are not heard over memberlist (0: never)")
 	fs.DurationVar(&c.Quorum.Grace, "quorum-grace", c.Quorum.Grace, "how long a speaker that hears no majority keeps its IPs before it arbitrates through the API server (or goes silent without it); also how long a majority it hears must leave it out before it goes silent (a rumour of its death is refuted sooner)")
-	fs.DurationVar(&c.Quorum.JoinWait, "quorum-join-wait", c.Quorum.JoinWait, "how long a returning speaker waits, at most, for a peer that hears it again to republish its record when the API server does not answer")
+	fs.DurationVar(&c.Quorum.JoinWait, "quorum-join-wait", c.Quorum.JoinWait, "how long a returning speaker waits, at most, for a peer that hears it again to republish its record when the API server does not answer, and to hear a peer whose record says it restarts with claims")
 	fs.StringVar(&c.ExcludeInterfaces, "exclude-interfaces", c.ExcludeInterfaces, "regular expression of interface names never answered on")
 	fs.DurationVar(&c.Schedule.Refresh, "gratuitous-refresh", c.Schedule.Refresh, "period of the gratuitous ARP/NA refresh of owned IPs (0 disables)")
 	fs.DurationVar(&c.Rescan, "interface-rescan", c.Rescan, "how often interfaces are listed again to follow ones appearing and disappearing")

@@ -264,6 +264,8 @@ func (s *Speaker) startMembers(ctx context.Context, p *parts) error {
 		log.Info("taking back the IPs the previous speaker of this node announced", "ips", len(restored))
 		s.book.Restore(restored)
 		s.saveClaims() // Load removed them: killed before its first change, this speaker still leaves them
+		s.restored = true
+		p.keeper.Restarting() // before its first write: peers started with it wait to hear it
 	}
 	return nil
 }

@@ -23,7 +23,8 @@ const recheckDegraded = 250 * time.Millisecond
 // decide runs the quorum rule on this speaker's situation, reading the records afresh
 // when the rule asks for it, and returns the records it decided on too.
 func (s *Speaker) decide(ctx context.Context, live []string) (quorum.Verdict, []quorum.Record) {
-	in := quorum.Input{Self: s.cfg.NodeName, Now: time.Now(), LinkDown: s.linkDown(), Lost: s.liveness.lostAt}
+	in := quorum.Input{Self: s.cfg.NodeName, Now: time.Now(), LinkDown: s.linkDown(), Lost: s.liveness.lostAt,
+		Restored: s.restored && !s.servedOnce}
 	for _, m := range live {
 		in.Members = append(in.Members, quorum.Member{Name: m, Since: s.liveness.since[m]})
 	}
@@ -95,7 +96,7 @@ func (s *Speaker) observe(v quorum.Verdict, live []string) {
 	}
 	s.log.Info("memberlist quorum", "mode", v.Mode, "hears", live, "unreachable", v.Unreachable, "reason", v.Reason)
 	switch {
-	case len(v.Unreachable) > 0 && v.Mode != quorum.ModeQuorum && v.Mode != quorum.ModeRejoining:
+	case len(v.Unreachable) > 0 && v.Mode != quorum.ModeQuorum && v.Mode != quorum.ModeRejoining && v.Mode != quorum.ModeRestarting:
 		s.nodeEvent(corev1.EventTypeWarning, heraldv1.ReasonMemberlistPartitioned, partitionNote(s.cfg.NodeName, s.cfg.Members.BindPort, v))
 	case len(v.Unreachable) > 0 && v.Mode == quorum.ModeQuorum && len(prev.Unreachable) == 0:
 		s.nodeEvent(corev1.EventTypeWarning, heraldv1.ReasonMemberlistPartitioned, partitionNote(s.cfg.NodeName, s.cfg.Members.BindPort, v))
@@ -104,7 +105,7 @@ func (s *Speaker) observe(v quorum.Verdict, live []string) {
 	}
 }
 
-var allModes = []quorum.Mode{quorum.ModeQuorum, quorum.ModeHold, quorum.ModeArbitrated, quorum.ModeMinority, quorum.ModeIsolated, quorum.ModeRejoining}
+var allModes = []quorum.Mode{quorum.ModeQuorum, quorum.ModeHold, quorum.ModeArbitrated, quorum.ModeMinority, quorum.ModeIsolated, quorum.ModeRejoining, quorum.ModeRestarting}
 
 // partitionNote says, for the Event, whom this speaker cannot reach, on which port,
 // and what it does about it.

@@ -25,8 +25,8 @@ func speakersByQuorumMode() cog.Builder[dashboard.Panel] {
 		"How many speakers are in each mode. Quorum: it hears a majority of the speakers (normal). "+
 			"Hold: it lost the majority less than --quorum-grace ago and keeps its IPs meanwhile. "+
 			"Arbitrated: no side hears a majority; owners are elected among the speakers alive in the API server. "+
-			"Minority, Isolated and Rejoining announce nothing: a majority goes on without it, it can reach neither "+
-			"a majority nor the API server, or it is back and waits for its peers to hear it.").
+			"Minority, Isolated, Rejoining and Restarting announce nothing: a majority goes on without it, it can reach neither "+
+			"a majority nor the API server, or it is back (Restarting: started with its node's claims) and waits for its peers to hear it.").
 		Span(8).Height(8).
 		Unit("short").
 		Stacking(stacked()).FillOpacity(30).

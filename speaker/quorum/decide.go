@@ -24,11 +24,16 @@ const (
 	ModeIsolated Mode = "Isolated"
 	// ModeRejoining: it was silent and waits to read the records afresh.
 	ModeRejoining Mode = "Rejoining"
+	// ModeRestarting is ModeRejoining for a speaker that has just started with the
+	// claims its node's previous speaker saved (Input.Restored): it announces them
+	// again once it hears a majority, and its peers coming back at the same moment
+	// wait to hear it before they take IPs.
+	ModeRestarting Mode = "Restarting"
 )
 
 // Silent says whether a speaker in mode m announces nothing.
 func (m Mode) Silent() bool {
-	return m == ModeMinority || m == ModeIsolated || m == ModeRejoining
+	return m == ModeMinority || m == ModeIsolated || m == ModeRejoining || m == ModeRestarting
 }
 
 // serving says whether a speaker in mode m may announce IPs.
@@ -84,6 +89,9 @@ type Input struct {
 	RecordsReadAt time.Time
 	// LinkDown: the interface memberlist is bound on has no carrier.
 	LinkDown bool
+	// Restored: this speaker started with the claims its node's previous speaker saved
+	// and has announced nothing since. While it rejoins, its mode is ModeRestarting.
+	Restored bool
 	Now      time.Time
 }
 
@@ -257,6 +265,9 @@ func Decide(cfg Config, st State, in Input) (Verdict, State) {
 	// lists it and it hears each of them: the peer that stood in for it releases its
 	// IPs once it hears it, and only then republishes; and its own record, which peers
 	// read, must not publish a majority without a peer it simply has not heard yet.
+	// It also waits to hear each restarting peer: speakers started together (every
+	// speaker killed at once) would otherwise elect without one that memberlist has
+	// not brought in yet, and take the IPs whose claims it is about to publish.
 	// At most JoinWait, for a record that cannot change or a peer that died.
 	if v.Mode == ModeQuorum && st.Silent && st.JoiningSince.IsZero() {
 		st.JoiningSince = in.Now
@@ -267,10 +278,10 @@ func Decide(cfg Config, st State, in Input) (Verdict, State) {
 	if !st.JoiningSince.IsZero() {
 		var behind, unheard []string
 		for n, r := range fresh {
-			if n == in.Self || !r.Mode.serving() {
+			if n == in.Self || !r.Mode.serving() && r.Mode != ModeRestarting {
 				continue
 			}
-			if !r.lists(in.Self) {
+			if r.Mode.serving() && !r.lists(in.Self) {
 				behind = append(behind, n)
 			}
 			if !slices.Contains(live, n) {
@@ -286,6 +297,9 @@ func Decide(cfg Config, st State, in Input) (Verdict, State) {
 	// Hold keeps what it has: after silence that is nothing, so it stays silent.
 	if st.Silent && v.Mode == ModeHold {
 		v.Mode, v.Electors, v.Take = ModeRejoining, nil, false
+	}
+	if in.Restored && v.Mode == ModeRejoining {
+		v.Mode = ModeRestarting
 	}
 	switch {
 	case v.Mode != ModeQuorum:

@@ -518,6 +518,53 @@ func TestDecideJoining(t *testing.T) {
 	}
 }
 
+// TestDecideRestartedTogether: every speaker killed and started again at once. a
+// and b hear each other first; c, which has claims to take back, has written its
+// record (Restarting) but memberlist has not brought it in yet. a and b wait to hear
+// it before they take anything (they would take its IPs); for at most JoinWait.
+func TestDecideRestartedTogether(t *testing.T) {
+	cfg := DefaultConfig()
+	// Records from before the kill, renewed 1 s ago; c's rewritten at its start.
+	old := []Record{rec("a", -time.Second, "a", "b", "c"), rec("b", -time.Second, "a", "b", "c")}
+	cRestarting := withMode(rec("c", -50*time.Millisecond, "c"), ModeRestarting)
+	step := func(st State, in Input, want Mode) (Verdict, State) {
+		t.Helper()
+		in.Self, in.APIUp, in.APIAt, in.RecordsReadAt = "a", true, in.Now, in.Now
+		v, next := Decide(cfg, st, in)
+		if v.Mode != want {
+			t.Fatalf("a at %v: mode %s (%s), want %s", in.Now.Sub(t0), v.Mode, v.Reason, want)
+		}
+		return v, next
+	}
+	recs := append(slices.Clone(old), cRestarting)
+	v, st := step(State{}, Input{Members: heard("a@-20ms", "b@-20ms"), Records: recs, Now: at(0)}, ModeRejoining)
+	if v.Take || !strings.Contains(v.Reason, "it hears c") {
+		t.Errorf("a takes %v and gives the reason %q; want no takeover until it hears c", v.Take, v.Reason)
+	}
+	_, st = step(st, Input{Members: heard("a@-20ms", "b@-20ms"), Records: recs, Now: at(cfg.JoinWait - time.Millisecond)}, ModeRejoining)
+	if v, _ := step(st, Input{Members: heard("a@-20ms", "b@-20ms", "c@-1ms"), Records: recs, Now: at(cfg.JoinWait - time.Millisecond)}, ModeQuorum); !v.Take {
+		t.Fatalf("a hears c and takes nothing (%s)", v.Reason)
+	}
+	// A restarting peer that never comes holds a back no longer than JoinWait.
+	if v, _ := step(st, Input{Members: heard("a@-20ms", "b@-20ms"), Records: recs, Now: at(cfg.JoinWait)}, ModeQuorum); !v.Take {
+		t.Fatalf("after JoinWait a still takes nothing (%s)", v.Reason)
+	}
+	// A peer that only rejoins (nothing to take back) is not waited for: it takes
+	// what the election gives it, like any newcomer.
+	recs[2] = withMode(cRestarting, ModeRejoining)
+	step(State{}, Input{Members: heard("a@-20ms", "b@-20ms"), Records: recs, Now: at(0)}, ModeQuorum)
+
+	// c itself: restarted with claims, its verdicts while it rejoins say Restarting.
+	in := Input{Self: "c", Members: heard("c"), Records: old, Restored: true, APIUp: true, APIAt: at(0), RecordsReadAt: at(0), Now: at(0)}
+	if v, _ := Decide(cfg, State{}, in); v.Mode != ModeRestarting || !v.Mode.Silent() {
+		t.Fatalf("c restarted with claims, hearing nobody: mode %s (%s), want %s", v.Mode, v.Reason, ModeRestarting)
+	}
+	in.Members = heard("a@-1ms", "b@-1ms", "c")
+	if v, _ := Decide(cfg, State{}, in); v.Mode != ModeQuorum {
+		t.Fatalf("c restarted with claims, hearing everyone: mode %s (%s), want %s", v.Mode, v.Reason, ModeQuorum)
+	}
+}
+
 // TestDecideHealReachesPeersFirst: a deposed speaker whose peers hear it again before
 // it hears them stays silent, rather than arbitrate with stale claims and take IPs its
 // peers still announce; for at most JoinWait, for a cut that lets only one way through.

@@ -84,7 +84,10 @@
 // JoinWait: the peer that stood in for it releases once it hears it, and republishes
 // only then; and its own record says it announces nothing until it hears everyone, so
 // that a peer it has not heard yet does not take the record for a majority deposing
-// it (memberlist reaches a returning node's peers one by one).
+// it (memberlist reaches a returning node's peers one by one). It also waits, at most
+// JoinWait, to hear each peer whose record says ModeRestarting: a speaker started
+// with claims to take back, which speakers started at the same moment would
+// otherwise elect without.
 //
 // # Guarantees
 //

@@ -55,7 +55,7 @@ func FuzzRecordFromLease(f *testing.F) {
 				APIUp: true, APIAt: now, RecordsReadAt: now, Now: now,
 			})
 			known := []quorum.Mode{quorum.ModeQuorum, quorum.ModeHold, quorum.ModeArbitrated,
-				quorum.ModeMinority, quorum.ModeIsolated, quorum.ModeRejoining}
+				quorum.ModeMinority, quorum.ModeIsolated, quorum.ModeRejoining, quorum.ModeRestarting}
 			if !slices.Contains(known, v.Mode) {
 				t.Fatalf("verdict mode %q", v.Mode)
 			}

@@ -149,6 +149,13 @@ func newKeeper(self, namespace string, cfg Config, c, api client.Reader, w clien
 	}
 }
 
+// Restarting makes the record this speaker writes first say that it has just started
+// with claims to take back (quorum.ModeRestarting), not merely Rejoining: peers
+// started at the same moment wait to hear it before they take IPs. Call it before Run.
+func (r *Keeper) Restarting() {
+	r.Want(Wish{Mode: quorum.ModeRestarting, Members: []string{r.self}})
+}
+
 // WatchCache notes when each record in c changes (by this node's clock) and pokes the
 // election, when the cache holds every record (Options.CacheHoldsRecords); the
 // Keeper's own watches hold them otherwise, and it does nothing.
