@@ -111,6 +111,9 @@ func (s *Speaker) runElection(ctx context.Context) {
 		})
 	}
 	s.apply(plan, decisions, in.Members, trusted)
+	if take {
+		s.book.SettleRestored()
+	}
 	s.endHandovers(ctx, func(n string) bool { _, ok := restarting[n]; return ok })
 	s.publishClaims()
 	if returned {

@@ -78,9 +78,14 @@ func (b *Book) Own() Set { return b.own }
 
 // Publish tells the peers that this speaker announces owned, each IP with the claim
 // it made when it took it, when that changed since the last time, and says whether it
-// did.
+// did. The restored claims not taken back yet go with them until SettleRestored: a
+// pass that may not take (waiting for a new peer's claims) takes none back, and
+// publishing without them would hand their IPs to the next node.
 func (b *Book) Publish(owned []netip.Addr) bool {
 	c := own(owned, b.taken)
+	for ip, cl := range b.restored {
+		c[ip] = cl
+	}
 	raw := c.Encode()
 	if b.sent && bytes.Equal(raw, b.ownRaw) {
 		return false
@@ -196,6 +201,16 @@ func (b *Book) Take(ip, key netip.Addr) (restored bool) {
 		b.taken[ip] = Claim{Token: b.tokens[ip], Over: b.RankedBefore(b.self, key), Gen: b.gens[ip] + 1}
 	}
 	return restored
+}
+
+// SettleRestored ends the restored claims not taken back: called after the first
+// election that could take them, which gave them to other nodes (claims newer than
+// this node's). They are published no longer.
+func (b *Book) SettleRestored() {
+	for ip := range b.restored {
+		delete(b.taken, ip)
+	}
+	b.restored = nil
 }
 
 // Release forgets this speaker's claim on ip, which it no longer announces.

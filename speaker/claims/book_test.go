@@ -1,6 +1,7 @@
 package claims
 
 import (
+	"maps"
 	"net/netip"
 	"slices"
 	"testing"
@@ -92,6 +93,42 @@ func TestBookTakeRestoreAndPublish(t *testing.T) {
 	if restored := b.Take(ip2, ip2); restored {
 		t.Error("ip2 was restored twice")
 	}
+}
+
+// The restored claims stay published until an election that may take has placed
+// them: a first pass that takes nothing (waiting for a new peer's claims) published
+// only what the speaker announced, none, and the next election of every node gave
+// an IP away from its hash node back to that node. Once settled, the restored claims
+// not taken back (their IPs moved on meanwhile) go.
+func TestBookRestoredClaimsPublishedUntilSettled(t *testing.T) {
+	ip1, ip2 := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
+	restored := Set{ip1: {Over: []string{"b"}, Gen: 2}, ip2: {Gen: 1}}
+	b := NewBook("a", time.Second, func([]byte) {}, func() {}, logr.Discard())
+	b.Restore(restored)
+	b.StartPass(map[netip.Addr]string{ip1: "", ip2: ""}, []string{"a", "b"})
+	b.Publish(nil) // a pass that could take nothing back
+	if got := b.Own(); !maps.EqualFunc(got, restored, claimEqual) {
+		t.Fatalf("published after a pass that took nothing: %v, want the restored %v", got, restored)
+	}
+	if !b.Take(ip2, ip2) {
+		t.Fatal("the restored ip2 was taken as a new claim")
+	}
+	b.Publish([]netip.Addr{ip2})
+	if got := b.Own(); !maps.EqualFunc(got, restored, claimEqual) {
+		t.Fatalf("published with ip2 taken back: %v, want %v", got, restored)
+	}
+	b.SettleRestored() // the election gave ip1 to another node
+	b.Publish([]netip.Addr{ip2})
+	if got, want := b.Own(), (Set{ip2: restored[ip2]}); !maps.EqualFunc(got, want, claimEqual) {
+		t.Fatalf("published once settled: %v, want %v", got, want)
+	}
+	if b.Take(ip1, ip1) {
+		t.Error("ip1, settled elsewhere, taken back as restored")
+	}
+}
+
+func claimEqual(a, b Claim) bool {
+	return a.Token == b.Token && a.Gen == b.Gen && slices.Equal(a.Over, b.Over)
 }
 
 // Taking back the restored IPs, and publishing exactly them, keeps them this speaker's
