@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 
 	"herald.dev/herald/internal/lab/agent"
 	"herald.dev/herald/internal/lab/netlab"
+	"herald.dev/herald/internal/netns"
 	"herald.dev/herald/internal/testkit"
 )
 
@@ -299,6 +301,25 @@ func testPartitions(t *testing.T, s *State) {
 	})
 	heal()
 	expectRules("heal after the split", nil)
+
+	// Refused: a connection to or from worker's memberlist fails at once, as to a
+	// host where nothing listens yet, not after a timeout as when dropped.
+	if err := s.RefuseMemberlist(ctx, "worker"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ from, to HostInfo }{{w2, w}, {w, w2}} {
+		dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		conn, err := netns.Dialer(c.from.Namespace)(dctx, "tcp", net.JoinHostPort(c.to.Addr.String(), "7946"))
+		cancel()
+		if err == nil {
+			conn.Close()
+			t.Errorf("%s connected to %s's memberlist while worker refuses memberlist", c.from.Name, c.to.Name)
+		} else if !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Errorf("%s connecting to %s's memberlist while worker refuses memberlist: %v, want connection refused", c.from.Name, c.to.Name, err)
+		}
+	}
+	heal()
+	expectRules("heal after refusing", nil)
 	if out, err := s.Exec(ctx, "worker", append([]string{"iptables", "-w", "-C"}, foreign...)...); err != nil {
 		t.Errorf("heal removed a rule that was not the lab's: %v: %s", err, out)
 	}

@@ -25,7 +25,20 @@ const (
 // adds nothing.
 func (s *State) PartitionMemberlist(ctx context.Context, nodes ...string) error {
 	for _, n := range nodes {
-		if err := s.dropMemberlist(ctx, n, netip.Addr{}); err != nil {
+		if err := s.dropMemberlist(ctx, n, netip.Addr{}, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RefuseMemberlist makes each node refuse memberlist: its namespace answers TCP and UDP
+// to or from port 7946 with port unreachable, going in and coming out, as between
+// hosts where no speaker listens yet: a join to or from it fails at once rather than
+// after a timeout. HealMemberlist ends it.
+func (s *State) RefuseMemberlist(ctx context.Context, nodes ...string) error {
+	for _, n := range nodes {
+		if err := s.dropMemberlist(ctx, n, netip.Addr{}, true); err != nil {
 			return err
 		}
 	}
@@ -48,7 +61,7 @@ func (s *State) SplitMemberlist(ctx context.Context, a, b []string) error {
 				if err != nil {
 					return err
 				}
-				if err := s.dropMemberlist(ctx, n, h.Addr); err != nil {
+				if err := s.dropMemberlist(ctx, n, h.Addr, false); err != nil {
 					return err
 				}
 			}
@@ -96,14 +109,14 @@ func (s *State) MemberlistRules(ctx context.Context, node string) ([]string, err
 	return rules, nil
 }
 
-// dropMemberlist makes node drop memberlist traffic, with peer only when peer is valid.
-// multiport --ports matches the source or the destination port: the node's own
-// replies and connections as well as its peers'.
-func (s *State) dropMemberlist(ctx context.Context, node string, peer netip.Addr) error {
+// dropMemberlist makes node drop memberlist traffic (refuse it, with refuse), with
+// peer only when peer is valid. multiport --ports matches the source or the
+// destination port: the node's own replies and connections as well as its peers'.
+func (s *State) dropMemberlist(ctx context.Context, node string, peer netip.Addr, refuse bool) error {
 	if _, err := s.Worker(node); err != nil {
 		return err
 	}
-	for _, rule := range memberlistRules(peer) {
+	for _, rule := range memberlistRules(peer, refuse) {
 		check := append([]string{"iptables", "-w", "-C"}, rule...)
 		if _, err := s.Exec(ctx, node, check...); err == nil {
 			continue // already there
@@ -116,9 +129,9 @@ func (s *State) dropMemberlist(ctx context.Context, node string, peer netip.Addr
 	return nil
 }
 
-// memberlistRules are the chain and spec of each rule dropping memberlist traffic,
-// to and from peer only when it is valid.
-func memberlistRules(peer netip.Addr) [][]string {
+// memberlistRules are the chain and spec of each rule dropping (or refusing)
+// memberlist traffic, to and from peer only when it is valid.
+func memberlistRules(peer netip.Addr, refuse bool) [][]string {
 	var rules [][]string
 	for _, chain := range []string{"INPUT", "OUTPUT"} {
 		for _, proto := range []string{"tcp", "udp"} {
@@ -132,6 +145,12 @@ func memberlistRules(peer netip.Addr) [][]string {
 			}
 			r = append(r, "-m", "multiport", "--ports", memberlistPort,
 				"-m", "comment", "--comment", partitionComment, "-j", "DROP")
+			if refuse {
+				// ICMP, which the rules do not match, for TCP too: a reset would
+				// come back through them (from port 7946) and be refused in turn.
+				// A connect() that gets port unreachable fails with ECONNREFUSED.
+				r = append(r[:len(r)-1], "REJECT", "--reject-with", "icmp-port-unreachable")
+			}
 			rules = append(rules, r)
 		}
 	}

@@ -125,21 +125,86 @@ func TestLabKillEverySpeakerAwayFromHome(t *testing.T) {
 	vips := maps.Clone(f.vips)
 	f.expectOwners(t, vips, "before the failovers")
 	owners := f.awayFromHome(t, vips)
+	f.killEverySpeaker(t, vips, owners, "")
+}
+
+// TestLabKillEverySpeakerOneJoinsLate is TestLabKillEverySpeakerAwayFromHome where the
+// node announcing the most VIPs reaches its peers joinLate after the others: its
+// memberlist refuses connections until then, as a host whose speaker is slower to
+// start would. The others hear each other, a majority, at once, and read its record
+// (Restarting) before they hear it; they must wait for it rather than take its IPs.
+// In a lab of its own whose speakers retry joins every 200 ms (2 s by default, which
+// would make the late one wait for the next round).
+func TestLabKillEverySpeakerOneJoinsLate(t *testing.T) {
+	cfg := lab.Config{Workers: 3, SpeakerArgs: []string{"--ml-join-interval=200ms"}}
+	f := ownLab(t, restartPrefix, "lab", cfg, true)
+	vips := maps.Clone(f.vips)
+	f.expectOwners(t, vips, "before the failovers")
+	owners := f.awayFromHome(t, vips)
+	f.killEverySpeaker(t, vips, owners, busiest(owners))
+}
+
+// restartPrefix names the namespaces of TestLabKillEverySpeakerOneJoinsLate's lab.
+const restartPrefix = "hk-"
+
+// joinLate is how long the late speaker's memberlist refuses its peers after the
+// start: under --quorum-grace (1 s), after which it would arbitrate alone, and well
+// under --quorum-join-wait (2 s), the longest its peers wait to hear it.
+const joinLate = 400 * time.Millisecond
+
+// killEverySpeaker kills every speaker at once, starts them again a second later
+// (late, unless "", refusing memberlist for joinLate from then) and expects nothing
+// broken and every VIP still with its owner in owners.
+func (f *fullLab) killEverySpeaker(t *testing.T, vips map[string]netip.Addr, owners map[string]string, late string) {
+	t.Helper()
+	if late != "" {
+		t.Logf("%s, announcing the most VIPs, reaches its peers %v after the others", late, joinLate)
+	}
 	expectNothingBroke(t, vips, f.probed(t, vips, func() {
 		for _, n := range f.nodes {
 			if err := f.s.KillSpeaker(n); err != nil {
 				t.Fatalf("killing the speaker of %s: %v", n, err)
 			}
 		}
+		healed := make(chan error, 1)
+		if late != "" {
+			if err := f.s.RefuseMemberlist(t.Context(), late); err != nil {
+				t.Fatalf("refusing the memberlist of %s: %v", late, err)
+			}
+		}
 		time.Sleep(time.Second)
+		if late != "" {
+			time.AfterFunc(joinLate, func() { healed <- f.s.HealMemberlist(context.Background(), late) })
+		} else {
+			healed <- nil
+		}
 		if err := f.s.StartSpeakers(t.Context(), f.nodes...); err != nil {
 			t.Fatalf("starting every speaker again: %v", err)
+		}
+		if err := <-healed; err != nil {
+			t.Fatalf("healing the memberlist of %s: %v", late, err)
 		}
 		time.Sleep(3 * time.Second) // they rejoin and elect
 	}))
 	for _, name := range slices.Sorted(maps.Keys(vips)) {
 		f.expectOwner(t, vips[name], owners[name], name+" after every speaker was killed and started again")
 	}
+}
+
+// busiest returns the node that owns the most of owners' VIPs (the first by name on
+// a tie).
+func busiest(owners map[string]string) string {
+	count := map[string]int{}
+	for _, o := range owners {
+		count[o]++
+	}
+	best := ""
+	for _, n := range slices.Sorted(maps.Keys(count)) {
+		if best == "" || count[n] > count[best] {
+			best = n
+		}
+	}
+	return best
 }
 
 // awayFromHome moves two VIPs off the nodes the hash places them on, as failovers do:
