@@ -6,12 +6,15 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	heraldv1 "herald.dev/herald/api/v1beta1"
 	"herald.dev/herald/internal/lab"
@@ -127,6 +130,43 @@ func TestLabGracefulShutdownHandsOver(t *testing.T) {
 			}
 		},
 	})
+}
+
+// TestLabScaleDownHandsOver is TestLabCordonHandsOver for cluster-autoscaler's
+// scale-down, which taints the node ToBeDeletedByClusterAutoscaler before it drains
+// and deletes it; the undo is the taint removed (a scale-down given up).
+func TestLabScaleDownHandsOver(t *testing.T) {
+	f := fullLabFor(t)
+	f.plannedMoveThenPowerOff(t, plannedMove{
+		name: "scale-down taint", why: "tainted " + autoscalerTaint,
+		begin: func(node string) { f.taint(t, node, autoscalerTaint, true) },
+		undo:  func(node string) { f.taint(t, node, autoscalerTaint, false) },
+	})
+}
+
+// autoscalerTaint is the key of the taint cluster-autoscaler puts on a node it is
+// about to delete (with effect NoSchedule and the time as value).
+const autoscalerTaint = "ToBeDeletedByClusterAutoscaler"
+
+// taint adds the NoSchedule taint key to node, or removes it, as
+// cluster-autoscaler does.
+func (f *fullLab) taint(tb testing.TB, node, key string, on bool) {
+	tb.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := f.Kube.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == key })
+		if on {
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: key, Value: strconv.FormatInt(time.Now().Unix(), 10), Effect: corev1.TaintEffectNoSchedule})
+		}
+		_, err = f.Kube.CoreV1().Nodes().Update(context.Background(), n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		tb.Fatalf("taint %s on %s = %t: %v", key, node, on, err)
+	}
 }
 
 // plannedMove is what starts a planned move of a node's VIPs, and what undoes it.
