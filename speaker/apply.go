@@ -16,9 +16,11 @@ const holder = "election"
 // is the cluster's (trusted), reports what users should see.
 func (s *Speaker) apply(p Plan, decisions []election.Decision, live []string, trusted bool) {
 	for _, r := range p.Release {
-		// Before the IP's Services are forgotten: the HandoverEnded Event names them.
-		s.handover.End(context.Background(), r.IP, "this node gave the IP up")
 		s.l2.Withdraw(holder, r.IP)
+		// After the withdrawal: reading and removing the forwarding takes a few nft
+		// runs, and the next owner waits for this node to stop answering. Before the
+		// IP's Services are forgotten: the HandoverEnded Event names them.
+		s.handover.End(context.Background(), r.IP, "this node gave the IP up")
 		s.metrics.owner.DeletePartialMatch(prometheus.Labels{"ip": r.IP.String()})
 		s.announcing.mu.Lock()
 		delete(s.announcing.takeovers, r.IP.String())
