@@ -143,15 +143,16 @@ func memberlistRules(peer netip.Addr, refuse bool) [][]string {
 				}
 				r = append(r, dir, peer.String()+"/32")
 			}
-			r = append(r, "-m", "multiport", "--ports", memberlistPort,
-				"-m", "comment", "--comment", partitionComment, "-j", "DROP")
+			target := []string{"DROP"}
 			if refuse {
 				// ICMP, which the rules do not match, for TCP too: a reset would
 				// come back through them (from port 7946) and be refused in turn.
 				// A connect() that gets port unreachable fails with ECONNREFUSED.
-				r = append(r[:len(r)-1], "REJECT", "--reject-with", "icmp-port-unreachable")
+				target = []string{"REJECT", "--reject-with", "icmp-port-unreachable"}
 			}
-			rules = append(rules, r)
+			r = append(r, "-m", "multiport", "--ports", memberlistPort,
+				"-m", "comment", "--comment", partitionComment, "-j")
+			rules = append(rules, append(r, target...))
 		}
 	}
 	return rules
