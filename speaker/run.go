@@ -263,8 +263,7 @@ func (s *Speaker) startMembers(ctx context.Context, p *parts) error {
 	} else if len(restored) > 0 {
 		log.Info("taking back the IPs the previous speaker of this node announced", "ips", len(restored))
 		s.book.Restore(restored)
-		s.saveClaims() // Load removed them: killed before its first change, this speaker still leaves them
-		s.restored = true
+		s.saveClaims()        // Load removed them: killed before its first change, this speaker still leaves them
 		p.keeper.Restarting() // before its first write: peers started with it wait to hear it
 	}
 	return nil

@@ -71,9 +71,6 @@ type Speaker struct {
 	// a restarting peer next ends (restart.go).
 	servedOnce  bool
 	restartWake time.Time
-	// restored: this speaker started with the claims its node's previous speaker
-	// saved; until it serves, its record says Restarting (quorum.ModeRestarting).
-	restored bool
 
 	// What the announcer's callbacks read of the loop's decisions (apply.go).
 	announcing announcing

@@ -24,7 +24,7 @@ const recheckDegraded = 250 * time.Millisecond
 // when the rule asks for it, and returns the records it decided on too.
 func (s *Speaker) decide(ctx context.Context, live []string) (quorum.Verdict, []quorum.Record) {
 	in := quorum.Input{Self: s.cfg.NodeName, Now: time.Now(), LinkDown: s.linkDown(), Lost: s.liveness.lostAt,
-		Restored: s.restored && !s.servedOnce}
+		Restored: s.book.Restoring() && !s.servedOnce}
 	for _, m := range live {
 		in.Members = append(in.Members, quorum.Member{Name: m, Since: s.liveness.since[m]})
 	}

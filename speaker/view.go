@@ -100,7 +100,7 @@ func nodeView(n *corev1.Node) election.Node {
 // Taints that say a node is going away: kubectl's for a node shut down for good
 // (non-graceful node shutdown) and the cluster autoscaler's for a node it deletes.
 const (
-	taintOutOfService      = "node.kubernetes.io/out-of-service"
+	taintOutOfService      = corev1.TaintNodeOutOfService
 	taintAutoscalerDeletes = "ToBeDeletedByClusterAutoscaler"
 )
 

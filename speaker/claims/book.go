@@ -73,6 +73,10 @@ func (b *Book) Restore(c Set) {
 	b.publish(b.ownRaw)
 }
 
+// Restoring says whether this speaker started with restored claims that no election
+// that may take has placed yet (SettleRestored).
+func (b *Book) Restoring() bool { return b.restored != nil }
+
 // Own returns the claims this speaker last published.
 func (b *Book) Own() Set { return b.own }
 

@@ -104,6 +104,9 @@ func TestBookRestoredClaimsPublishedUntilSettled(t *testing.T) {
 	ip1, ip2 := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
 	restored := Set{ip1: {Over: []string{"b"}, Gen: 2}, ip2: {Gen: 1}}
 	b := NewBook("a", time.Second, func([]byte) {}, func() {}, logr.Discard())
+	if b.Restoring() {
+		t.Fatal("Restoring before any claim was restored")
+	}
 	b.Restore(restored)
 	b.StartPass(map[netip.Addr]string{ip1: "", ip2: ""}, []string{"a", "b"})
 	b.Publish(nil) // a pass that could take nothing back
@@ -117,7 +120,13 @@ func TestBookRestoredClaimsPublishedUntilSettled(t *testing.T) {
 	if got := b.Own(); !maps.EqualFunc(got, restored, claimEqual) {
 		t.Fatalf("published with ip2 taken back: %v, want %v", got, restored)
 	}
+	if !b.Restoring() {
+		t.Fatal("not Restoring before the restored claims were settled")
+	}
 	b.SettleRestored() // the election gave ip1 to another node
+	if b.Restoring() {
+		t.Fatal("still Restoring once the restored claims were settled")
+	}
 	b.Publish([]netip.Addr{ip2})
 	if got, want := b.Own(), (Set{ip2: restored[ip2]}); !maps.EqualFunc(got, want, claimEqual) {
 		t.Fatalf("published once settled: %v, want %v", got, want)

@@ -144,7 +144,7 @@ func newKeeper(self, namespace string, cfg Config, c, api client.Reader, w clien
 	return &Keeper{
 		self: self, namespace: namespace, cfg: cfg, log: log, cache: c, api: api, writer: w, changed: changed, macs: macs, now: time.Now,
 		wake: make(chan struct{}, 1), beatNow: make(chan struct{}, 1), seen: map[string]seenVersion{}, left: map[string]time.Time{}, heardOnce: map[string]struct{}{}, apiUp: true,
-		wish:   Wish{Mode: quorum.ModeRejoining, Members: []string{self}},
+		wish:   firstWish(self, quorum.ModeRejoining),
 		writes: newRecordWrites(), reads: newRecordReads(), gauges: newGauges(),
 	}
 }
@@ -153,7 +153,13 @@ func newKeeper(self, namespace string, cfg Config, c, api client.Reader, w clien
 // with claims to take back (quorum.ModeRestarting), not merely Rejoining: peers
 // started at the same moment wait to hear it before they take IPs. Call it before Run.
 func (r *Keeper) Restarting() {
-	r.Want(Wish{Mode: quorum.ModeRestarting, Members: []string{r.self}})
+	r.Want(firstWish(r.self, quorum.ModeRestarting))
+}
+
+// firstWish is what a speaker's record says before its first decision: that it hears
+// itself alone, in mode.
+func firstWish(self string, mode quorum.Mode) Wish {
+	return Wish{Mode: mode, Members: []string{self}}
 }
 
 // WatchCache notes when each record in c changes (by this node's clock) and pokes the
